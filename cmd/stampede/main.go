@@ -1,0 +1,103 @@
+// Command stampede is a load-testing tool: it runs a YAML plan of HTTP
+// workflows against a target, measures truthfully, and reports.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Exit codes, documented in the README.
+const (
+	exitOK        = 0
+	exitThreshold = 1 // a threshold or gate failed
+	exitUsage     = 2 // bad usage or an invalid plan
+	exitRun       = 3 // the run could not complete
+)
+
+// exitError carries an exit code up to main without printing twice.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func fail(code int, err error) error { return &exitError{code: code, err: err} }
+
+func main() {
+	os.Exit(mainCode())
+}
+
+func mainCode() (code int) {
+	defer func() {
+		// A bug must not reach the user as a stack trace: one sentence, and
+		// the stack only where it helps a bug report.
+		if p := recover(); p != nil {
+			fmt.Fprintf(os.Stderr, "stampede: internal error: %v\n(this is a bug; set STAMPEDE_DEBUG=1 for details)\n", p)
+			if os.Getenv("STAMPEDE_DEBUG") != "" {
+				os.Stderr.Write(debug.Stack())
+			}
+			code = exitRun
+		}
+	}()
+	root := newRoot()
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "stampede:", ee.err)
+		}
+		return ee.code
+	}
+	// Cobra's own errors: unknown command or flag.
+	fmt.Fprintln(os.Stderr, "stampede:", err)
+	fmt.Fprintln(os.Stderr, "Run 'stampede --help' for usage.")
+	return exitUsage
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "stampede",
+		Short: "Load testing that tells the truth and finds the bottleneck",
+		Long: `stampede runs YAML plans of multi-step HTTP workflows against a target,
+in a closed (virtual users) or open (arrival rate) model, and reports
+latencies from HDR histograms free of coordinated omission, every failure
+in exactly one class, per-step breakdowns and per-second series.
+
+Exit codes: 0 all thresholds passed; 1 a threshold failed; 2 bad usage or
+invalid plan; 3 the run could not complete (target unreachable at start,
+interrupted, or a generator fault).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCmd(), newValidateCmd(), newReportCmd(), newDemoCmd(), newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), "stampede", version)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stampede-load/stampede/internal/demo"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/report"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+func newValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate PLAN",
+		Short: "Check a plan without sending traffic",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := loadPlan(args[0])
+			if err != nil {
+				return err
+			}
+			steps := 0
+			for _, s := range p.Scenarios {
+				for _, st := range s.Steps {
+					if st.Kind == plan.StepRequest {
+						steps++
+					}
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok — %d scenario(s), %d request step(s), %s model, %v in %d stage(s), %d threshold(s)\n",
+				args[0], len(p.Scenarios), steps, p.Load.Model, p.Load.Duration(), len(p.Load.Stages), len(p.Thresholds))
+			return nil
+		},
+	}
+}
+
+func newReportCmd() *cobra.Command {
+	var format, out string
+	cmd := &cobra.Command{
+		Use:   "report RESULT",
+		Short: "Render a result file (every figure is recomputed from its histograms)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := result.Read(args[0])
+			if err != nil {
+				return fail(exitUsage, err)
+			}
+			w := cmd.OutOrStdout()
+			var f *os.File
+			if out != "" {
+				f, err = os.Create(out)
+				if err != nil {
+					return fail(exitUsage, err)
+				}
+				defer f.Close()
+				w = f
+			}
+			switch format {
+			case "text":
+				err = report.Text(w, res)
+			case "json":
+				err = report.JSON(w, res)
+			default:
+				return fail(exitUsage, fmt.Errorf("--format %q: expected text or json", format))
+			}
+			if err != nil {
+				return fail(exitRun, err)
+			}
+			if f != nil {
+				return f.Close()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "text or json")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
+	return cmd
+}
+
+func newDemoCmd() *cobra.Command {
+	var addr, opts string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Serve the built-in demo target (an election API with a small simulated database pool)",
+		Long: `Serve the built-in demo target: GET /elections/{id}/parties, POST /votes
+(headers voter-id and election-district-id, JSON {"partyId":"p1"}),
+GET /votes/{district}/count, GET /healthz, GET /__stats.
+
+--options makes it misbehave like real systems, e.g.
+  pool=4,service=20ms,jitter=5ms,wait=500ms   a small database pool that saturates and times out (503)
+  rate_limit=100                               429 above 100 requests/s
+  error_rate=0.01                              every 100th request answers 500`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := demo.ParseOptions(opts)
+			if err != nil {
+				return fail(exitUsage, fmt.Errorf("--options: %v", err))
+			}
+			ctx, stopSig := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stopSig()
+			url, stop, err := demo.Start(ctx, addr, o)
+			if err != nil {
+				return fail(exitRun, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "demo target listening on %s (%s); Ctrl-C to stop\n", url, describeDemo(o))
+			<-ctx.Done()
+			done := make(chan error, 1)
+			go func() { done <- stop() }()
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(6 * time.Second):
+				return nil
+			}
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
+	cmd.Flags().StringVar(&opts, "options", "", "behaviour, e.g. "+strings.TrimSpace(`"pool=4,service=20ms"`))
+	return cmd
+}

@@ -1,0 +1,160 @@
+// Package httpc sends HTTP requests for virtual users. Plain-HTTP targets go
+// through a lean HTTP/1.1 client that reuses every buffer, never retries
+// behind the caller's back (so each request the server sees is a request we
+// count), and reports failures as the exact transport error. HTTPS targets
+// go through net/http so HTTP/2 is negotiated by ALPN.
+package httpc
+
+import (
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Endpoint is where requests go: one scheme, address and Host header.
+type Endpoint struct {
+	Scheme string // "http" or "https"
+	Addr   string // host:port to dial
+	Host   string // Host header value
+	TLS    *tls.Config
+}
+
+// Field is a header. Values point into reusable buffers and stay valid only
+// until the next request on the same client.
+type Field struct {
+	Name  []byte
+	Value []byte
+}
+
+// Request is one HTTP request. The caller owns and reuses its buffers.
+type Request struct {
+	Method    string
+	Endpoint  *Endpoint
+	PathQuery []byte // origin-form target such as /votes?x=1
+	Header    []Field
+	Body      []byte
+	Timeout   time.Duration
+	// KeepBody asks for the body bytes (for captures and checks); otherwise
+	// the body is read off the wire and dropped without being copied.
+	KeepBody bool
+}
+
+// Response is filled by a round trip. Its slices are reused by the next one.
+type Response struct {
+	Status int
+	Header []Field
+	Body   []byte
+	// BodyLen is the body's full length even when it was not kept or was cut
+	// at MaxKeptBody.
+	BodyLen int64
+	hbuf    []byte
+}
+
+// MaxKeptBody caps how much of a body is kept for captures and checks; the
+// rest is still read (so the connection stays usable) and counted.
+const MaxKeptBody = 8 << 20
+
+// Get returns the first header with this name (case-insensitive), or nil.
+func (r *Response) Get(name string) []byte {
+	for _, f := range r.Header {
+		if equalFold(f.Name, name) {
+			return f.Value
+		}
+	}
+	return nil
+}
+
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if lower(b[i]) != lower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// Transport performs round trips for one virtual user. Implementations are
+// not safe for concurrent use: each user owns one.
+type Transport interface {
+	RoundTrip(req *Request, resp *Response) error
+	// Interrupt cuts off the request in flight; safe from any goroutine.
+	Interrupt()
+	Close()
+}
+
+// ErrServerClosed means the server closed a kept-alive connection before
+// sending any byte of the answer.
+var ErrServerClosed = errors.New("server closed the connection before answering")
+
+var errTLSHandshake = errors.New("tls handshake failed")
+
+// Options configure every transport of a run.
+type Options struct {
+	TLS *tls.Config
+	// NewConnPerIteration closes connections at the end of each iteration.
+	NewConnPerIteration bool
+}
+
+// Shared holds what users share: the net/http transport for HTTPS (one
+// pool, so HTTP/2 connections multiplex many users).
+type Shared struct {
+	std *http.Transport
+}
+
+// NewShared builds the shared part of the transports.
+func NewShared(o Options) *Shared {
+	tr := &http.Transport{
+		TLSClientConfig:     o.TLS,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: 100000,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Shared{std: tr}
+}
+
+// Close drops idle shared connections.
+func (s *Shared) Close() { s.std.CloseIdleConnections() }
+
+// NewTransport returns a transport for one virtual user.
+func (s *Shared) NewTransport() *Mux {
+	return &Mux{h1: NewH1(), std: &Std{tr: s.std}}
+}
+
+// Mux sends plain-HTTP requests over the lean client and HTTPS over net/http.
+type Mux struct {
+	h1  *H1
+	std *Std
+}
+
+// RoundTrip implements Transport.
+func (m *Mux) RoundTrip(req *Request, resp *Response) error {
+	if req.Endpoint.Scheme == "https" {
+		return m.std.RoundTrip(req, resp)
+	}
+	return m.h1.RoundTrip(req, resp)
+}
+
+// Close implements Transport.
+func (m *Mux) Close() { m.h1.Close() }
+
+// Interrupt implements Transport.
+func (m *Mux) Interrupt() {
+	m.h1.Interrupt()
+	m.std.Interrupt()
+}
+
+// SetNewConnPerRequest makes the plain-HTTP client close after each answer.
+func (m *Mux) SetNewConnPerRequest(v bool) { m.h1.NewConnPerRequest = v }

@@ -1,0 +1,253 @@
+package plan
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// tmplMode says how text lands in the request, which decides how literal
+// text is escaped at compile time and how references are escaped at render
+// time.
+type tmplMode uint8
+
+const (
+	modeRaw   tmplMode = iota // headers, raw bodies: as is
+	modeJSON                  // inside a JSON string of a json body
+	modeQuery                 // a query or form value
+	modeURL                   // a request URL: path references as a segment, query references as a value
+)
+
+// scope is what a template may refer to at the place it is written.
+type scope struct {
+	vars    map[string]string
+	data    map[string]*DataSource
+	tenants bool
+	// captures holds the captures of earlier steps; nil where captures
+	// cannot exist at all (defaults).
+	captures map[string]int
+	capOrder []string
+	dataUsed map[int]bool
+}
+
+// reserved are the bare names a template gives a meaning of its own, so a
+// capture cannot take them.
+var reserved = map[string]bool{
+	"tenant": true, "vu": true, "iter": true, "uuid": true, "now_ms": true,
+	"rand_int": true, "vars": true, "data": true,
+}
+
+const refHelp = "expected vars.NAME, data.SOURCE.COLUMN, tenant, vu, iter, uuid, now_ms, rand_int(A, B) or the name of an earlier capture"
+
+// builder accumulates template parts, merging adjacent literals so rendering
+// does as few appends as possible.
+type builder struct {
+	parts []Part
+}
+
+func (b *builder) lit(s string) {
+	if s == "" {
+		return
+	}
+	if n := len(b.parts); n > 0 && b.parts[n-1].Kind == PartLiteral {
+		b.parts[n-1].Literal += s
+		return
+	}
+	b.parts = append(b.parts, Part{Kind: PartLiteral, Literal: s})
+}
+
+func (b *builder) template(source string) *Template {
+	return &Template{Source: source, Parts: b.parts}
+}
+
+// escapeLiteral escapes text written in the plan for where it lands: a JSON
+// string needs its quotes escaped, a form value its & and =.
+func escapeLiteral(s string, m tmplMode) string {
+	switch m {
+	case modeJSON:
+		return string(appendJSONEscaped(nil, s))
+	case modeQuery:
+		return string(appendURLEscaped(nil, s, true))
+	}
+	return s
+}
+
+// compileInto parses src and appends its parts to b. On failure it returns
+// a message and the byte offset in src it is about.
+func compileInto(b *builder, src string, m tmplMode, sc *scope) (string, int) {
+	inQuery := false
+	refEsc := func() Escape {
+		switch m {
+		case modeJSON:
+			return EscapeJSON
+		case modeQuery:
+			return EscapeQuery
+		case modeURL:
+			if inQuery {
+				return EscapeQuery
+			}
+			return EscapePath
+		}
+		return EscapeNone
+	}
+	for i := 0; i < len(src); {
+		j := strings.Index(src[i:], "{{")
+		if j < 0 {
+			j = len(src) - i
+		}
+		text := src[i : i+j]
+		if m == modeURL && strings.ContainsRune(text, '?') {
+			inQuery = true
+		}
+		b.lit(escapeLiteral(text, m))
+		i += j
+		if i >= len(src) {
+			break
+		}
+		end := strings.Index(src[i+2:], "}}")
+		if end < 0 {
+			return "unterminated template reference " + q(src[i:]) + `: expected "}}" to close "{{"`, i
+		}
+		expr := strings.TrimSpace(src[i+2 : i+2+end])
+		if msg := sc.ref(b, expr, refEsc()); msg != "" {
+			return msg, i
+		}
+		i += 2 + end + 2
+	}
+	return "", 0
+}
+
+// ref compiles one {{ expr }} onto b.
+func (sc *scope) ref(b *builder, expr string, esc Escape) string {
+	shown := q("{{ " + expr + " }}")
+	switch {
+	case expr == "":
+		return "empty template reference \"{{ }}\": " + refHelp
+	case strings.HasPrefix(expr, "vars."):
+		name := expr[len("vars."):]
+		v, ok := sc.vars[name]
+		if !ok {
+			return "unknown var " + q(name) + ": " + available("the plan defines", "the plan has no vars", keys(sc.vars))
+		}
+		// Vars are constants, so they are escaped once here instead of on
+		// every request.
+		b.lit(string(appendEscaped(nil, v, esc)))
+		return ""
+	case strings.HasPrefix(expr, "data."):
+		src, col, _ := strings.Cut(expr[len("data."):], ".")
+		ds, ok := sc.data[src]
+		if !ok {
+			return "unknown data source " + q(src) + ": " + available("the plan defines", "the plan has no data sources", keys(sc.data))
+		}
+		if col == "" {
+			return "bad data reference " + shown + ": expected data." + src + ".COLUMN"
+		}
+		idx := -1
+		for i, c := range ds.Columns {
+			if c == col {
+				idx = i
+				break
+			}
+		}
+		// A source whose file failed to load has no columns; its own error
+		// already explains, so do not pile a second one on every use.
+		if idx < 0 && ds.Columns != nil {
+			return "data source " + q(src) + " has no column " + q(col) + ": its columns are " + strings.Join(ds.Columns, ", ")
+		}
+		idx = max(idx, 0)
+		if sc.dataUsed != nil {
+			sc.dataUsed[ds.Index] = true
+		}
+		b.parts = append(b.parts, Part{Kind: PartData, Index: ds.Index, Column: idx, Escape: esc})
+		return ""
+	case expr == "tenant":
+		if !sc.tenants {
+			return "{{ tenant }} needs a tenant pool: add tenants: {count: N} to the plan"
+		}
+		b.parts = append(b.parts, Part{Kind: PartTenant, Escape: esc})
+		return ""
+	case expr == "vu":
+		b.parts = append(b.parts, Part{Kind: PartVU, Escape: esc})
+		return ""
+	case expr == "iter":
+		b.parts = append(b.parts, Part{Kind: PartIteration, Escape: esc})
+		return ""
+	case expr == "uuid":
+		b.parts = append(b.parts, Part{Kind: PartUUID, Escape: esc})
+		return ""
+	case expr == "now_ms":
+		b.parts = append(b.parts, Part{Kind: PartUnixMilli, Escape: esc})
+		return ""
+	case strings.HasPrefix(expr, "rand_int"):
+		lo, hi, ok := parseRandInt(expr)
+		if !ok {
+			return "bad template reference " + shown + ": expected rand_int(A, B) with whole numbers A <= B"
+		}
+		b.parts = append(b.parts, Part{Kind: PartRandInt, Min: lo, Max: hi, Escape: esc})
+		return ""
+	case isIdent(expr):
+		slot, ok := sc.captures[expr]
+		if !ok {
+			if sc.captures == nil {
+				return "unknown capture " + q(expr) + ": defaults cannot use captures; " + refHelp
+			}
+			so := "none"
+			if len(sc.capOrder) > 0 {
+				so = strings.Join(sc.capOrder, ", ")
+			}
+			return "unknown capture " + q(expr) + ": no earlier step captures it (captures so far: " + so + ")"
+		}
+		b.parts = append(b.parts, Part{Kind: PartCapture, Index: slot, Escape: esc})
+		return ""
+	}
+	return "bad template reference " + shown + ": " + refHelp
+}
+
+func parseRandInt(expr string) (int64, int64, bool) {
+	rest := strings.TrimSpace(strings.TrimPrefix(expr, "rand_int"))
+	if !strings.HasPrefix(rest, "(") || !strings.HasSuffix(rest, ")") {
+		return 0, 0, false
+	}
+	a, b, ok := strings.Cut(rest[1:len(rest)-1], ",")
+	if !ok {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+	hi, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+	if err1 != nil || err2 != nil || lo > hi {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
+// isIdent accepts the names a template can refer to bare: letters, digits,
+// _ and -, not starting with a digit or -.
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && (c == '-' || '0' <= c && c <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func available(some, none string, names []string) string {
+	if len(names) == 0 {
+		return none
+	}
+	return some + " " + strings.Join(names, ", ")
+}

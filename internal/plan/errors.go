@@ -1,0 +1,133 @@
+package plan
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// String formats a position the way editors and compilers do, so a user can
+// jump to it: file:line:col.
+func (p Pos) String() string {
+	line, col := p.Line, p.Col
+	if line < 1 {
+		line = 1
+	}
+	if col < 1 {
+		col = 1
+	}
+	return p.File + ":" + strconv.Itoa(line) + ":" + strconv.Itoa(col)
+}
+
+// Problem is one thing wrong with a plan.
+type Problem struct {
+	Pos Pos
+	Msg string
+}
+
+func (p Problem) String() string { return p.Pos.String() + ": " + p.Msg }
+
+// Error is every problem found in a plan. Loading goes on after the first
+// problem where it can, so a user fixes a plan in one pass instead of one
+// error per run.
+type Error struct {
+	Problems []Problem
+}
+
+// Error prints one problem per line as file:line:col: message.
+func (e *Error) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// sortProblems orders problems as they appear in the file, which is the
+// order a user reads and fixes them in. Problems in other files (none so far)
+// keep their relative order after the plan's own.
+func sortProblems(ps []Problem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i].Pos, ps[j].Pos
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+}
+
+var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// yamlProblems turns a yaml.v3 syntax error, which knows only a line and
+// prefixes every message with "yaml: ", into problems in our format.
+func yamlProblems(file string, err error) []Problem {
+	var out []Problem
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line == "yaml: unmarshal errors:" {
+			continue
+		}
+		pos := Pos{File: file, Line: 1, Col: 1}
+		msg := strings.TrimPrefix(line, "yaml: ")
+		if m := yamlLineRE.FindStringSubmatch(line); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				pos.Line = n
+			}
+			msg = m[2]
+		}
+		out = append(out, Problem{Pos: pos, Msg: "invalid YAML: " + msg})
+	}
+	if len(out) == 0 {
+		out = append(out, Problem{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: "invalid YAML"})
+	}
+	return out
+}
+
+// levenshtein is the edit distance between two short keys.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// suggest picks the valid key a user most likely meant: the closest within
+// two edits, or else one that the key is a prefix of (or the other way
+// round), since people abbreviate and pluralise.
+func suggest(key string, valid []string) string {
+	best, bestD := "", 3
+	lk := strings.ToLower(key)
+	for _, v := range valid {
+		if d := levenshtein(lk, v); d < bestD {
+			best, bestD = v, d
+		}
+	}
+	if best != "" {
+		return best
+	}
+	if len(lk) >= 2 {
+		for _, v := range valid {
+			if strings.HasPrefix(v, lk) || strings.HasPrefix(lk, v) {
+				return v
+			}
+		}
+	}
+	return ""
+}

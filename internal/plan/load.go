@@ -1,0 +1,56 @@
+package plan
+
+import "time"
+
+// Model is the load model.
+type Model uint8
+
+const (
+	// Closed runs a number of virtual users, each looping its scenario.
+	Closed Model = iota
+	// Open starts iterations at a given arrival rate, whether or not earlier
+	// ones finished.
+	Open
+)
+
+func (m Model) String() string {
+	if m == Open {
+		return "open"
+	}
+	return "closed"
+}
+
+// Stage is one segment of the load profile. In the closed model From and To
+// are user counts; in the open model they are arrivals per second. A stage
+// without a ramp has From == To.
+type Stage struct {
+	Duration time.Duration
+	From, To float64
+	// Steps > 0 ramps in that many equal jumps instead of linearly.
+	Steps int
+	Pos   Pos
+}
+
+// Load is the load profile of a run.
+type Load struct {
+	Model  Model
+	Stages []Stage
+	// Pace, in the closed model, makes each user start an iteration every
+	// Pace (the first request then counts from the scheduled start).
+	Pace time.Duration
+	// MaxInFlight bounds concurrent iterations in the open model; an arrival
+	// that finds every slot busy is counted as dropped.
+	MaxInFlight int
+	// Grace is how long in-flight requests may finish after the last stage;
+	// whatever is still running then is counted as interrupted.
+	Grace time.Duration
+}
+
+// Duration is the total length of all stages.
+func (l Load) Duration() time.Duration {
+	var d time.Duration
+	for _, s := range l.Stages {
+		d += s.Duration
+	}
+	return d
+}

@@ -1,0 +1,192 @@
+package plan
+
+import (
+	"regexp"
+	"time"
+)
+
+// Pos is a place in a plan file, 1-based, for error messages.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+// Plan is a loaded, validated and compiled test plan. Everything the engine
+// needs at run time is resolved here, so nothing is parsed on the hot path.
+type Plan struct {
+	Name string
+	File string
+	// Source is the plan text with ${ENV} references left unexpanded, so a
+	// result file never carries a secret that came from the environment.
+	Source []byte
+	// Target is the base URL, or "demo" for the built-in demo service.
+	Target    string
+	TargetPos Pos
+	Defaults  Defaults
+	TLS       TLS
+	Vars      map[string]string
+	Data      []*DataSource
+	Tenants   int // 0 when the plan has no tenant pool
+	Scenarios []*Scenario
+	Load      Load
+	// Thresholds are kept as written; package gate parses and evaluates them.
+	Thresholds []Located
+}
+
+// Located is a string value with the place it was written.
+type Located struct {
+	Value string
+	Pos   Pos
+}
+
+// Defaults apply to every request step unless the step overrides them.
+type Defaults struct {
+	Headers []Header
+	Timeout time.Duration // default 30s
+}
+
+// TLS configures https targets.
+type TLS struct {
+	CAFile   string
+	CertFile string
+	KeyFile  string
+	Insecure bool
+	// ServerName overrides SNI and the name the certificate is checked for.
+	ServerName string
+}
+
+// Pick is how a data source hands out rows.
+type Pick uint8
+
+const (
+	// PickSequential hands rows out in file order, wrapping at the end.
+	PickSequential Pick = iota
+	// PickUnique hands every row out once across the whole run; when the
+	// rows run out the run stops starting new iterations (see Run).
+	PickUnique
+	// PickRandom hands out a uniformly random row each time.
+	PickRandom
+)
+
+func (p Pick) String() string {
+	return [...]string{"sequential", "unique", "random"}[p]
+}
+
+// DataSource is a CSV file loaded in memory.
+type DataSource struct {
+	Name    string
+	Index   int // position in Plan.Data; templates refer to rows by it
+	File    string
+	Pick    Pick
+	Columns []string
+	Rows    [][]string
+	Pos     Pos
+}
+
+// Scenario is one kind of user.
+type Scenario struct {
+	Name   string
+	Weight int // default 1
+	Steps  []*Step
+	// Captures is the number of capture slots a user of this scenario needs.
+	Captures     int
+	CaptureNames []string
+	// DataUsed lists the data sources (by index) the scenario's templates
+	// read; one row of each is taken per iteration.
+	DataUsed []int
+	Pos      Pos
+}
+
+// StepKind tells request steps from think steps.
+type StepKind uint8
+
+const (
+	StepRequest StepKind = iota
+	StepThink
+)
+
+// Step is one action of a scenario.
+type Step struct {
+	Kind  StepKind
+	Name  string // metric key; default "METHOD /path/template"
+	Group string // optional report group such as "reads" or "writes"
+	Pos   Pos
+
+	// Request steps.
+	Method  string
+	URL     *Template // absolute, or a path joined to Plan.Target
+	Query   []Pair
+	Headers []Header // defaults merged in, step values win
+	Body    *Template
+	// ContentType is set when the body kind implies one (json, form).
+	ContentType string
+	Timeout     time.Duration
+	Captures    []Capture
+	Expect      Expect
+
+	// Think steps.
+	ThinkMin, ThinkMax time.Duration
+}
+
+// Header is one request header; the value may be templated.
+type Header struct {
+	Name  string
+	Value *Template
+}
+
+// Pair is a query parameter.
+type Pair struct {
+	Name  string
+	Value *Template
+}
+
+// CaptureKind says where a capture looks.
+type CaptureKind uint8
+
+const (
+	CaptureJSON CaptureKind = iota
+	CaptureRegex
+	CaptureHeader
+)
+
+// Capture takes a value from a response into a slot of the user's state.
+type Capture struct {
+	Name string
+	Slot int
+	Kind CaptureKind
+	// JSONPath is the dotted path split in parts; numeric parts index arrays.
+	JSONPath []string
+	Regex    *regexp.Regexp // first submatch if it has one, else the match
+	Header   string
+	Pos      Pos
+}
+
+// StatusMatch accepts one code, or a class such as 2xx (Code = 0, Class = 2).
+type StatusMatch struct {
+	Code  int
+	Class int
+}
+
+// Matches reports whether code is accepted.
+func (m StatusMatch) Matches(code int) bool {
+	if m.Code != 0 {
+		return m.Code == code
+	}
+	return code/100 == m.Class
+}
+
+// JSONExpect requires the value at a JSON path to equal Value (compared as
+// the JSON text of a scalar, strings unquoted).
+type JSONExpect struct {
+	Path  []string
+	Value string
+}
+
+// Expect holds a step's checks. An empty Status list accepts any status
+// below 400.
+type Expect struct {
+	Status       []StatusMatch
+	BodyContains []string
+	JSON         []JSONExpect
+}

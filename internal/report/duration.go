@@ -1,0 +1,29 @@
+package report
+
+import (
+	"math"
+	"time"
+)
+
+// Duration formats a latency in microseconds the way the seed's reports
+// do: Go's time.Duration, exact below a second (818.663ms, 697µs) and
+// rounded to the millisecond above it (4.718s, 1m14s), because microsecond
+// digits on multi-second latencies are noise that hides the figure.
+func Duration(us int64) string {
+	const maxUS = math.MaxInt64 / int64(time.Microsecond)
+	us = max(min(us, maxUS), -maxUS)
+	d := time.Duration(us) * time.Microsecond
+	if d >= time.Second || d <= -time.Second {
+		d = d.Round(time.Millisecond)
+	}
+	return d.String()
+}
+
+// runDuration prints a run's length to the whole second ("30s", "1m1s"),
+// as the seed's Duration line does.
+func runDuration(s float64) string {
+	if s <= 0 || math.IsNaN(s) {
+		return "0s"
+	}
+	return (time.Duration(math.Round(s)) * time.Second).String()
+}

@@ -1,0 +1,387 @@
+// Package run drives one test: it starts users (closed model) or arrivals
+// (open model) as the plan's stages say, keeps the per-second series, stops
+// cleanly at the end or on request, and builds the result.
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/sched"
+	"github.com/stampede-load/stampede/internal/vu"
+)
+
+// Progress is what the live display shows, once per interval.
+type Progress struct {
+	Elapsed, Total time.Duration
+	RPS            float64
+	P95US          int64
+	Requests       int64
+	Failed         int64
+	Active         int64
+	InFlight       int64
+	Dropped        int64
+	Model          plan.Model
+}
+
+// Options tune a run.
+type Options struct {
+	// BaseURL replaces the plan's target (used for target: demo).
+	BaseURL string
+	Version string
+	TLS     *tls.Config
+	// Interval is the series resolution (default 1s).
+	Interval time.Duration
+	// CheckpointEvery is how often Checkpoint gets a partial result
+	// (default 5s), so a crash loses at most that much.
+	CheckpointEvery time.Duration
+	Checkpoint      func(*result.Result)
+	Progress        func(Progress)
+	// SkipPreflight skips the reachability check of the target.
+	SkipPreflight bool
+	// Started, when set, receives a function that returns a partial
+	// result of the run so far, for a caller that must exit at once (a
+	// second Ctrl-C).
+	Started func(snapshot func(reason string) *result.Result)
+}
+
+// ErrUnreachable means the target refused or did not answer before any
+// load was sent.
+var ErrUnreachable = errors.New("target unreachable")
+
+// Run executes p until its last stage ends or ctx is cancelled (Ctrl-C):
+// then no new work starts, requests in flight get the plan's grace period,
+// and whatever is still running is cut off and counted as interrupted. The
+// result is complete unless ctx was cancelled.
+func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 5 * time.Second
+	}
+	base := o.BaseURL
+	if base == "" {
+		base = p.Target
+	}
+	prog, err := vu.Compile(p, base, "stampede/"+o.Version, o.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if !o.SkipPreflight {
+		if err := preflight(base); err != nil {
+			return nil, err
+		}
+	}
+	r := &runner{
+		plan:   p,
+		prog:   prog,
+		opts:   o,
+		base:   base,
+		rec:    metrics.New(prog.Steps, o.Interval.Seconds()),
+		shared: httpc.NewShared(httpc.Options{TLS: o.TLS}),
+		soft:   make(chan struct{}),
+	}
+	defer r.shared.Close()
+	return r.run(ctx)
+}
+
+func preflight(base string) error {
+	ep, err := vu.EndpointOf(base)
+	if err != nil {
+		return err
+	}
+	c, err := net.DialTimeout("tcp", ep.Addr, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, base, err)
+	}
+	c.Close()
+	return nil
+}
+
+type runner struct {
+	plan   *plan.Plan
+	prog   *vu.Program
+	opts   Options
+	base   string
+	rec    *metrics.Recorder
+	shared *httpc.Shared
+
+	start   time.Time
+	stopped time.Time // when no new work could start any more
+
+	soft     chan struct{}
+	softOnce sync.Once
+	stopMu   sync.Mutex
+	stopWhy  string
+	partial  string
+
+	usersMu sync.Mutex
+	users   []*vu.User
+	wg      sync.WaitGroup
+	nextID  atomic.Int64
+
+	maxUsers int
+	cpu0     time.Duration
+}
+
+// stop ends the starting of new work; the first reason given wins.
+func (r *runner) stop(reason string, partial bool) {
+	r.stopMu.Lock()
+	if r.stopped.IsZero() {
+		r.stopped = time.Now()
+		if partial {
+			r.partial = reason
+		} else {
+			r.stopWhy = reason
+		}
+	}
+	r.stopMu.Unlock()
+	r.softOnce.Do(func() { close(r.soft) })
+}
+
+func (r *runner) newUser() *vu.User {
+	id := r.nextID.Add(1)
+	u := r.prog.NewUser(id, r.shared.NewTransport(), r.rec)
+	if r.plan.Tenants > 0 {
+		u.SetTenant(int((id-1)%int64(r.plan.Tenants)) + 1)
+	}
+	r.usersMu.Lock()
+	r.users = append(r.users, u)
+	r.usersMu.Unlock()
+	return u
+}
+
+func (r *runner) run(ctx context.Context) (*result.Result, error) {
+	r.cpu0 = cpuTime()
+	r.start = time.Now()
+	total := r.plan.Load.Duration()
+	if r.opts.Started != nil {
+		r.opts.Started(func(reason string) *result.Result {
+			res := r.build(true)
+			res.Run.Partial = true
+			res.Run.PartialReason = reason
+			return res
+		})
+	}
+
+	tickDone := make(chan struct{})
+	tickStop := make(chan struct{})
+	go r.ticker(tickStop, tickDone)
+
+	go func() {
+		select {
+		case <-ctx.Done():
+			el := time.Since(r.start).Round(100 * time.Millisecond)
+			r.stop(fmt.Sprintf("interrupted (Ctrl-C) at %v of %v", el, total), true)
+		case <-r.soft:
+		}
+	}()
+
+	if r.plan.Load.Model == plan.Open {
+		r.runOpen()
+	} else {
+		r.runClosed()
+	}
+	r.stop("", false) // stages over: no new work
+
+	// Grace: let requests in flight finish, then cut off the rest.
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	grace := time.NewTimer(r.plan.Load.Grace)
+	select {
+	case <-done:
+	case <-grace.C:
+		r.usersMu.Lock()
+		for _, u := range r.users {
+			u.Interrupt()
+		}
+		r.usersMu.Unlock()
+		<-done
+	}
+	grace.Stop()
+	for _, u := range r.users {
+		u.Close()
+	}
+	close(tickStop)
+	<-tickDone
+	return r.build(false), nil
+}
+
+// ticker closes series intervals on the run clock and checkpoints.
+func (r *runner) ticker(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	iv := r.opts.Interval
+	n := 1
+	lastCheckpoint := time.Now()
+	var lastReq int64
+	for {
+		next := r.start.Add(time.Duration(n) * iv)
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-stop:
+			t.Stop()
+			// The last, partial interval.
+			el := time.Since(r.start)
+			r.rec.Tick(float64(n-1)*iv.Seconds(), sched.TargetAt(r.plan.Load.Stages, el))
+			return
+		case <-t.C:
+		}
+		at := time.Duration(n-1) * iv
+		r.rec.Tick(at.Seconds(), sched.TargetAt(r.plan.Load.Stages, at))
+		n++
+		if r.opts.Progress != nil {
+			r.opts.Progress(r.progress(&lastReq))
+		}
+		if r.opts.Checkpoint != nil && time.Since(lastCheckpoint) >= r.opts.CheckpointEvery {
+			lastCheckpoint = time.Now()
+			r.opts.Checkpoint(r.build(true))
+		}
+	}
+}
+
+func (r *runner) progress(lastReq *int64) Progress {
+	snap := r.rec.Series()
+	p := Progress{Elapsed: time.Since(r.start), Total: r.plan.Load.Duration(), Model: r.plan.Load.Model,
+		Active: r.rec.Active.Load(), InFlight: r.rec.InFlight.Load()}
+	if n := len(snap.T); n > 0 {
+		done := snap.Completed[n-1]
+		p.RPS = float64(done) / snap.IntervalS
+		p.P95US = snap.P95US[n-1]
+	}
+	for i := range snap.T {
+		p.Requests += snap.Completed[i]
+		p.Dropped += snap.Dropped[i]
+		p.Failed += snap.Completed[i] - snap.OK[i]
+	}
+	p.Requests += p.Dropped
+	p.Failed += p.Dropped
+	return p
+}
+
+// sleepUntil waits for t or the soft stop; false means stop.
+func (r *runner) sleepUntil(t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		select {
+		case <-r.soft:
+			return false
+		default:
+			return true
+		}
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-r.soft:
+		return false
+	}
+}
+
+func (r *runner) handleIterErr(err error) {
+	if errors.Is(err, vu.ErrDataExhausted) {
+		r.stop(err.Error()+"; the run stopped starting new iterations", false)
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
+}
+
+func gcPauseP99() time.Duration {
+	var st debug.GCStats
+	st.PauseQuantiles = make([]time.Duration, 101)
+	debug.ReadGCStats(&st)
+	if st.NumGC == 0 {
+		return 0
+	}
+	return st.PauseQuantiles[99]
+}
+
+// build assembles the result from what was recorded so far.
+func (r *runner) build(checkpoint bool) *result.Result {
+	snap := r.rec.Snapshot()
+	now := time.Now()
+	r.stopMu.Lock()
+	stopped, partial, why := r.stopped, r.partial, r.stopWhy
+	r.stopMu.Unlock()
+	measuredEnd := stopped
+	if measuredEnd.IsZero() || checkpoint {
+		measuredEnd = now
+	}
+	dur := measuredEnd.Sub(r.start).Seconds()
+	sum := sha256.Sum256(r.plan.Source)
+	res := &result.Result{
+		Schema: result.Schema,
+		Tool:   result.Tool{Name: "stampede", Version: r.opts.Version},
+		Plan: result.PlanInfo{Name: r.plan.Name, File: r.plan.File, SHA256: hex.EncodeToString(sum[:]),
+			Source: string(r.plan.Source), Target: r.base},
+		Run: result.RunInfo{
+			Started: r.start, Ended: now, DurationS: dur,
+			Model: r.plan.Load.Model.String(), Paced: r.plan.Load.Pace > 0,
+			Segment: result.Segment{Index: 0, Count: 1},
+			Partial: partial != "", PartialReason: partial, StopReason: why,
+		},
+		Totals:     snap.Totals,
+		Steps:      snap.Steps,
+		Series:     snap.Series,
+		Samples:    snap.Errors,
+		Thresholds: []result.Threshold{},
+		Indicators: []result.Indicator{},
+	}
+	if checkpoint && partial == "" {
+		res.Run.Partial = true
+		res.Run.PartialReason = fmt.Sprintf("run still in progress (checkpoint at %.0fs); the process ended before the final write", dur)
+	}
+	if r.plan.Load.Model == plan.Open || r.plan.Load.Pace > 0 {
+		res.Run.LatencyFrom = "intended"
+	} else {
+		res.Run.LatencyFrom = "send"
+	}
+	if r.plan.Load.Model == plan.Open {
+		res.Run.PeakRate = sched.MaxTarget(r.plan.Load.Stages)
+	} else {
+		res.Run.MaxUsers = int(sched.MaxTarget(r.plan.Load.Stages))
+	}
+	cpu := (cpuTime() - r.cpu0).Seconds()
+	cores := runtime.GOMAXPROCS(0)
+	g := result.Generator{Lag: snap.Lag, CPUSeconds: cpu, Cores: cores, MaxRSS: maxRSS(),
+		GCPauseP99US: gcPauseP99().Microseconds()}
+	if snap.Totals.Requests > 0 {
+		g.CPUPerRequestUS = cpu * 1e6 / float64(snap.Totals.Requests)
+	}
+	if dur > 0 {
+		g.CPUUtil = cpu / (dur * float64(cores))
+	}
+	res.Generator = g
+	return res
+}

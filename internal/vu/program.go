@@ -1,0 +1,192 @@
+// Package vu runs virtual users: one iteration of a scenario at a time,
+// rendering each request from templates compiled at load time, sending it,
+// checking and capturing from the answer, and recording the outcome.
+package vu
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/plan"
+)
+
+// Program is a plan prepared for running: endpoints resolved, steps
+// numbered for the metrics, feeders created.
+type Program struct {
+	Plan      *plan.Plan
+	Scenarios []*Scenario
+	Feeders   []*Feeder
+	Steps     []metrics.StepInfo
+	// order assigns scenarios to users and arrivals by weight, spread
+	// evenly (smooth weighted round robin), so any prefix of users is mixed
+	// as the weights say.
+	order       []int
+	maxCaptures int
+	userAgent   []byte
+	tlsConfig   *tls.Config
+}
+
+// Scenario is a plan scenario with its steps compiled.
+type Scenario struct {
+	*plan.Scenario
+	Index    int
+	Steps    []*Step
+	firstReq int // metrics id of the first request step
+}
+
+// Step is a compiled step.
+type Step struct {
+	*plan.Step
+	ID       int // metrics step id; -1 for think steps
+	endpoint *httpc.Endpoint
+	// dynamicURL is set when scheme or host come from a template: the URL
+	// is then parsed per request.
+	dynamicURL bool
+	keepBody   bool
+	hasCT      bool
+	hasUA      bool
+}
+
+// Compile prepares p to run against base, the target's base URL.
+func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (*Program, error) {
+	prog := &Program{Plan: p, userAgent: []byte(userAgent), tlsConfig: tlsConf}
+	baseEP, err := endpointOf(base, tlsConf)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: %w", base, err)
+	}
+	endpoints := map[string]*httpc.Endpoint{}
+	for _, ds := range p.Data {
+		prog.Feeders = append(prog.Feeders, NewFeeder(ds))
+	}
+	weights := make([]int, len(p.Scenarios))
+	for si, ps := range p.Scenarios {
+		sc := &Scenario{Scenario: ps, Index: si, firstReq: -1}
+		weights[si] = ps.Weight
+		if ps.Captures > prog.maxCaptures {
+			prog.maxCaptures = ps.Captures
+		}
+		for _, st := range ps.Steps {
+			cs := &Step{Step: st, ID: -1}
+			if st.Kind == plan.StepRequest {
+				cs.ID = len(prog.Steps)
+				if sc.firstReq < 0 {
+					sc.firstReq = cs.ID
+				}
+				prog.Steps = append(prog.Steps, metrics.StepInfo{Scenario: ps.Name, Name: st.Name, Group: st.Group})
+				if err := cs.resolve(baseEP, endpoints, tlsConf); err != nil {
+					return nil, fmt.Errorf("%s:%d:%d: %w", st.Pos.File, st.Pos.Line, st.Pos.Col, err)
+				}
+				cs.keepBody = len(st.Expect.BodyContains) > 0 || len(st.Expect.JSON) > 0
+				for _, c := range st.Captures {
+					if c.Kind != plan.CaptureHeader {
+						cs.keepBody = true
+					}
+				}
+				for _, h := range st.Headers {
+					cs.hasCT = cs.hasCT || strings.EqualFold(h.Name, "Content-Type")
+					cs.hasUA = cs.hasUA || strings.EqualFold(h.Name, "User-Agent")
+				}
+			}
+			sc.Steps = append(sc.Steps, cs)
+		}
+		prog.Scenarios = append(prog.Scenarios, sc)
+	}
+	prog.order = smoothOrder(weights)
+	return prog, nil
+}
+
+// ScenarioFor returns the scenario of user or arrival number k (from 0).
+func (p *Program) ScenarioFor(k int64) *Scenario {
+	return p.Scenarios[p.order[k%int64(len(p.order))]]
+}
+
+// FirstRequestStep is the metrics id a dropped arrival of scenario s is
+// counted against.
+func (s *Scenario) FirstRequestStep() int { return s.firstReq }
+
+func (s *Step) resolve(base *httpc.Endpoint, cache map[string]*httpc.Endpoint, tlsConf *tls.Config) error {
+	src := s.URL.Source
+	if strings.HasPrefix(src, "/") {
+		s.endpoint = base
+		return nil
+	}
+	// An absolute URL whose scheme and host are literal text resolves once.
+	if len(s.URL.Parts) > 0 && s.URL.Parts[0].Kind == plan.PartLiteral {
+		lit := s.URL.Parts[0].Literal
+		if i := strings.Index(lit, "://"); i > 0 {
+			rest := lit[i+3:]
+			if j := strings.IndexByte(rest, '/'); j >= 0 {
+				origin := lit[:i+3+j]
+				ep, ok := cache[origin]
+				if !ok {
+					var err error
+					if ep, err = endpointOf(origin, tlsConf); err != nil {
+						return fmt.Errorf("url %q: %w", src, err)
+					}
+					cache[origin] = ep
+				}
+				s.endpoint = ep
+				return nil
+			}
+		}
+	}
+	s.dynamicURL = true
+	return nil
+}
+
+func EndpointOf(raw string) (*httpc.Endpoint, error) { return endpointOf(raw, nil) }
+
+func endpointOf(raw string, tlsConf *tls.Config) (*httpc.Endpoint, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("scheme must be http or https, found %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("no host in %q", raw)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	ep := &httpc.Endpoint{Scheme: u.Scheme, Addr: addr, Host: u.Host}
+	if u.Scheme == "https" {
+		ep.TLS = tlsConf
+	}
+	return ep, nil
+}
+
+// smoothOrder spreads scenario indexes by weight so that every window of
+// the sequence is as close to the weights as integers allow (the smooth
+// weighted round robin nginx uses for upstreams).
+func smoothOrder(weights []int) []int {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	cur := make([]int, len(weights))
+	out := make([]int, 0, total)
+	for len(out) < total {
+		best := 0
+		for i, w := range weights {
+			cur[i] += w
+			if cur[i] > cur[best] {
+				best = i
+			}
+		}
+		cur[best] -= total
+		out = append(out, best)
+	}
+	return out
+}

@@ -1,0 +1,461 @@
+package vu
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/sample"
+)
+
+// User is one virtual user. Its methods run on one goroutine, except
+// Interrupt.
+type User struct {
+	ID    int64
+	prog  *Program
+	tr    httpc.Transport
+	shard *metrics.Shard
+	env   plan.Env
+	rng   *rand.Rand
+	iter  int64
+
+	req     httpc.Request
+	resp    httpc.Response
+	scratch []byte
+	hdrBuf  []byte
+	spans   [][2]int
+	jar     *cookiejar.Jar
+	dynEP   map[string]*httpc.Endpoint
+
+	interrupted atomic.Bool
+	// inFlight is the gauge of requests on the wire, shared by the run.
+	inFlight *atomic.Int64
+}
+
+// NewUser makes user id with its own transport and metrics shard.
+func (p *Program) NewUser(id int64, tr httpc.Transport, rec *metrics.Recorder) *User {
+	u := &User{
+		ID:       id,
+		prog:     p,
+		tr:       tr,
+		shard:    rec.Shard(id),
+		rng:      rand.New(rand.NewPCG(uint64(id), 0x5eed)),
+		inFlight: &rec.InFlight,
+	}
+	u.env = plan.Env{Captures: make([]string, p.maxCaptures), Rows: make([][]string, len(p.Plan.Data)), VU: id, Rand: u.rng}
+	return u
+}
+
+// SetTenant sets the tenant id templates see.
+func (u *User) SetTenant(t int) { u.env.Tenant = t }
+
+// Interrupt cuts off the user's request in flight at the end of the run;
+// it is then counted as interrupted, not lost.
+func (u *User) Interrupt() {
+	u.interrupted.Store(true)
+	u.tr.Interrupt()
+}
+
+// Close releases the user's connections.
+func (u *User) Close() { u.tr.Close() }
+
+// Stop tells a user when to stop thinking: soft is closed when no new work
+// may start (end of stage or Ctrl-C).
+type Stop struct {
+	Soft <-chan struct{}
+}
+
+// Iterate runs one iteration of sc. intended is when it was due; latency of
+// its first request counts from there (the open model, and paced users).
+// A zero intended means the user is not scheduled: latencies count from
+// send. It returns ErrDataExhausted when a unique data source ran out, and
+// context.Canceled when the iteration was abandoned at a stop.
+func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
+	for _, di := range sc.DataUsed {
+		row, err := u.prog.Feeders[di].Next(u.rng)
+		if err != nil {
+			return err
+		}
+		u.env.Rows[di] = row
+	}
+	u.env.Iter = u.iter
+	u.iter++
+	now := time.Now()
+	from := now
+	if intended.IsZero() {
+		u.shard.Started(0)
+	} else {
+		u.shard.Started(now.Sub(intended))
+		from = intended
+	}
+	for _, st := range sc.Steps {
+		if st.Kind == plan.StepThink {
+			if !u.think(st, stop) {
+				return context.Canceled
+			}
+			continue
+		}
+		ok := u.do(st, from)
+		from = time.Time{}
+		if !ok {
+			// Later steps usually need what this one should have captured;
+			// sending them anyway would count failures that are not the
+			// server's. The iteration ends here.
+			return nil
+		}
+	}
+	return nil
+}
+
+func (u *User) think(st *Step, stop Stop) bool {
+	d := st.ThinkMin
+	if st.ThinkMax > st.ThinkMin {
+		d += time.Duration(u.rng.Int64N(int64(st.ThinkMax-st.ThinkMin) + 1))
+	}
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop.Soft:
+		return false
+	}
+}
+
+// do sends one request step and records it. from is when its latency
+// starts when the iteration was scheduled (zero: at send).
+func (u *User) do(st *Step, from time.Time) bool {
+	if err := u.build(st); err != nil {
+		u.shard.Record(st.ID, sample.Other, 0)
+		u.shard.Error(st.ID, sample.Other, err.Error())
+		return false
+	}
+	sent := time.Now()
+	if from.IsZero() {
+		from = sent
+	}
+	u.inFlight.Add(1)
+	err := u.tr.RoundTrip(&u.req, &u.resp)
+	u.inFlight.Add(-1)
+	latency := time.Since(from)
+	if err != nil {
+		class := httpc.Classify(err)
+		if u.interrupted.Load() {
+			u.shard.RecordUnfinished(st.ID, sample.Interrupted)
+			return false
+		}
+		u.shard.Record(st.ID, class, latency)
+		u.shard.Error(st.ID, class, err.Error())
+		return false
+	}
+	if u.jar != nil || u.resp.Get("Set-Cookie") != nil {
+		u.storeCookies(st)
+	}
+	class, msg := u.judge(st)
+	u.shard.Record(st.ID, class, latency)
+	if class != sample.OK && msg != "" {
+		u.shard.Error(st.ID, class, msg)
+	}
+	return class == sample.OK
+}
+
+// judge classifies an answer: an unexpected 429/4xx/5xx is its status
+// class, any other unmet expectation is a check failure, and a capture that
+// finds nothing is a capture failure.
+func (u *User) judge(st *Step) (sample.Class, string) {
+	code := u.resp.Status
+	exp := &st.Expect
+	if len(exp.Status) > 0 {
+		accepted := false
+		for _, m := range exp.Status {
+			if m.Matches(code) {
+				accepted = true
+				break
+			}
+		}
+		if !accepted {
+			if c := sample.FromStatus(code); c != sample.OK {
+				return c, ""
+			}
+			return sample.Check, fmt.Sprintf("expected status %s, got %d", statusList(exp.Status), code)
+		}
+	} else if c := sample.FromStatus(code); c != sample.OK {
+		return c, ""
+	}
+	for _, want := range exp.BodyContains {
+		if !bytes.Contains(u.resp.Body, []byte(want)) {
+			return sample.Check, fmt.Sprintf("body does not contain %q", want)
+		}
+	}
+	var doc any
+	parsed := false
+	parse := func() bool {
+		if !parsed {
+			parsed = true
+			if json.Unmarshal(u.resp.Body, &doc) != nil {
+				doc = nil
+			}
+		}
+		return doc != nil
+	}
+	for _, je := range exp.JSON {
+		if !parse() {
+			return sample.Check, "body is not JSON"
+		}
+		got, ok := jsonAt(doc, je.Path)
+		if !ok {
+			return sample.Check, fmt.Sprintf("json %s: not found", strings.Join(je.Path, "."))
+		}
+		if got != je.Value {
+			return sample.Check, fmt.Sprintf("json %s: expected %q, got %q", strings.Join(je.Path, "."), je.Value, got)
+		}
+	}
+	for _, c := range st.Captures {
+		var val string
+		found := false
+		switch c.Kind {
+		case plan.CaptureHeader:
+			if v := u.resp.Get(c.Header); v != nil {
+				val, found = string(v), true
+			}
+		case plan.CaptureRegex:
+			if m := c.Regex.FindSubmatch(u.resp.Body); m != nil {
+				if len(m) > 1 {
+					val = string(m[1])
+				} else {
+					val = string(m[0])
+				}
+				found = true
+			}
+		case plan.CaptureJSON:
+			if parse() {
+				val, found = jsonAt(doc, c.JSONPath)
+			}
+		}
+		if !found {
+			return sample.Capture, fmt.Sprintf("capture %q found nothing", c.Name)
+		}
+		u.env.Captures[c.Slot] = val
+	}
+	return sample.OK, ""
+}
+
+func statusList(ms []plan.StatusMatch) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		if m.Code != 0 {
+			parts[i] = strconv.Itoa(m.Code)
+		} else {
+			parts[i] = strconv.Itoa(m.Class) + "xx"
+		}
+	}
+	return strings.Join(parts, " or ")
+}
+
+// jsonAt walks a decoded document; numeric parts index arrays. Scalars are
+// returned as their text (strings unquoted).
+func jsonAt(doc any, path []string) (string, bool) {
+	cur := doc
+	for _, p := range path {
+		switch v := cur.(type) {
+		case map[string]any:
+			next, ok := v[p]
+			if !ok {
+				return "", false
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(v) {
+				return "", false
+			}
+			cur = v[i]
+		default:
+			return "", false
+		}
+	}
+	switch v := cur.(type) {
+	case string:
+		return v, true
+	case nil:
+		return "null", true
+	case bool, float64:
+		b, _ := json.Marshal(v)
+		return string(b), true
+	default:
+		b, err := json.Marshal(v)
+		return string(b), err == nil
+	}
+}
+
+var errNoHost = errors.New("rendered URL has no http(s) scheme and host")
+
+// build renders the request of st into the user's reusable buffers.
+func (u *User) build(st *Step) error {
+	r := &u.req
+	r.Method = st.Method
+	r.Timeout = st.Timeout
+	r.KeepBody = st.keepBody
+	u.scratch = st.URL.Append(u.scratch[:0], &u.env)
+	target := u.scratch
+	if st.dynamicURL {
+		ep, pq, err := u.dynamicEndpoint(string(target))
+		if err != nil {
+			return err
+		}
+		r.Endpoint = ep
+		target = append(u.scratch[:0], pq...)
+	} else {
+		r.Endpoint = st.endpoint
+		if target[0] != '/' {
+			// Absolute URL with a literal origin: keep the path and query.
+			i := bytes.Index(target, []byte("://"))
+			j := bytes.IndexByte(target[i+3:], '/')
+			target = target[i+3+j:]
+		}
+	}
+	for _, q := range st.Query {
+		if bytes.IndexByte(target, '?') < 0 {
+			target = append(target, '?')
+		} else {
+			target = append(target, '&')
+		}
+		target = append(target, url.QueryEscape(q.Name)...)
+		target = append(target, '=')
+		target = appendQueryEscaped(target, q.Value, &u.env)
+	}
+	u.scratch = target
+	r.PathQuery = target
+
+	// Headers are rendered into one buffer and sliced afterwards, since the
+	// buffer may move while it grows.
+	u.hdrBuf = u.hdrBuf[:0]
+	u.spans = u.spans[:0]
+	add := func(name string, value func(b []byte) []byte) {
+		s := len(u.hdrBuf)
+		u.hdrBuf = append(u.hdrBuf, name...)
+		m := len(u.hdrBuf)
+		u.hdrBuf = value(u.hdrBuf)
+		u.spans = append(u.spans, [2]int{s, m}, [2]int{m, len(u.hdrBuf)})
+	}
+	for _, h := range st.Headers {
+		add(h.Name, func(b []byte) []byte { return h.Value.Append(b, &u.env) })
+	}
+	if st.ContentType != "" && !st.hasCT {
+		add("Content-Type", func(b []byte) []byte { return append(b, st.ContentType...) })
+	}
+	if !st.hasUA {
+		add("User-Agent", func(b []byte) []byte { return append(b, u.prog.userAgent...) })
+	}
+	if u.jar != nil {
+		if c := u.cookieHeader(r); c != "" {
+			add("Cookie", func(b []byte) []byte { return append(b, c...) })
+		}
+	}
+	r.Header = r.Header[:0]
+	for i := 0; i < len(u.spans); i += 2 {
+		n, v := u.spans[i], u.spans[i+1]
+		r.Header = append(r.Header, httpc.Field{Name: u.hdrBuf[n[0]:n[1]], Value: u.hdrBuf[v[0]:v[1]]})
+	}
+	r.Body = r.Body[:0]
+	if st.Body != nil {
+		r.Body = st.Body.Append(r.Body, &u.env)
+	}
+	return nil
+}
+
+func appendQueryEscaped(dst []byte, t *plan.Template, env *plan.Env) []byte {
+	if t.Static() {
+		for _, p := range t.Parts {
+			dst = append(dst, url.QueryEscape(p.Literal)...)
+		}
+		return dst
+	}
+	return append(dst, url.QueryEscape(t.String(env))...)
+}
+
+func (u *User) dynamicEndpoint(raw string) (*httpc.Endpoint, string, error) {
+	pu, err := url.Parse(raw)
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		return nil, "", fmt.Errorf("%w: %q", errNoHost, raw)
+	}
+	origin := pu.Scheme + "://" + pu.Host
+	if u.dynEP == nil {
+		u.dynEP = map[string]*httpc.Endpoint{}
+	}
+	ep, ok := u.dynEP[origin]
+	if !ok {
+		if ep, err = endpointOf(origin, u.prog.tlsConfig); err != nil {
+			return nil, "", err
+		}
+		u.dynEP[origin] = ep
+	}
+	pq := pu.RequestURI()
+	return ep, pq, nil
+}
+
+func (u *User) requestURL(r *httpc.Request) *url.URL {
+	pu, err := url.Parse(r.Endpoint.Scheme + "://" + r.Endpoint.Host + string(r.PathQuery))
+	if err != nil {
+		return nil
+	}
+	return pu
+}
+
+func (u *User) cookieHeader(r *httpc.Request) string {
+	pu := u.requestURL(r)
+	if pu == nil {
+		return ""
+	}
+	cs := u.jar.Cookies(pu)
+	if len(cs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(c.Name)
+		b.WriteByte('=')
+		b.WriteString(c.Value)
+	}
+	return b.String()
+}
+
+func (u *User) storeCookies(st *Step) {
+	var cs []*http.Cookie
+	for _, f := range u.resp.Header {
+		if !strings.EqualFold(string(f.Name), "Set-Cookie") {
+			continue
+		}
+		if c, err := http.ParseSetCookie(string(f.Value)); err == nil {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		return
+	}
+	if u.jar == nil {
+		u.jar, _ = cookiejar.New(nil)
+	}
+	if pu := u.requestURL(&u.req); pu != nil {
+		u.jar.SetCookies(pu, cs)
+	}
+}
