@@ -87,6 +87,7 @@ func newReportCmd() *cobra.Command {
 
 func newDemoCmd() *cobra.Command {
 	var addr, opts string
+	var printURL bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Serve the built-in demo target (an election API with a small simulated database pool)",
@@ -110,6 +111,9 @@ GET /votes/{district}/count, GET /healthz, GET /__stats.
 			if err != nil {
 				return fail(exitRun, err)
 			}
+			if printURL {
+				fmt.Fprintln(cmd.OutOrStdout(), url)
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "demo target listening on %s (%s); Ctrl-C to stop\n", url, describeDemo(o))
 			<-ctx.Done()
 			done := make(chan error, 1)
@@ -122,6 +126,7 @@ GET /votes/{district}/count, GET /healthz, GET /__stats.
 			}
 		},
 	}
+	cmd.Flags().BoolVar(&printURL, "print-url", false, "print the base URL on stdout once listening")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	cmd.Flags().StringVar(&opts, "options", "", "behaviour, e.g. "+strings.TrimSpace(`"pool=4,service=20ms"`))
 	return cmd

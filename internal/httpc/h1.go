@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -98,19 +99,29 @@ func (c *H1) conn(ep *Endpoint, deadline time.Time) (*h1conn, error) {
 	return hc, nil
 }
 
-// alive reports whether an idle connection is still open: a read that times
-// out at once means nothing (no EOF, no stray bytes) is waiting.
+// alive reports whether an idle connection is still open: a non-blocking
+// peek finds nothing waiting (no EOF, no stray bytes). Go's own read with a
+// past deadline would not look at the socket at all.
 func alive(hc *h1conn) bool {
 	if hc.br.Buffered() > 0 {
 		return false
 	}
-	if err := hc.nc.SetReadDeadline(time.Now()); err != nil {
+	sc, ok := hc.nc.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
 		return false
 	}
+	open := false
 	var one [1]byte
-	_, err := hc.nc.Read(one[:])
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, rerr := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		open = rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK
+		return true
+	})
+	return err == nil && open
 }
 
 // RoundTrip sends req and reads the answer into resp. Any error leaves the

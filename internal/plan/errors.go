@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"bytes"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // String formats a position the way editors and compilers do, so a user can
@@ -62,29 +65,54 @@ func sortProblems(ps []Problem) {
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
-// yamlProblems turns a yaml.v3 syntax error, which knows only a line and
-// prefixes every message with "yaml: ", into problems in our format.
-func yamlProblems(file string, err error) []Problem {
-	var out []Problem
-	for _, line := range strings.Split(err.Error(), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line == "yaml: unmarshal errors:" {
+// maxLineSearch bounds the prefix search of yamlLine; it parses up to that
+// many prefixes, which is instant for plan-sized files.
+const maxLineSearch = 2000
+
+// yamlProblems turns a yaml.v3 syntax error into our format. yaml.v3 knows
+// only a line, sometimes not even that, and for parser errors it reports the
+// line of the enclosing construct counted from 0.
+func yamlProblems(file string, src []byte, err error) []Problem {
+	line, msg := 0, strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	if l := yamlLine(src, msg); l > 0 {
+		line = l
+	}
+	return []Problem{{Pos: Pos{File: file, Line: max(line, 1), Col: 1}, Msg: "invalid YAML: " + msg}}
+}
+
+// yamlLine finds the first line at which the text read so far already
+// fails with the same message: the line where the problem is. It returns 0
+// when no prefix reproduces the message.
+func yamlLine(src []byte, msg string) int {
+	n := bytes.Count(src, []byte("\n")) + 1
+	if n > maxLineSearch {
+		return 0
+	}
+	end := 0
+	for line := 1; line <= n; line++ {
+		if i := bytes.IndexByte(src[end:], '\n'); i >= 0 {
+			end += i + 1
+		} else {
+			end = len(src)
+		}
+		var doc yaml.Node
+		err := yaml.Unmarshal(src[:end], &doc)
+		if err == nil {
 			continue
 		}
-		pos := Pos{File: file, Line: 1, Col: 1}
-		msg := strings.TrimPrefix(line, "yaml: ")
-		if m := yamlLineRE.FindStringSubmatch(line); m != nil {
-			if n, err := strconv.Atoi(m[1]); err == nil {
-				pos.Line = n
-			}
-			msg = m[2]
+		got := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+			got = m[2]
 		}
-		out = append(out, Problem{Pos: pos, Msg: "invalid YAML: " + msg})
+		if got == msg {
+			return line
+		}
 	}
-	if len(out) == 0 {
-		out = append(out, Problem{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: "invalid YAML"})
-	}
-	return out
+	return 0
 }
 
 // levenshtein is the edit distance between two short keys.

@@ -25,6 +25,9 @@ const (
 	// aliases can make a small file describe an enormous (or cyclic) value.
 	jsonBudget = 100000
 	jsonDepth  = 100
+	// entryBudget bounds the mapping and list entries read in all, for the
+	// same reason: aliases at each level of a plan multiply.
+	entryBudget = 1000000
 )
 
 var (
@@ -70,19 +73,24 @@ type parser struct {
 	// scenario then reads too.
 	defaultHeaderData map[int]bool
 	budget            int
-	relative          []Pos
-	relativeURL       string
+	entries           int
+	// hinted records, per mapping, the keys an unknown key was taken for,
+	// so "did you mean stages?" is not followed by "stages is missing".
+	hinted      map[*yaml.Node]map[string]bool
+	relative    []Pos
+	relativeURL string
 }
 
 func parse(file string, src []byte, lookup func(string) (string, bool), open func(string) (io.ReadCloser, error)) (*Plan, error) {
 	p := &parser{
-		file:   file,
-		dir:    filepath.Dir(file),
-		src:    src,
-		lookup: lookup,
-		open:   open,
-		data:   map[string]*DataSource{},
-		budget: jsonBudget,
+		file:    file,
+		dir:     filepath.Dir(file),
+		src:     src,
+		lookup:  lookup,
+		open:    open,
+		data:    map[string]*DataSource{},
+		budget:  jsonBudget,
+		entries: entryBudget,
 		plan: &Plan{
 			File:   file,
 			Source: bytes.Clone(src),
@@ -91,7 +99,7 @@ func parse(file string, src []byte, lookup func(string) (string, bool), open fun
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, &Error{Problems: yamlProblems(file, err)}
+		return nil, &Error{Problems: yamlProblems(file, src, err)}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &Error{Problems: []Problem{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: "empty plan: expected a mapping with at least scenarios and load"}}}
@@ -140,18 +148,18 @@ func (p *parser) root(n *yaml.Node) {
 	}
 	if kv, ok := f["scenarios"]; ok {
 		p.scenarios(kv.v)
-	} else {
+	} else if p.missing(n, "scenarios") {
 		p.errf(n, `missing key "scenarios": expected a mapping of scenario names to {weight, steps}`)
 	}
 	if kv, ok := f["load"]; ok {
 		p.load(kv.v)
-	} else {
+	} else if p.missing(n, "load") {
 		p.errf(n, `missing key "load": expected load: {stages: [{duration: 1m, users: 10}]} or the rate form`)
 	}
 	if kv, ok := f["thresholds"]; ok {
 		p.thresholds(kv.v)
 	}
-	if pl.Target == "" && len(p.relative) > 0 {
+	if pl.Target == "" && len(p.relative) > 0 && p.missing(n, "target") {
 		p.errAt(p.relative[0], "relative URL %s needs a target: add target: http://host:port (or demo) at the top level", q(p.relativeURL))
 	}
 }
@@ -235,6 +243,20 @@ func (p *parser) posIn(n *yaml.Node, value string, off int) Pos {
 	return pos
 }
 
+// spend takes n entries from the entry budget, reporting once when it runs
+// out; reading then stops, and the plan fails.
+func (p *parser) spend(n *yaml.Node, count int) bool {
+	if p.entries < 0 {
+		return false
+	}
+	p.entries -= count
+	if p.entries < 0 {
+		p.errf(n, "plan too large: aliases expand it to more than %d entries", entryBudget)
+		return false
+	}
+	return true
+}
+
 // mapping lists a mapping's entries in file order, rejecting duplicate and
 // non-scalar keys. A null value (key with nothing after it) counts as an
 // empty mapping.
@@ -245,6 +267,9 @@ func (p *parser) mapping(n *yaml.Node, what string) ([]kv, bool) {
 	}
 	if n.Kind != yaml.MappingNode {
 		p.errf(n, "bad %s: expected a mapping, found %s", what, kindName(n))
+		return nil, false
+	}
+	if !p.spend(n, len(n.Content)/2) {
 		return nil, false
 	}
 	var out []kv
@@ -284,6 +309,13 @@ func (p *parser) fields(n *yaml.Node, what string, valid []string) map[string]kv
 		}
 		if !known {
 			if s := suggest(e.key, valid); s != "" {
+				if p.hinted == nil {
+					p.hinted = map[*yaml.Node]map[string]bool{}
+				}
+				if p.hinted[deref(n)] == nil {
+					p.hinted[deref(n)] = map[string]bool{}
+				}
+				p.hinted[deref(n)][s] = true
 				p.errf(e.k, "unknown key %s in %s: did you mean %s?", q(e.key), what, q(s))
 			} else {
 				p.errf(e.k, "unknown key %s in %s: expected one of %s", q(e.key), what, strings.Join(valid, ", "))
@@ -293,6 +325,12 @@ func (p *parser) fields(n *yaml.Node, what string, valid []string) map[string]kv
 		out[e.key] = e
 	}
 	return out
+}
+
+// missing reports whether a required key should be reported as missing:
+// not when an unknown key was already taken for it.
+func (p *parser) missing(n *yaml.Node, key string) bool {
+	return !p.hinted[deref(n)][key]
 }
 
 // text is a scalar's value with ${ENV} expanded; ok is false after
@@ -381,6 +419,9 @@ func (p *parser) list(n *yaml.Node, what string) ([]*yaml.Node, bool) {
 		p.errf(n, "bad %s: expected a list, found %s", what, kindName(n))
 		return nil, false
 	}
+	if !p.spend(n, len(n.Content)) {
+		return nil, false
+	}
 	return n.Content, true
 }
 
@@ -456,7 +497,7 @@ func (p *parser) dataSources(n *yaml.Node) {
 		}
 		fk, ok := f["file"]
 		if !ok {
-			if deref(e.v).Kind == yaml.MappingNode {
+			if deref(e.v).Kind == yaml.MappingNode && p.missing(e.v, "file") {
 				p.errf(e.k, "%s has no file: expected {file: NAME.csv, pick: sequential|unique|random}", what)
 			}
 			continue
@@ -490,8 +531,10 @@ func (p *parser) tenantPool(n *yaml.Node) {
 	p.tenants = true
 	f := p.fields(n, "tenants", []string{"count"})
 	c, ok := f["count"]
-	if !ok {
+	if !ok && p.missing(n, "count") {
 		p.errf(deref(n), "tenants has no count: expected tenants: {count: N}")
+	}
+	if !ok {
 		return
 	}
 	if v, ok := p.intMin(c.v, "tenant count", 1); ok {
@@ -1156,7 +1199,7 @@ func (p *parser) load(n *yaml.Node) {
 	f := p.fields(n, "load", []string{"stages", "pace", "max_in_flight", "grace"})
 	e, ok := f["stages"]
 	if !ok {
-		if deref(n).Kind == yaml.MappingNode || isNull(deref(n)) {
+		if (deref(n).Kind == yaml.MappingNode || isNull(deref(n))) && p.missing(n, "stages") {
 			p.errf(deref(n), `load has no stages: expected stages: [{duration: 1m, users: 10}] or [{duration: 1m, rate: 100/s}]`)
 		}
 		return
@@ -1221,7 +1264,9 @@ func (p *parser) stage(n *yaml.Node) (Stage, string, bool) {
 		st.Duration, ok = p.duration(e.v, "stage duration", false)
 		good = good && ok
 	} else {
-		p.errf(n, "stage has no duration: expected duration: 1m or similar")
+		if p.missing(n, "duration") {
+			p.errf(n, "stage has no duration: expected duration: 1m or similar")
+		}
 		good = false
 	}
 	if e, ok := f["steps"]; ok {
@@ -1261,7 +1306,9 @@ func (p *parser) stage(n *yaml.Node) (Stage, string, bool) {
 		}
 		st.From, st.To = from, to
 	default:
-		p.errf(n, "stage has no users or rate: expected users: N (closed model) or rate: N/s (open model)")
+		if p.missing(n, "users") && p.missing(n, "rate") {
+			p.errf(n, "stage has no users or rate: expected users: N (closed model) or rate: N/s (open model)")
+		}
 		return st, "", false
 	}
 	return st, kind, good

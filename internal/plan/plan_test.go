@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,8 +274,8 @@ load: {stages: [{duration: "${DUR:-1m}", users: "${USERS}"}]}
 	// An unset variable without a default is an error naming it, at the
 	// reference's column.
 	_, err = Parse("p.yaml", []byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok && k != "TOKEN" })
-	want := "p.yaml:3:40: environment variable TOKEN is not set: set it or write ${TOKEN:-default}\n" +
-		"p.yaml:4:39: environment variable TOKEN is not set: set it or write ${TOKEN:-default}"
+	want := "p.yaml:3:45: environment variable TOKEN is not set: set it or write ${TOKEN:-default}\n" +
+		"p.yaml:4:37: environment variable TOKEN is not set: set it or write ${TOKEN:-default}"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
@@ -286,15 +287,15 @@ func TestPositionsInsideScalars(t *testing.T) {
 		name, step, want string
 	}{
 		// Plain scalar: the column of the {{ that is not closed.
-		{"plain", "      - get: /a/{{ x\n", "t.yaml:6:16: unterminated"},
+		{"plain", "      - get: /a/{{ x\n", "t.yaml:6:17: unterminated"},
 		// Quoted scalar: one more for the quote.
-		{"quoted", "      - get: \"/a/{{ x\"\n", "t.yaml:6:17: unterminated"},
+		{"quoted", "      - get: \"/a/{{ x\"\n", "t.yaml:6:18: unterminated"},
 		// Escapes make offsets unreliable, so point at the scalar.
 		{"escaped", "      - get: \"/\\u0061/{{ x\"\n", "t.yaml:6:14: unterminated"},
 		// Block scalars too.
 		{"block", "      - get: |\n          /a/{{ x\n", "t.yaml:6:14: unterminated"},
 		// Multi-byte text before the reference counts as one column a rune.
-		{"utf8", "      - get: /é/{{ nope }}\n", "t.yaml:6:16: unknown capture"},
+		{"utf8", "      - get: /é/{{ nope }}\n", "t.yaml:6:17: unknown capture"},
 	}
 	for _, tt := range tests {
 		_, err := Parse("t.yaml", []byte(pre+tt.step), nil)
@@ -317,11 +318,12 @@ func TestLoadFile(t *testing.T) {
 func TestSuggest(t *testing.T) {
 	valid := []string{"stages", "pace", "max_in_flight", "grace"}
 	tests := []struct{ in, want string }{
-		{"stagse", "stages"},    // transposition: distance 2
-		{"Stages", "stages"},    // case
-		{"max", "max_in_flight"}, // prefix
-		{"maxinflight", ""},     // too far and not a prefix
-		{"g", ""},               // one letter is no evidence
+		{"stagse", "stages"},             // transposition: distance 2
+		{"Stages", "stages"},             // case
+		{"max", "max_in_flight"},         // prefix
+		{"maxinflight", "max_in_flight"}, // two insertions
+		{"limit", ""},                    // too far and not a prefix
+		{"g", ""},                        // one letter is no evidence
 	}
 	for _, tt := range tests {
 		if got := suggest(tt.in, valid); got != tt.want {
@@ -329,3 +331,53 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+func TestYAMLErrorLines(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		// yaml.v3 says "line 1" here, counting the flow's line from 0.
+		{"flow", "target: demo\nscenarios: {s: [}\n", "y.yaml:2:1: invalid YAML: did not find expected node content"},
+		// yaml.v3 gives no line at all here.
+		{"no line", "a: 1\nb: c: d\n", "y.yaml:2:1: invalid YAML: mapping values are not allowed in this context"},
+		// yaml.v3 points at the sequence; the bad indent is a line later.
+		{"indent", "a:\n  - x\n - y\n", "y.yaml:3:1: invalid YAML: did not find expected key"},
+		// A tab used for indentation.
+		{"tab", "a:\n\tb: 1\n", "y.yaml:2:1: invalid YAML: found character that cannot start any token"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("y.yaml", []byte(tt.src), nil)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s: got %v, want %s", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestAliasBombs: aliases can make a small file describe a huge or cyclic
+// value; loading must fail fast instead of running out of memory or stack.
+func TestAliasBombs(t *testing.T) {
+	laughs := "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+	for i := 1; i < 9; i++ {
+		prev := "*a" + itoa(i-1)
+		laughs += "a" + itoa(i) + ": &a" + itoa(i) + " [" + strings.Repeat(prev+", ", 9) + prev + "]\n"
+	}
+	tests := []struct{ name, src, want string }{
+		// 10^9 strings behind one json key.
+		{"json laughs", "target: demo\nload: {stages: [{duration: 1s, users: 1}]}\nscenarios: {s: {steps: [{post: /, json: {x: &top {" + strings.ReplaceAll(strings.TrimSpace(strings.ReplaceAll(laughs, "\n", ", ")), ": &", ": &") + "}}}]}}\n", "json body too large"},
+		// A list that contains itself.
+		{"json cycle", "target: demo\nload: {stages: [{duration: 1s, users: 1}]}\nscenarios: {s: {steps: [{post: /, json: &c [*c]}]}}\n", "json body too large"},
+		// 10^9 steps through nested step lists would be an error anyway, but
+		// must be a quick one.
+		{"steps laughs", "target: demo\nload: {stages: [{duration: 1s, users: 1}]}\nscenarios: {s: {steps: {" + strings.ReplaceAll(strings.TrimSpace(strings.ReplaceAll(laughs, "\n", ", ")), "[x,", "[{get: /},") + "}}}\n", "bad steps"},
+	}
+	for _, tt := range tests {
+		start := time.Now()
+		_, err := Parse("b.yaml", []byte(tt.src), nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: took %v", tt.name, d)
+		}
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
