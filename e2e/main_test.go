@@ -364,8 +364,15 @@ func httpServer(t *testing.T, h http.Handler) *httptest.Server {
 // statusServer answers by path: /ok 200, /limited 429, /unavailable 503,
 // /missing 404, anything else 200; it counts requests by path.
 func statusServer(t *testing.T) (*httptest.Server, *counter) {
+	srv, c := statusServerNoCleanup()
+	t.Cleanup(srv.Close)
+	return srv, c
+}
+
+// statusServerNoCleanup is statusServer for a caller that closes it.
+func statusServerNoCleanup() (*httptest.Server, *counter) {
 	c := newCounter("/ok", "/limited", "/unavailable", "/missing")
-	srv := httpServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.add(r.URL.Path)
 		code := http.StatusOK
 		switch r.URL.Path {

@@ -425,17 +425,8 @@ func (t Threshold) Measure(r *result.Result) (float64, string, error) {
 	return 0, "", fmt.Errorf("metric %q cannot be measured", m)
 }
 
-// formatDuration matches report.Duration; gate may not import report, and
-// a threshold's measured value must read the same as the report's figure.
-func formatDuration(us int64) string {
-	const maxUS = math.MaxInt64 / int64(time.Microsecond)
-	us = max(min(us, maxUS), -maxUS)
-	d := time.Duration(us) * time.Microsecond
-	if d >= time.Second || d <= -time.Second {
-		d = d.Round(time.Millisecond)
-	}
-	return d.String()
-}
+// formatDuration prints a latency as the reports do.
+func formatDuration(us int64) string { return result.FormatDuration(us) }
 
 // suggest returns the candidate closest to s when it is close enough to be
 // a plausible typo.

@@ -3,21 +3,12 @@ package report
 import (
 	"math"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/result"
 )
 
-// Duration formats a latency in microseconds the way the seed's reports
-// do: Go's time.Duration, exact below a second (818.663ms, 697µs) and
-// rounded to the millisecond above it (4.718s, 1m14s), because microsecond
-// digits on multi-second latencies are noise that hides the figure.
-func Duration(us int64) string {
-	const maxUS = math.MaxInt64 / int64(time.Microsecond)
-	us = max(min(us, maxUS), -maxUS)
-	d := time.Duration(us) * time.Microsecond
-	if d >= time.Second || d <= -time.Second {
-		d = d.Round(time.Millisecond)
-	}
-	return d.String()
-}
+// Duration formats a latency in microseconds as every report prints it.
+func Duration(us int64) string { return result.FormatDuration(us) }
 
 // runDuration prints a run's length to the whole second ("30s", "1m1s"),
 // as the seed's Duration line does.
