@@ -71,6 +71,10 @@ func mainCode() (code int) {
 	return exitUsage
 }
 
+// extraCommands lets each command live in its own file: a file adds its
+// constructor here from init, and the root picks it up.
+var extraCommands []func() *cobra.Command
+
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "stampede",
@@ -87,6 +91,9 @@ interrupted, or a generator fault).`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newValidateCmd(), newReportCmd(), newDemoCmd(), newVersionCmd())
+	for _, mk := range extraCommands {
+		root.AddCommand(mk())
+	}
 	return root
 }
 

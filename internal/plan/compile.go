@@ -40,23 +40,31 @@ var reserved = map[string]bool{
 const refHelp = "expected vars.NAME, data.SOURCE.COLUMN, tenant, vu, iter, uuid, now_ms, rand_int(A, B) or the name of an earlier capture"
 
 // builder accumulates template parts, merging adjacent literals so rendering
-// does as few appends as possible.
+// does as few appends as possible. The pending literal is a byte buffer, so
+// a large static json body is built in linear time.
 type builder struct {
-	parts []Part
+	parts   []Part
+	pending []byte
 }
 
 func (b *builder) lit(s string) {
-	if s == "" {
-		return
+	b.pending = append(b.pending, s...)
+}
+
+func (b *builder) add(p Part) {
+	b.flush()
+	b.parts = append(b.parts, p)
+}
+
+func (b *builder) flush() {
+	if len(b.pending) > 0 {
+		b.parts = append(b.parts, Part{Kind: PartLiteral, Literal: string(b.pending)})
+		b.pending = b.pending[:0]
 	}
-	if n := len(b.parts); n > 0 && b.parts[n-1].Kind == PartLiteral {
-		b.parts[n-1].Literal += s
-		return
-	}
-	b.parts = append(b.parts, Part{Kind: PartLiteral, Literal: s})
 }
 
 func (b *builder) template(source string) *Template {
+	b.flush()
 	return &Template{Source: source, Parts: b.parts}
 }
 
@@ -158,32 +166,32 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 		if sc.dataUsed != nil {
 			sc.dataUsed[ds.Index] = true
 		}
-		b.parts = append(b.parts, Part{Kind: PartData, Index: ds.Index, Column: idx, Escape: esc})
+		b.add(Part{Kind: PartData, Index: ds.Index, Column: idx, Escape: esc})
 		return ""
 	case expr == "tenant":
 		if !sc.tenants {
 			return "{{ tenant }} needs a tenant pool: add tenants: {count: N} to the plan"
 		}
-		b.parts = append(b.parts, Part{Kind: PartTenant, Escape: esc})
+		b.add(Part{Kind: PartTenant, Escape: esc})
 		return ""
 	case expr == "vu":
-		b.parts = append(b.parts, Part{Kind: PartVU, Escape: esc})
+		b.add(Part{Kind: PartVU, Escape: esc})
 		return ""
 	case expr == "iter":
-		b.parts = append(b.parts, Part{Kind: PartIteration, Escape: esc})
+		b.add(Part{Kind: PartIteration, Escape: esc})
 		return ""
 	case expr == "uuid":
-		b.parts = append(b.parts, Part{Kind: PartUUID, Escape: esc})
+		b.add(Part{Kind: PartUUID, Escape: esc})
 		return ""
 	case expr == "now_ms":
-		b.parts = append(b.parts, Part{Kind: PartUnixMilli, Escape: esc})
+		b.add(Part{Kind: PartUnixMilli, Escape: esc})
 		return ""
 	case strings.HasPrefix(expr, "rand_int"):
 		lo, hi, ok := parseRandInt(expr)
 		if !ok {
 			return "bad template reference " + shown + ": expected rand_int(A, B) with whole numbers A <= B"
 		}
-		b.parts = append(b.parts, Part{Kind: PartRandInt, Min: lo, Max: hi, Escape: esc})
+		b.add(Part{Kind: PartRandInt, Min: lo, Max: hi, Escape: esc})
 		return ""
 	case isIdent(expr):
 		slot, ok := sc.captures[expr]
@@ -197,7 +205,7 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 			}
 			return "unknown capture " + q(expr) + ": no earlier step captures it (captures so far: " + so + ")"
 		}
-		b.parts = append(b.parts, Part{Kind: PartCapture, Index: slot, Escape: esc})
+		b.add(Part{Kind: PartCapture, Index: slot, Escape: esc})
 		return ""
 	}
 	return "bad template reference " + shown + ": " + refHelp
