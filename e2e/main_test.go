@@ -302,6 +302,59 @@ func checkSums(t *testing.T, res *result.Result) {
 	if req != tt.Requests || ok != tt.Successful || failed != tt.Failed {
 		t.Errorf("steps sum to requests/ok/failed %d/%d/%d, totals say %d/%d/%d", req, ok, failed, tt.Requests, tt.Successful, tt.Failed)
 	}
+	if !res.Run.Partial {
+		checkSeries(t, res)
+	}
+}
+
+// checkSeries checks that the per-interval series of a complete result add
+// up to its totals: every request lands in exactly one interval.
+func checkSeries(t *testing.T, res *result.Result) {
+	t.Helper()
+	s := res.Series
+	n := len(s.T)
+	if n == 0 {
+		t.Errorf("series: no intervals")
+		return
+	}
+	lens := map[string]int{"started": len(s.Started), "completed": len(s.Completed), "ok": len(s.OK),
+		"p50_us": len(s.P50US), "p95_us": len(s.P95US), "p99_us": len(s.P99US), "active": len(s.Active),
+		"in_flight": len(s.InFlight), "dropped": len(s.Dropped), "lag_p99_us": len(s.LagP99US), "target": len(s.Target)}
+	for c, col := range s.Failed {
+		lens["failed."+c] = len(col)
+	}
+	for name, l := range lens {
+		if l != n {
+			t.Errorf("series: %s has %d values, t has %d", name, l, n)
+		}
+	}
+	sum := func(v []int64) (x int64) {
+		for _, e := range v {
+			x += e
+		}
+		return x
+	}
+	tt := res.Totals
+	if got := sum(s.OK); got != tt.Successful {
+		t.Errorf("series: ok sums to %d, totals.successful = %d", got, tt.Successful)
+	}
+	for c, want := range tt.ByClass {
+		if got := sum(s.Failed[c]); got != want {
+			t.Errorf("series: failed.%s sums to %d, totals.by_class = %d", c, got, want)
+		}
+	}
+	for c, col := range s.Failed {
+		if got := sum(col); got != tt.ByClass[c] {
+			t.Errorf("series: failed.%s sums to %d, totals.by_class = %d", c, got, tt.ByClass[c])
+		}
+	}
+	if got := sum(s.Dropped); got != tt.ByClass["dropped"] {
+		t.Errorf("series: dropped sums to %d, totals.by_class.dropped = %d", got, tt.ByClass["dropped"])
+	}
+	unfinished := tt.ByClass["dropped"] + tt.ByClass["interrupted"]
+	if got := sum(s.Completed); got != tt.Requests-unfinished {
+		t.Errorf("series: completed sums to %d, want requests %d − dropped/interrupted %d", got, tt.Requests, unfinished)
+	}
 }
 
 // summaryInt reads "Label: N" from a text summary.

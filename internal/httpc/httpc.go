@@ -35,6 +35,9 @@ type Request struct {
 	Header    []Field
 	Body      []byte
 	Timeout   time.Duration
+	// Sent is when the caller started the request (zero: now). Passing the
+	// caller's clock reading saves a clock read per request.
+	Sent time.Time
 	// KeepBody asks for the body bytes (for captures and checks); otherwise
 	// the body is read off the wire and dropped without being copied.
 	KeepBody bool

@@ -594,26 +594,29 @@ func (p *parser) scope(captures map[string]int) *scope {
 	return &scope{vars: p.plan.Vars, data: p.data, tenants: p.tenants, captures: captures, dataUsed: map[int]bool{}}
 }
 
-// tmpl compiles a scalar into a template; the template's Source is the
-// text as written, before ${ENV} expansion, so it can be shown anywhere.
+// tmpl compiles a scalar into a template. Its Source is the text after
+// ${ENV} expansion, so that Source and Parts agree (the engine reads Source
+// to tell relative URLs from absolute ones).
 func (p *parser) tmpl(n *yaml.Node, what string, m tmplMode, sc *scope) *Template {
 	var b builder
-	if !p.tmplInto(&b, n, what, m, sc) {
+	s, ok := p.tmplInto(&b, n, what, m, sc)
+	if !ok {
 		return nil
 	}
-	return b.template(deref(n).Value)
+	return b.template(s)
 }
 
-func (p *parser) tmplInto(b *builder, n *yaml.Node, what string, m tmplMode, sc *scope) bool {
+// tmplInto compiles a scalar onto b and returns its expanded text.
+func (p *parser) tmplInto(b *builder, n *yaml.Node, what string, m tmplMode, sc *scope) (string, bool) {
 	s, ok := p.text(n, what)
 	if !ok {
-		return false
+		return "", false
 	}
 	if msg, off := compileInto(b, s, m, sc); msg != "" {
 		p.errAt(p.posIn(deref(n), s, off), "%s", msg)
-		return false
+		return "", false
 	}
-	return true
+	return s, true
 }
 
 // headers compiles a header mapping; names are checked here because a bad
@@ -769,6 +772,8 @@ func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 	}
 	st.Method = strings.ToUpper(method.key)
 	raw := deref(method.v)
+	// The default name is the URL as written, ${ENV} unexpanded: it is a
+	// metric key that ends up in results and reports.
 	st.Name = st.Method + " " + raw.Value
 	if u, ok := p.text(raw, "URL"); ok {
 		lu := strings.ToLower(u)
@@ -822,8 +827,8 @@ func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 	if e, ok := f["query"]; ok {
 		list, _ := p.mapping(e.v, "query")
 		for _, qe := range list {
-			if t := p.tmpl(qe.v, "query "+q(qe.key), modeQuery, sc); t != nil {
-				st.Query = append(st.Query, Pair{Name: string(appendURLEscaped(nil, qe.key, true)), Value: t})
+			if t := p.tmpl(qe.v, "query "+q(qe.key), modeRaw, sc); t != nil {
+				st.Query = append(st.Query, Pair{Name: qe.key, Value: t})
 			}
 		}
 	}
@@ -928,9 +933,9 @@ func (p *parser) jsonValue(b *builder, src *strings.Builder, n *yaml.Node, sc *s
 			return true
 		}
 		b.lit(`"`)
-		src.WriteString(`"` + escapeLiteral(n.Value, modeJSON) + `"`)
-		ok := p.tmplInto(b, n, "json value", modeJSON, sc)
+		text, ok := p.tmplInto(b, n, "json value", modeJSON, sc)
 		b.lit(`"`)
+		src.WriteString(`"` + escapeLiteral(text, modeJSON) + `"`)
 		return ok
 	}
 	p.errf(n, "bad json value: expected a mapping, list or scalar, found %s", kindName(n))
@@ -1020,8 +1025,9 @@ func (p *parser) formBody(n *yaml.Node, sc *scope) *Template {
 		}
 		k := string(appendURLEscaped(nil, e.key, true)) + "="
 		b.lit(k)
-		src.WriteString(k + deref(e.v).Value)
-		good = p.tmplInto(&b, e.v, "form value "+q(e.key), modeQuery, sc) && good
+		text, ok := p.tmplInto(&b, e.v, "form value "+q(e.key), modeQuery, sc)
+		src.WriteString(k + text)
+		good = good && ok
 	}
 	if !good {
 		return nil

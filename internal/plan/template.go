@@ -3,9 +3,9 @@ package plan
 // Template is a string compiled once at load time into literal and
 // reference parts, so rendering on the hot path is appends only.
 type Template struct {
-	// Source is the text as written in the plan, ${ENV} references left
-	// unexpanded, so it can be shown in reports without leaking secrets.
-	// For json and form bodies it is the compact body built from that text.
+	// Source is the template text after ${ENV} expansion, so it may hold a
+	// secret: show Step.Name in reports, not Source. For json and form
+	// bodies it is the compact body with references still as {{ ... }}.
 	Source string
 	Parts  []Part
 }

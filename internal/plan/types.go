@@ -20,7 +20,8 @@ type Plan struct {
 	// Source is the plan text with ${ENV} references left unexpanded, so a
 	// result file never carries a secret that came from the environment.
 	Source []byte
-	// Target is the base URL, or "demo" for the built-in demo service.
+	// Target is the base URL without a trailing slash, or "demo" for the
+	// built-in demo service; "" when every step has an absolute URL.
 	Target    string
 	TargetPos Pos
 	Defaults  Defaults
@@ -135,7 +136,8 @@ type Header struct {
 	Value *Template
 }
 
-// Pair is a query parameter.
+// Pair is a query parameter. Name and the rendered Value are raw text: the
+// engine query-escapes both.
 type Pair struct {
 	Name  string
 	Value *Template

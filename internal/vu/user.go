@@ -40,6 +40,9 @@ type User struct {
 	jar     *cookiejar.Jar
 	dynEP   map[string]*httpc.Endpoint
 
+	doc       any
+	docParsed bool
+
 	interrupted atomic.Bool
 	// inFlight is the gauge of requests on the wire, shared by the run.
 	inFlight *atomic.Int64
@@ -94,22 +97,31 @@ func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
 	u.env.Iter = u.iter
 	u.iter++
 	now := time.Now()
-	from := now
+	// from is when the next request's latency starts counting; zero means
+	// at its send. A scheduled iteration counts from when it was due, and a
+	// think step before the first request moves that point by the think.
+	var from time.Time
 	if intended.IsZero() {
 		u.shard.Started(0)
 	} else {
 		u.shard.Started(now.Sub(intended))
 		from = intended
 	}
+	sent := now
 	for _, st := range sc.Steps {
 		if st.Kind == plan.StepThink {
-			if !u.think(st, stop) {
+			d, ok := u.think(st, stop)
+			if !ok {
 				return context.Canceled
 			}
+			if !from.IsZero() {
+				from = from.Add(d)
+			}
+			sent = time.Time{}
 			continue
 		}
-		ok := u.do(st, from)
-		from = time.Time{}
+		ok := u.do(st, from, sent)
+		from, sent = time.Time{}, time.Time{}
 		if !ok {
 			// Later steps usually need what this one should have captured;
 			// sending them anyway would count failures that are not the
@@ -120,33 +132,37 @@ func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
 	return nil
 }
 
-func (u *User) think(st *Step, stop Stop) bool {
+func (u *User) think(st *Step, stop Stop) (time.Duration, bool) {
 	d := st.ThinkMin
 	if st.ThinkMax > st.ThinkMin {
 		d += time.Duration(u.rng.Int64N(int64(st.ThinkMax-st.ThinkMin) + 1))
 	}
 	if d <= 0 {
-		return true
+		return 0, true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return d, true
 	case <-stop.Soft:
-		return false
+		return d, false
 	}
 }
 
 // do sends one request step and records it. from is when its latency
-// starts when the iteration was scheduled (zero: at send).
-func (u *User) do(st *Step, from time.Time) bool {
+// starts when the iteration was scheduled (zero: at send); sent is a clock
+// reading taken just before, when the caller has one (zero: read it now).
+func (u *User) do(st *Step, from, sent time.Time) bool {
 	if err := u.build(st); err != nil {
 		u.shard.Record(st.ID, sample.Other, 0)
 		u.shard.Error(st.ID, sample.Other, err.Error())
 		return false
 	}
-	sent := time.Now()
+	if sent.IsZero() {
+		sent = time.Now()
+	}
+	u.req.Sent = sent
 	if from.IsZero() {
 		from = sent
 	}
@@ -203,19 +219,10 @@ func (u *User) judge(st *Step) (sample.Class, string) {
 			return sample.Check, fmt.Sprintf("body does not contain %q", want)
 		}
 	}
-	var doc any
-	parsed := false
-	parse := func() bool {
-		if !parsed {
-			parsed = true
-			if json.Unmarshal(u.resp.Body, &doc) != nil {
-				doc = nil
-			}
-		}
-		return doc != nil
-	}
+	u.doc, u.docParsed = nil, false
 	for _, je := range exp.JSON {
-		if !parse() {
+		doc, ok := u.parsedBody()
+		if !ok {
 			return sample.Check, "body is not JSON"
 		}
 		got, ok := jsonAt(doc, je.Path)
@@ -244,7 +251,7 @@ func (u *User) judge(st *Step) (sample.Class, string) {
 				found = true
 			}
 		case plan.CaptureJSON:
-			if parse() {
+			if doc, ok := u.parsedBody(); ok {
 				val, found = jsonAt(doc, c.JSONPath)
 			}
 		}
@@ -254,6 +261,18 @@ func (u *User) judge(st *Step) (sample.Class, string) {
 		u.env.Captures[c.Slot] = val
 	}
 	return sample.OK, ""
+}
+
+// parsedBody decodes the response body as JSON once per response, for
+// however many checks and captures read it.
+func (u *User) parsedBody() (any, bool) {
+	if !u.docParsed {
+		u.docParsed = true
+		if json.Unmarshal(u.resp.Body, &u.doc) != nil {
+			u.doc = nil
+		}
+	}
+	return u.doc, u.doc != nil
 }
 
 func statusList(ms []plan.StatusMatch) string {

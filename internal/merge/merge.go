@@ -1,0 +1,497 @@
+// Package merge combines result files into one: the segments of a
+// distributed run, or repeated runs of one plan. Counts add up and HDR
+// histograms merge exactly, so every percentile of the merged result is
+// the one a single recorder would have reported for all the requests.
+package merge
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// Options changes how strictly inputs must agree.
+type Options struct {
+	// Force merges results of different plans (by SHA-256). Their sum is
+	// rarely meaningful, so it takes a deliberate choice.
+	Force bool
+	// Names label the inputs (usually their file names) in errors and in
+	// the merged partial reason; input i is called "input i+1" without one.
+	Names []string
+}
+
+// InputError is a problem with one input, so a caller can name the file.
+type InputError struct {
+	Index int
+	Name  string
+	Err   error
+}
+
+func (e *InputError) Error() string { return e.Name + ": " + e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// ErrPlanMismatch is wrapped by the InputError of an input whose plan
+// differs from the first input's.
+var ErrPlanMismatch = errors.New("plan differs")
+
+// Results merges rs with default options: all inputs must come from the
+// same plan.
+func Results(rs []*result.Result) (*result.Result, error) { return Options{}.Results(rs) }
+
+// Results merges rs into a new result; the inputs are not modified.
+//
+// Thresholds and indicators of the inputs are dropped: each was judged on
+// its own share, and only the whole can be judged again (package gate does
+// that, given the plan).
+//
+// The per-interval series are aligned on wall-clock time (run.started + t),
+// so segments that started a little apart still line up. Counts in an
+// interval add up; the interval's p50/p95/p99 cannot be merged exactly
+// because results keep no per-interval histograms, so the merged value is
+// the completed-weighted mean of the inputs' values — always between their
+// smallest and largest, which is where the true merged quantile lies.
+// Lag p99 takes the worst input, since the slowest generator decides how
+// far its figures can be trusted.
+func (o Options) Results(rs []*result.Result) (*result.Result, error) {
+	if len(rs) == 0 {
+		return nil, errors.New("nothing to merge: no results given")
+	}
+	for i, r := range rs {
+		if r == nil {
+			return nil, o.inputErr(i, errors.New("no result"))
+		}
+	}
+	if err := o.check(rs); err != nil {
+		return nil, err
+	}
+	first := rs[0]
+	m := &result.Result{
+		Schema: result.Schema,
+		Tool:   first.Tool,
+		Plan:   first.Plan,
+	}
+	var err error
+	if m.Run, err = o.run(rs); err != nil {
+		return nil, err
+	}
+	if m.Totals, err = o.totals(rs); err != nil {
+		return nil, err
+	}
+	if m.Steps, err = o.steps(rs); err != nil {
+		return nil, err
+	}
+	m.Series = o.series(rs, m.Run.Started)
+	if m.Generator, err = o.generator(rs, m.Totals.Requests); err != nil {
+		return nil, err
+	}
+	m.Samples = samples(rs)
+	if err := m.Check(); err != nil {
+		// Every input passed Check, so this is a bug here, not bad input.
+		return nil, fmt.Errorf("merged result is inconsistent: %w", err)
+	}
+	return m, nil
+}
+
+func (o Options) name(i int) string {
+	if i < len(o.Names) && o.Names[i] != "" {
+		return o.Names[i]
+	}
+	return fmt.Sprintf("input %d", i+1)
+}
+
+func (o Options) inputErr(i int, err error) error {
+	return &InputError{Index: i, Name: o.name(i), Err: err}
+}
+
+// check refuses inputs whose sum would not describe one test.
+func (o Options) check(rs []*result.Result) error {
+	first := rs[0]
+	if err := first.Check(); err != nil {
+		return o.inputErr(0, err)
+	}
+	seen := map[int]int{}
+	for i, r := range rs {
+		if i > 0 {
+			if err := r.Check(); err != nil {
+				return o.inputErr(i, err)
+			}
+		}
+		if r.Schema != result.Schema {
+			return o.inputErr(i, fmt.Errorf("schema %q, expected %q", r.Schema, result.Schema))
+		}
+		if i > 0 && !o.Force && r.Plan.SHA256 != first.Plan.SHA256 {
+			return o.inputErr(i, fmt.Errorf("%w: sha256 %s, but %s has %s (use --force to merge anyway)",
+				ErrPlanMismatch, short(r.Plan.SHA256), o.name(0), short(first.Plan.SHA256)))
+		}
+		if r.Run.Model != first.Run.Model {
+			return o.inputErr(i, fmt.Errorf("model %q, but %s is %q; open and closed latencies mean different things and cannot be merged",
+				r.Run.Model, o.name(0), first.Run.Model))
+		}
+		if latencyFrom(r.Run) != latencyFrom(first.Run) {
+			return o.inputErr(i, fmt.Errorf("latencies count from %q, but %s's from %q",
+				latencyFrom(r.Run), o.name(0), latencyFrom(first.Run)))
+		}
+		if r.Series.IntervalS != first.Series.IntervalS && len(r.Series.T) > 0 && len(first.Series.T) > 0 {
+			return o.inputErr(i, fmt.Errorf("series interval %gs, but %s's is %gs",
+				r.Series.IntervalS, o.name(0), first.Series.IntervalS))
+		}
+		seg := r.Run.Segment
+		if (seg.Count > 1) != (first.Run.Segment.Count > 1) || (seg.Count > 1 && seg.Count != first.Run.Segment.Count) {
+			return o.inputErr(i, fmt.Errorf("segment %s, but %s is segment %s; merge segments of one distributed run, or whole runs",
+				segString(seg), o.name(0), segString(first.Run.Segment)))
+		}
+		if seg.Count > 1 {
+			if j, dup := seen[seg.Index]; dup {
+				return o.inputErr(i, fmt.Errorf("segment %s is also %s; merging it twice would count its requests twice",
+					segString(seg), o.name(j)))
+			}
+			seen[seg.Index] = i
+		}
+	}
+	return nil
+}
+
+func short(sha string) string {
+	if sha == "" {
+		return "(none)"
+	}
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func segString(s result.Segment) string {
+	if s.Count <= 1 {
+		return "whole run"
+	}
+	return fmt.Sprintf("%d of %d", s.Index+1, s.Count)
+}
+
+// latencyFrom fills in what older files left empty, as the text report does.
+func latencyFrom(run result.RunInfo) string {
+	if run.LatencyFrom != "" {
+		return run.LatencyFrom
+	}
+	if run.Model == "open" || run.Paced {
+		return "intended"
+	}
+	return "send"
+}
+
+func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
+	first := rs[0].Run
+	out := result.RunInfo{
+		Model:       first.Model,
+		Paced:       first.Paced,
+		LatencyFrom: latencyFrom(first),
+		Segment:     result.Segment{Index: 0, Count: 1},
+	}
+	var measuredEnd time.Time
+	var partial, stops []string
+	for i, r := range rs {
+		run := r.Run
+		if out.Started.IsZero() || run.Started.Before(out.Started) {
+			out.Started = run.Started
+		}
+		if run.Ended.After(out.Ended) {
+			out.Ended = run.Ended
+		}
+		end := run.Started.Add(seconds(run.DurationS))
+		if end.After(measuredEnd) {
+			measuredEnd = end
+		}
+		out.Paced = out.Paced || run.Paced
+		// Segments split users and arrivals so that their shares sum to
+		// the whole; repeated whole runs add load the same way.
+		out.MaxUsers += run.MaxUsers
+		out.PeakRate += run.PeakRate
+		if run.Partial {
+			reason := run.PartialReason
+			if reason == "" {
+				reason = "did not complete"
+			}
+			partial = append(partial, o.name(i)+": "+reason)
+		}
+		if run.StopReason != "" {
+			stops = append(stops, o.name(i)+": "+run.StopReason)
+		}
+	}
+	out.DurationS = measuredEnd.Sub(out.Started).Seconds()
+	if first.Segment.Count > 1 {
+		var missing []string
+		for idx := 0; idx < first.Segment.Count; idx++ {
+			if !slices.ContainsFunc(rs, func(r *result.Result) bool { return r.Run.Segment.Index == idx }) {
+				missing = append(missing, fmt.Sprint(idx+1))
+			}
+		}
+		if len(missing) > 0 {
+			partial = append(partial, fmt.Sprintf("merged %d of %d segments (missing %s)",
+				len(rs), first.Segment.Count, strings.Join(missing, ", ")))
+		}
+	}
+	if len(partial) > 0 {
+		out.Partial = true
+		out.PartialReason = strings.Join(partial, "; ")
+	}
+	out.StopReason = strings.Join(stops, "; ")
+	return out, nil
+}
+
+func seconds(s float64) time.Duration {
+	if s <= 0 || math.IsNaN(s) {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// mergeLatency merges the inputs' histograms into one of the shared
+// geometry; hdr's Merge is exact when geometries match, and recording into
+// NewHistogram keeps the output geometry fixed whatever the inputs were.
+func (o Options) mergeLatency(rs []*result.Result, what string, pick func(*result.Result) []result.Latency) (result.Latency, error) {
+	h := result.NewHistogram()
+	for i, r := range rs {
+		for _, l := range pick(r) {
+			lh, err := l.Histogram()
+			if err != nil {
+				return result.Latency{}, o.inputErr(i, fmt.Errorf("%s: %w", what, err))
+			}
+			if dropped := h.Merge(lh); dropped != 0 {
+				return result.Latency{}, o.inputErr(i, fmt.Errorf("%s: %d values outside the histogram range", what, dropped))
+			}
+		}
+	}
+	return result.LatencyOf(h), nil
+}
+
+func (o Options) totals(rs []*result.Result) (result.Totals, error) {
+	t := result.Totals{ByClass: map[string]int64{}}
+	for _, r := range rs {
+		t.Requests += r.Totals.Requests
+		t.Successful += r.Totals.Successful
+		t.Failed += r.Totals.Failed
+		t.Iterations += r.Totals.Iterations
+		addClasses(t.ByClass, r.Totals.ByClass)
+	}
+	var err error
+	if t.LatencyOK, err = o.mergeLatency(rs, "totals latency_ok", func(r *result.Result) []result.Latency {
+		return []result.Latency{r.Totals.LatencyOK}
+	}); err != nil {
+		return t, err
+	}
+	t.LatencyAll, err = o.mergeLatency(rs, "totals latency_all", func(r *result.Result) []result.Latency {
+		return []result.Latency{r.Totals.LatencyAll}
+	})
+	return t, err
+}
+
+func addClasses(dst, src map[string]int64) {
+	for c, n := range src {
+		dst[c] += n
+	}
+}
+
+type stepKey struct{ scenario, name string }
+
+// steps matches steps by scenario and name, keeping the order in which
+// they first appear so a merged report reads like its inputs.
+func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
+	var order []stepKey
+	type acc struct {
+		step    result.Step
+		ok, all []result.Latency
+	}
+	byKey := map[stepKey]*acc{}
+	for _, r := range rs {
+		for _, s := range r.Steps {
+			k := stepKey{s.Scenario, s.Name}
+			a := byKey[k]
+			if a == nil {
+				a = &acc{step: result.Step{Scenario: s.Scenario, Name: s.Name, Group: s.Group, ByClass: map[string]int64{}}}
+				byKey[k] = a
+				order = append(order, k)
+			}
+			if a.step.Group == "" {
+				a.step.Group = s.Group
+			}
+			a.step.Requests += s.Requests
+			a.step.Successful += s.Successful
+			a.step.Failed += s.Failed
+			addClasses(a.step.ByClass, s.ByClass)
+		}
+	}
+	out := make([]result.Step, 0, len(order))
+	for _, k := range order {
+		a := byKey[k]
+		find := func(r *result.Result) (result.Step, bool) {
+			for _, s := range r.Steps {
+				if s.Scenario == k.scenario && s.Name == k.name {
+					return s, true
+				}
+			}
+			return result.Step{}, false
+		}
+		what := fmt.Sprintf("step %q", k.name)
+		var err error
+		if a.step.LatencyOK, err = o.mergeLatency(rs, what+" latency_ok", func(r *result.Result) []result.Latency {
+			if s, ok := find(r); ok {
+				return []result.Latency{s.LatencyOK}
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		if a.step.LatencyAll, err = o.mergeLatency(rs, what+" latency_all", func(r *result.Result) []result.Latency {
+			if s, ok := find(r); ok {
+				return []result.Latency{s.LatencyAll}
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, a.step)
+	}
+	return out, nil
+}
+
+func (o Options) generator(rs []*result.Result, requests int64) (result.Generator, error) {
+	var g result.Generator
+	var coreSeconds float64
+	for _, r := range rs {
+		rg := r.Generator
+		g.CPUSeconds += rg.CPUSeconds
+		g.Cores += rg.Cores
+		g.MaxRSS = max(g.MaxRSS, rg.MaxRSS)
+		g.GCPauseP99US = max(g.GCPauseP99US, rg.GCPauseP99US)
+		coreSeconds += r.Run.DurationS * float64(rg.Cores)
+	}
+	if requests > 0 {
+		g.CPUPerRequestUS = g.CPUSeconds * 1e6 / float64(requests)
+	}
+	if coreSeconds > 0 {
+		g.CPUUtil = g.CPUSeconds / coreSeconds
+	}
+	var err error
+	g.Lag, err = o.mergeLatency(rs, "generator lag", func(r *result.Result) []result.Latency {
+		return []result.Latency{r.Generator.Lag}
+	})
+	return g, err
+}
+
+// series lays every input's intervals on one wall-clock axis starting at
+// start. An input's interval lands in the merged interval nearest to it;
+// distributed segments start together, so the shift is at most half an
+// interval.
+func (o Options) series(rs []*result.Result, start time.Time) result.Series {
+	interval := 0.0
+	for _, r := range rs {
+		if len(r.Series.T) > 0 {
+			interval = r.Series.IntervalS
+			break
+		}
+	}
+	out := result.Series{IntervalS: interval, Failed: map[string][]int64{}}
+	if interval <= 0 {
+		out.IntervalS = rs[0].Series.IntervalS
+		return out
+	}
+	type slot struct{ r, i, at int }
+	var slots []slot
+	n := 0
+	for ri, r := range rs {
+		off := r.Run.Started.Sub(start).Seconds()
+		for i, t := range r.Series.T {
+			at := int(math.Round((t + off) / interval))
+			if at < 0 {
+				at = 0
+			}
+			slots = append(slots, slot{ri, i, at})
+			n = max(n, at+1)
+		}
+	}
+	out.T = make([]float64, n)
+	for i := range out.T {
+		out.T[i] = float64(i) * interval
+	}
+	zeros := func() []int64 { return make([]int64, n) }
+	out.Started, out.Completed, out.OK = zeros(), zeros(), zeros()
+	out.P50US, out.P95US, out.P99US = zeros(), zeros(), zeros()
+	out.Active, out.InFlight, out.Dropped, out.LagP99US = zeros(), zeros(), zeros(), zeros()
+	out.Target = make([]float64, n)
+	for _, r := range rs {
+		for c := range r.Series.Failed {
+			if out.Failed[c] == nil {
+				out.Failed[c] = zeros()
+			}
+		}
+	}
+	// Weighted sums for the percentile estimates, by interval.
+	wsum := make([]float64, n)
+	psum := [3][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
+	for _, s := range slots {
+		in := rs[s.r].Series
+		at := s.at
+		get := func(col []int64) int64 {
+			if s.i < len(col) {
+				return col[s.i]
+			}
+			return 0
+		}
+		out.Started[at] += get(in.Started)
+		out.Completed[at] += get(in.Completed)
+		out.OK[at] += get(in.OK)
+		out.Active[at] += get(in.Active)
+		out.InFlight[at] += get(in.InFlight)
+		out.Dropped[at] += get(in.Dropped)
+		out.LagP99US[at] = max(out.LagP99US[at], get(in.LagP99US))
+		if s.i < len(in.Target) {
+			out.Target[at] += in.Target[s.i]
+		}
+		for c, col := range in.Failed {
+			out.Failed[c][at] += get(col)
+		}
+		// The series percentiles are over successful requests, so the
+		// interval's ok count is their weight; 0 means "no data".
+		if w := float64(get(in.OK)); w > 0 && get(in.P50US) > 0 {
+			wsum[at] += w
+			for k, col := range [][]int64{in.P50US, in.P95US, in.P99US} {
+				psum[k][at] += w * float64(get(col))
+			}
+		}
+	}
+	for at := range n {
+		if wsum[at] == 0 {
+			continue
+		}
+		out.P50US[at] = int64(math.Round(psum[0][at] / wsum[at]))
+		out.P95US[at] = int64(math.Round(psum[1][at] / wsum[at]))
+		out.P99US[at] = int64(math.Round(psum[2][at] / wsum[at]))
+	}
+	return out
+}
+
+// samples adds up error samples with the same step, class and message.
+func samples(rs []*result.Result) []result.ErrorSample {
+	type key struct{ step, class, msg string }
+	idx := map[key]int{}
+	var out []result.ErrorSample
+	for _, r := range rs {
+		for _, s := range r.Samples {
+			k := key{s.Step, s.Class, s.Message}
+			if i, ok := idx[k]; ok {
+				out[i].Count += s.Count
+				continue
+			}
+			idx[k] = len(out)
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
+	return out
+}
