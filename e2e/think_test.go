@@ -11,9 +11,9 @@ import (
 // times from send (run.latency_from "send"), so a think step before the
 // first request must not be part of that request's latency.
 //
-// BUG (pinned): internal/vu/user.go Iterate sets `from := now` at the start
-// of the iteration (line ~97) and passes it to the first request step, so a
-// leading think time is added to the first request's latency.
+// Regression test: internal/vu/user.go Iterate once started the first
+// request's clock at the start of the iteration, so a leading think step
+// was added to that request's latency (the fastest request took 200ms).
 func TestClosedLatencyExcludesThink(t *testing.T) {
 	t.Parallel()
 	srv, counts := statusServer(t)
