@@ -113,8 +113,8 @@ func connectionErrors(byClass map[string]int64) (result.Indicator, bool) {
 	}{
 		{sample.ConnRefused, "refused", "refused suggests the server's listen backlog or connection pool is full (or it is down)"},
 		{sample.ConnReset, "reset", "reset suggests the server or a proxy drops connections under load (backlog, pool or keep-alive limits)"},
-		{sample.PortExhausted, "port exhausted", "port exhausted means the generator ran out of local ports (reuse connections or add source addresses)"},
-		{sample.FDLimit, "fd limit", "fd limit means the generator hit its open file limit (raise ulimit -n)"},
+		{sample.PortExhausted, "port exhausted", "port exhausted means the generator ran out of local ports (keep connections alive, or add source addresses: http: {source_addresses: 127.0.0.0/28})"},
+		{sample.FDLimit, "fd limit", "fd limit means the generator hit its open file limit (raise the hard limit, ulimit -Hn, or split the load over processes)"},
 	}
 	var counts, hints []string
 	ev := map[string]float64{}

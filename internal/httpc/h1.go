@@ -22,6 +22,7 @@ type H1 struct {
 	// NewConnPerRequest closes the connection after each answer.
 	NewConnPerRequest bool
 	dialer            net.Dialer
+	limits            *hostLimits
 
 	// current is the connection a request is using right now, so Interrupt
 	// (called from another goroutine) can cut it off.
@@ -60,14 +61,16 @@ const idleCheckAfter = time.Second
 
 // Close closes every connection.
 func (c *H1) Close() {
-	for _, hc := range c.conns {
-		hc.nc.Close()
+	for len(c.conns) > 0 {
+		c.drop(c.conns[len(c.conns)-1])
 	}
-	c.conns = c.conns[:0]
 }
 
 func (c *H1) drop(hc *h1conn) {
 	hc.nc.Close()
+	if c.limits != nil {
+		c.limits.release(hc.ep.Addr)
+	}
 	for i, x := range c.conns {
 		if x == hc {
 			c.conns = append(c.conns[:i], c.conns[i+1:]...)
@@ -88,10 +91,18 @@ func (c *H1) conn(ep *Endpoint, now, deadline time.Time) (*h1conn, error) {
 		c.drop(hc)
 		break
 	}
+	if c.limits != nil {
+		if err := c.limits.acquire(ep.Addr, deadline); err != nil {
+			return nil, err
+		}
+	}
 	d := c.dialer
 	d.Deadline = deadline
 	nc, err := d.Dial("tcp", ep.Addr)
 	if err != nil {
+		if c.limits != nil {
+			c.limits.release(ep.Addr)
+		}
 		return nil, err
 	}
 	hc := &h1conn{ep: ep, nc: nc, br: bufio.NewReaderSize(nc, 4096)}

@@ -8,7 +8,13 @@ package httpc
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -105,14 +111,24 @@ var errTLSHandshake = errors.New("tls handshake failed")
 // Options configure every transport of a run.
 type Options struct {
 	TLS *tls.Config
-	// NewConnPerIteration closes connections at the end of each iteration.
-	NewConnPerIteration bool
+	// NewConnPerRequest closes each plain-HTTP connection after its answer.
+	NewConnPerRequest bool
+	// SourceAddrs are local addresses to dial plain-HTTP connections from,
+	// one per user, round-robin.
+	SourceAddrs []netip.Addr
+	// MaxConnsPerHost caps open plain-HTTP connections per endpoint across
+	// all users (0: no cap).
+	MaxConnsPerHost int
 }
 
 // Shared holds what users share: the net/http transport for HTTPS (one
-// pool, so HTTP/2 connections multiplex many users).
+// pool, so HTTP/2 connections multiplex many users), and the per-host
+// connection limits.
 type Shared struct {
-	std *http.Transport
+	std    *http.Transport
+	opts   Options
+	next   atomic.Uint64
+	limits *hostLimits
 }
 
 // NewShared builds the shared part of the transports.
@@ -125,7 +141,11 @@ func NewShared(o Options) *Shared {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Shared{std: tr}
+	sh := &Shared{std: tr, opts: o}
+	if o.MaxConnsPerHost > 0 {
+		sh.limits = &hostLimits{max: o.MaxConnsPerHost, slots: map[string]chan struct{}{}}
+	}
+	return sh
 }
 
 // Close drops idle shared connections.
@@ -133,8 +153,56 @@ func (s *Shared) Close() { s.std.CloseIdleConnections() }
 
 // NewTransport returns a transport for one virtual user.
 func (s *Shared) NewTransport() *Mux {
-	return &Mux{h1: NewH1(), std: &Std{tr: s.std}}
+	h := NewH1()
+	h.NewConnPerRequest = s.opts.NewConnPerRequest
+	h.limits = s.limits
+	if n := len(s.opts.SourceAddrs); n > 0 {
+		a := s.opts.SourceAddrs[(s.next.Add(1)-1)%uint64(n)]
+		h.dialer.LocalAddr = &net.TCPAddr{IP: a.AsSlice()}
+	}
+	return &Mux{h1: h, std: &Std{tr: s.std}}
 }
+
+// hostLimits hands out connection slots per endpoint address.
+type hostLimits struct {
+	max   int
+	mu    sync.Mutex
+	slots map[string]chan struct{}
+}
+
+func (l *hostLimits) sem(addr string) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.slots[addr]
+	if !ok {
+		c = make(chan struct{}, l.max)
+		l.slots[addr] = c
+	}
+	return c
+}
+
+// errNoConnSlot is a request that waited its whole timeout for a free
+// connection under max_connections_per_host.
+var errNoConnSlot = fmt.Errorf("no free connection under max_connections_per_host before the timeout: %w", os.ErrDeadlineExceeded)
+
+func (l *hostLimits) acquire(addr string, deadline time.Time) error {
+	sem := l.sem(addr)
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-t.C:
+		return errNoConnSlot
+	}
+}
+
+func (l *hostLimits) release(addr string) { <-l.sem(addr) }
 
 // Mux sends plain-HTTP requests over the lean client and HTTPS over net/http.
 type Mux struct {

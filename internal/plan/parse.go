@@ -118,7 +118,7 @@ func (p *parser) root(n *yaml.Node) {
 		p.errf(n, "expected a mapping of plan keys (%s), found %s", strings.Join(topKeys, ", "), kindName(n))
 		return
 	}
-	f := p.fields(n, "the plan", topKeys)
+	f := p.fields(n, "the plan", allTopKeys())
 	pl := p.plan
 
 	pl.Name = strings.TrimSuffix(filepath.Base(p.file), filepath.Ext(p.file))
@@ -158,6 +158,11 @@ func (p *parser) root(n *yaml.Node) {
 	}
 	if kv, ok := f["thresholds"]; ok {
 		p.thresholds(kv.v)
+	}
+	for _, ext := range topExtensions {
+		if kv, ok := f[ext.key]; ok {
+			ext.parse(p, kv.v)
+		}
 	}
 	if pl.Target == "" && len(p.relative) > 0 && p.missing(n, "target") {
 		p.errAt(p.relative[0], "relative URL %s needs a target: add target: http://host:port (or demo) at the top level", q(p.relativeURL))
@@ -670,7 +675,7 @@ func (p *parser) scenario(e kv) *Scenario {
 	if e.key == "" {
 		p.errf(e.k, "bad scenario name: expected a non-empty name")
 	}
-	f := p.fields(e.v, what, []string{"weight", "steps"})
+	f := p.fields(e.v, what, allScenarioKeys())
 	if w, ok := f["weight"]; ok {
 		if v, ok := p.intMin(w.v, "weight", 1); ok {
 			s.Weight = v
@@ -679,6 +684,11 @@ func (p *parser) scenario(e kv) *Scenario {
 	sc := p.scope(map[string]int{})
 	for i := range p.defaultHeaderData {
 		sc.dataUsed[i] = true
+	}
+	for _, ext := range scenarioExtensions {
+		if kv, ok := f[ext.key]; ok {
+			ext.parse(p, s, kv.v)
+		}
 	}
 	var items []*yaml.Node
 	if st, ok := f["steps"]; ok {
@@ -696,7 +706,7 @@ func (p *parser) scenario(e kv) *Scenario {
 		}
 		s.Steps = append(s.Steps, step)
 	}
-	if requests == 0 && failed == 0 {
+	if requests == 0 && failed == 0 && !s.persistent() {
 		p.errf(e.k, "%s has no request step: expected steps with at least one of %s", what, strings.Join(methods, ", "))
 	}
 	s.Captures = len(sc.capOrder)

@@ -33,6 +33,7 @@ type Plan struct {
 	Load      Load
 	// Thresholds are kept as written; package gate parses and evaluates them.
 	Thresholds []Located
+	HTTP       HTTPOptions
 }
 
 // Located is a string value with the place it was written.
@@ -97,6 +98,9 @@ type Scenario struct {
 	// read; one row of each is taken per iteration.
 	DataUsed []int
 	Pos      Pos
+	// Connection is set for scenarios that hold persistent connections
+	// (WebSocket, SignalR) instead of looping request steps.
+	Connection *ConnectionSpec
 }
 
 // StepKind tells request steps from think steps.

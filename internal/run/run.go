@@ -83,6 +83,7 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	raiseFDLimit()
 	if !o.SkipPreflight {
 		if err := preflight(base); err != nil {
 			return nil, err
@@ -94,7 +95,12 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		opts:   o,
 		base:   base,
 		rec:    metrics.New(prog.Steps, o.Interval.Seconds()),
-		shared: httpc.NewShared(httpc.Options{TLS: o.TLS}),
+		shared: httpc.NewShared(httpc.Options{
+			TLS:               o.TLS,
+			NewConnPerRequest: p.HTTP.Reuse == plan.ReusePerRequest,
+			SourceAddrs:       p.HTTP.SourceAddresses,
+			MaxConnsPerHost:   p.HTTP.MaxConnsPerHost,
+		}),
 		soft:   make(chan struct{}),
 	}
 	defer r.shared.Close()
@@ -299,6 +305,26 @@ func (r *runner) handleIterErr(err error) {
 	if errors.Is(err, vu.ErrDataExhausted) {
 		r.stop(err.Error()+"; the run stopped starting new iterations", false)
 	}
+}
+
+// raiseFDLimit lifts the soft open-files limit to the hard one: every
+// connection is a file, and distributions ship a soft limit (1024) far
+// below what a load test holds.
+func raiseFDLimit() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
+
+// FDLimit is the process's open-files limit after raising it.
+func FDLimit() uint64 {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) != nil {
+		return 0
+	}
+	return l.Cur
 }
 
 func cpuTime() time.Duration {

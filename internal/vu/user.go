@@ -87,6 +87,10 @@ type Stop struct {
 // send. It returns ErrDataExhausted when a unique data source ran out, and
 // context.Canceled when the iteration was abandoned at a stop.
 func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
+	if u.prog.Plan.HTTP.Reuse == plan.ReusePerIteration {
+		// Users who come and go open a connection per visit.
+		defer u.tr.Close()
+	}
 	for _, di := range sc.DataUsed {
 		row, err := u.prog.Feeders[di].Next(u.rng)
 		if err != nil {

@@ -1,0 +1,115 @@
+package plan
+
+import (
+	"net/netip"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ConnReuse is the connection reuse policy.
+type ConnReuse uint8
+
+const (
+	// ReuseKeepAlive keeps each user's connection open across iterations.
+	ReuseKeepAlive ConnReuse = iota
+	// ReusePerIteration opens a new connection for each iteration, as
+	// users who come and go would.
+	ReusePerIteration
+	// ReusePerRequest opens a new connection for every request.
+	ReusePerRequest
+)
+
+func (r ConnReuse) String() string {
+	return [...]string{"keep-alive", "per-iteration", "per-request"}[r]
+}
+
+// HTTPOptions are the plan's connection options.
+type HTTPOptions struct {
+	// SourceAddresses are local addresses to dial from, spread round-robin
+	// over users: each source address has its own ephemeral port range, so
+	// more of them hold more connections to one target.
+	SourceAddresses []netip.Addr
+	Reuse           ConnReuse
+	// MaxConnsPerHost caps open connections to one host across all users
+	// (0: no cap); a user waits for a free one, and the wait counts in its
+	// latency, as a browser's connection limit would.
+	MaxConnsPerHost int
+}
+
+// maxSourceAddresses bounds a CIDR's expansion.
+const maxSourceAddresses = 4096
+
+func init() {
+	topExtensions = append(topExtensions, topExtension{key: "http", parse: (*parser).httpOptions})
+}
+
+func (p *parser) httpOptions(n *yaml.Node) {
+	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host"})
+	o := &p.plan.HTTP
+	if e, ok := f["source_addresses"]; ok {
+		p.sourceAddresses(e.v)
+	}
+	if e, ok := f["connection"]; ok {
+		if s, ok := p.text(e.v, "connection"); ok {
+			switch s {
+			case "keep-alive":
+				o.Reuse = ReuseKeepAlive
+			case "per-iteration":
+				o.Reuse = ReusePerIteration
+			case "per-request":
+				o.Reuse = ReusePerRequest
+			default:
+				p.errf(e.v, "bad connection %s: expected keep-alive, per-iteration or per-request", q(s))
+			}
+		}
+	}
+	if e, ok := f["max_connections_per_host"]; ok {
+		if v, ok := p.intMin(e.v, "max_connections_per_host", 1); ok {
+			o.MaxConnsPerHost = v
+		}
+	}
+}
+
+// sourceAddresses accepts a list of addresses and CIDRs, or one of either.
+func (p *parser) sourceAddresses(n *yaml.Node) {
+	n = deref(n)
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items, _ = p.list(n, "source_addresses")
+	}
+	for _, it := range items {
+		s, ok := p.text(it, "source address")
+		if !ok {
+			continue
+		}
+		if strings.Contains(s, "/") {
+			pfx, err := netip.ParsePrefix(s)
+			if err != nil {
+				p.errf(it, "bad source address range %s: expected a CIDR such as 127.0.0.0/28", q(s))
+				continue
+			}
+			count := 0
+			for a := pfx.Masked().Addr(); pfx.Contains(a); a = a.Next() {
+				if count >= maxSourceAddresses {
+					p.errf(it, "source address range %s has more than %d addresses: use a smaller range", q(s), maxSourceAddresses)
+					break
+				}
+				// Skip network and broadcast-style ends of IPv4 ranges wider
+				// than a /31, which cannot be bound on most hosts.
+				if a.Is4() && pfx.Bits() < 31 && (a == pfx.Masked().Addr() || !pfx.Contains(a.Next())) {
+					continue
+				}
+				p.plan.HTTP.SourceAddresses = append(p.plan.HTTP.SourceAddresses, a)
+				count++
+			}
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			p.errf(it, "bad source address %s: expected an IP address such as 127.0.0.2 or a CIDR", q(s))
+			continue
+		}
+		p.plan.HTTP.SourceAddresses = append(p.plan.HTTP.SourceAddresses, a)
+	}
+}

@@ -1,0 +1,41 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHTTPOptions(t *testing.T) {
+	base := "target: http://127.0.0.1:1\nscenarios: {s: {steps: [{get: /}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n"
+	cases := []struct {
+		yaml    string
+		sources int
+		reuse   ConnReuse
+		maxConn int
+		err     string
+		why     string
+	}{
+		{"", 0, ReuseKeepAlive, 0, "", "defaults: keep-alive, no sources, no cap"},
+		{"http: {source_addresses: 127.0.0.0/29}\n", 6, ReuseKeepAlive, 0, "", "a /29 gives its 6 usable addresses"},
+		{"http: {source_addresses: [127.0.0.2, 127.0.0.3/32], connection: per-iteration, max_connections_per_host: 8}\n", 2, ReusePerIteration, 8, "", "list of addresses and CIDRs"},
+		{"http: {source_addresses: 127.0.0.999}\n", 0, 0, 0, `bad source address "127.0.0.999"`, "bad address"},
+		{"http: {connection: sometimes}\n", 0, 0, 0, `bad connection "sometimes": expected keep-alive, per-iteration or per-request`, "bad policy"},
+		{"http: {source_adresses: 127.0.0.2}\n", 0, 0, 0, `did you mean "source_addresses"?`, "typo hint"},
+	}
+	for _, c := range cases {
+		p, err := Parse("p.yaml", []byte(base+c.yaml), nil)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: err = %v, want it to contain %q", c.why, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.why, err)
+			continue
+		}
+		if len(p.HTTP.SourceAddresses) != c.sources || p.HTTP.Reuse != c.reuse || p.HTTP.MaxConnsPerHost != c.maxConn {
+			t.Errorf("%s: got %+v", c.why, p.HTTP)
+		}
+	}
+}
