@@ -22,6 +22,19 @@ type Result struct {
 	Thresholds []Threshold   `json:"thresholds"`
 	Indicators []Indicator   `json:"indicators"`
 	Samples    []ErrorSample `json:"error_samples,omitempty"`
+	// Levels holds one complete result per level of a gates, sweep or
+	// capacity run, in the order they ran.
+	Levels []Level `json:"levels,omitempty"`
+}
+
+// Level is one level of a multi-level run (gates, sweep, capacity search).
+type Level struct {
+	Vary  string  `json:"vary"` // "users", "rate" or "tenants"
+	Value float64 `json:"value"`
+	// SLO holds the level's verdicts (gates) or the capacity search's SLOs.
+	SLO    []Threshold `json:"slo,omitempty"`
+	Pass   bool        `json:"pass"`
+	Result *Result     `json:"result"`
 }
 
 // Tool names the program that wrote the file.
