@@ -53,6 +53,9 @@ if ! grep -q "^listen_addresses = 'localhost'" "$conf"; then
 fi
 if ! pg_isready -q -h 127.0.0.1 -p "$PG_PORT"; then
 	log "starting postgresql $ver/main"
+	# /run is emptied on boot and systemd-tmpfiles, which recreates the
+	# socket directory, is not running here.
+	install -d -o postgres -g postgres -m 2775 /var/run/postgresql
 	# pg_ctlcluster switches to the cluster owner (postgres) itself.
 	pg_ctlcluster "$ver" main start || true
 	for _ in $(seq 1 60); do

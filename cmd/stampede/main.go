@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -94,6 +95,29 @@ interrupted, or a generator fault).`,
 	for _, mk := range extraCommands {
 		root.AddCommand(mk())
 	}
+	// A CPU profile of the generator is how speed work starts; it is a
+	// hidden flag because users rarely need it.
+	var profile string
+	var profFile *os.File
+	root.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a Go CPU profile to this file")
+	root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if profile == "" {
+			return nil
+		}
+		f, err := os.Create(profile)
+		if err != nil {
+			return fail(exitUsage, err)
+		}
+		profFile = f
+		return pprof.StartCPUProfile(f)
+	}
+	cobra.OnFinalize(func() {
+		if profFile != nil {
+			pprof.StopCPUProfile()
+			profFile.Close()
+		}
+	})
 	return root
 }
 

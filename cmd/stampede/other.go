@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -47,40 +48,35 @@ func newReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report RESULT",
 		Short: "Render a result file (every figure is recomputed from its histograms)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Render a result file as the terminal summary (text), Markdown in the
+layout of a load-test write-up (md), a self-contained HTML page with
+interactive charts that opens offline (html), or the JSON document (json).`,
+		Example: `  stampede report run.json
+  stampede report run.json --format html -o report.html
+  stampede report run.json --format md >> RESULTS.md`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var render func(io.Writer, *result.Result) error
+			switch format {
+			case "text":
+				render = report.Text
+			case "json":
+				render = report.JSON
+			case "md", "markdown":
+				render = report.Markdown
+			case "html":
+				render = report.HTML
+			default:
+				return fail(exitUsage, fmt.Errorf("--format %q: expected text, md, html or json", format))
+			}
 			res, err := result.Read(args[0])
 			if err != nil {
 				return fail(exitUsage, err)
 			}
-			w := cmd.OutOrStdout()
-			var f *os.File
-			if out != "" {
-				f, err = os.Create(out)
-				if err != nil {
-					return fail(exitUsage, err)
-				}
-				defer f.Close()
-				w = f
-			}
-			switch format {
-			case "text":
-				err = report.Text(w, res)
-			case "json":
-				err = report.JSON(w, res)
-			default:
-				return fail(exitUsage, fmt.Errorf("--format %q: expected text or json", format))
-			}
-			if err != nil {
-				return fail(exitRun, err)
-			}
-			if f != nil {
-				return f.Close()
-			}
-			return nil
+			return writeOutput(cmd, out, func(w io.Writer) error { return render(w, res) })
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "text or json")
+	cmd.Flags().StringVar(&format, "format", "text", "text, md, html or json")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
 	return cmd
 }

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +32,6 @@ func newRunCmd() *cobra.Command {
 		out      string
 		demoOpts string
 		quiet    bool
-		profile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "run PLAN",
@@ -46,24 +44,12 @@ grace period), prints the partial summary and writes a result marked
 partial. A second Ctrl-C writes the partial result at once and exits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if profile != "" {
-				f, err := os.Create(profile)
-				if err != nil {
-					return fail(exitUsage, err)
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fail(exitUsage, err)
-				}
-				defer pprof.StopCPUProfile()
-			}
 			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "result file (default stampede-<name>-<time>.json)")
 	cmd.Flags().StringVar(&demoOpts, "demo", "", `demo target settings when the plan says target: demo, e.g. "pool=4,service=20ms,wait=500ms"`)
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
-	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a Go CPU profile of the generator to this file")
 	return cmd
 }
 

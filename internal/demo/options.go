@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/collect"
 )
 
 // Defaults applied by New to zero-valued options. They are small enough that
@@ -14,6 +16,13 @@ const (
 	DefaultDBPool        = 16
 	DefaultDBServiceTime = 2 * time.Millisecond
 	DefaultDBWaitTimeout = time.Second
+	// DefaultPGConns is the PostgreSQL pool size when DB is set: small, like
+	// the per-instance pools that run out first in real deployments.
+	DefaultPGConns = 8
+	// DefaultPGSeed is how many votes (of districts no plan uses) the
+	// PostgreSQL table starts with: enough that a scan of it is measurably
+	// slow (tens of ms) once the composite index is missing.
+	DefaultPGSeed = 200_000
 )
 
 // Options shape how the demo service behaves under load. The zero value is
@@ -35,6 +44,21 @@ type Options struct {
 	// (deterministic: every round(1/ErrorRate)-th request, so tests can
 	// count). /healthz and /__stats are exempt, as for RateLimit.
 	ErrorRate float64
+	// DB, when set, keeps votes and parties in PostgreSQL (a postgres:// URL
+	// or key=value DSN without commas) instead of memory, so the seeds'
+	// database bottlenecks are real and show in a postgres monitor. The
+	// simulated pool (DBPool, DBServiceTime, DBJitter) is then unused;
+	// DBWaitTimeout still bounds the wait for a pool connection.
+	DB string
+	// DBConns is the size of the PostgreSQL connection pool (default 8).
+	DBConns int
+	// MissingIndex leaves out the composite (run, district, voter) index, so
+	// the duplicate-vote check and the district count scan the whole table:
+	// the slow query of a forgotten migration.
+	MissingIndex bool
+	// DBSeed is how many filler votes the table holds before the run
+	// (default 200000); they make a scan cost what it would in production.
+	DBSeed int
 }
 
 // Option keys, in the order String writes them.
@@ -45,9 +69,13 @@ const (
 	keyWait      = "wait"
 	keyRateLimit = "rate_limit"
 	keyErrorRate = "error_rate"
+	keyDB        = "db"
+	keyDBPool    = "db_pool"
+	keyMissing   = "missing_index"
+	keyDBSeed    = "db_seed"
 )
 
-var validKeys = []string{keyPool, keyService, keyJitter, keyWait, keyRateLimit, keyErrorRate}
+var validKeys = []string{keyPool, keyService, keyJitter, keyWait, keyRateLimit, keyErrorRate, keyDB, keyDBPool, keyMissing, keyDBSeed}
 
 // ParseOptions reads the compact form used by `target: demo` in plans and by
 // CLI flags, e.g. "pool=4,service=20ms,jitter=5ms,wait=500ms,rate_limit=100,error_rate=0.01".
@@ -97,10 +125,30 @@ func ParseOptions(s string) (Options, error) {
 			if err == nil && (o.ErrorRate < 0 || o.ErrorRate > 1) {
 				err = fmt.Errorf("must be in [0,1]")
 			}
+		case keyDB:
+			o.DB = val
+			if val == "" {
+				err = fmt.Errorf("must be a postgres:// URL")
+			}
+		case keyDBPool:
+			o.DBConns, err = strconv.Atoi(val)
+			if err == nil && o.DBConns < 0 {
+				err = fmt.Errorf("must be >= 0")
+			}
+		case keyMissing:
+			o.MissingIndex, err = strconv.ParseBool(val)
+		case keyDBSeed:
+			o.DBSeed, err = strconv.Atoi(val)
+			if err == nil && o.DBSeed < 0 {
+				err = fmt.Errorf("must be >= 0")
+			}
 		default:
 			return Options{}, fmt.Errorf("demo options: unknown key %q (keys: %s)", key, strings.Join(validKeys, ", "))
 		}
 		if err != nil {
+			if key == keyDB {
+				val = collect.Redact(val)
+			}
 			return Options{}, fmt.Errorf("demo options: %s=%q: %w", key, val, err)
 		}
 	}
@@ -159,7 +207,27 @@ func (o Options) String() string {
 	if o.ErrorRate != 0 {
 		add(keyErrorRate, strconv.FormatFloat(o.ErrorRate, 'g', -1, 64))
 	}
+	if o.DB != "" {
+		add(keyDB, o.DB)
+	}
+	if o.DBConns != 0 {
+		add(keyDBPool, strconv.Itoa(o.DBConns))
+	}
+	if o.MissingIndex {
+		add(keyMissing, "true")
+	}
+	if o.DBSeed != 0 {
+		add(keyDBSeed, strconv.Itoa(o.DBSeed))
+	}
 	return string(b)
+}
+
+// Redacted is String with the database password replaced, for anything a
+// person or a log will see; String itself must keep it, since it is how
+// options reach the demo's child process.
+func (o Options) Redacted() string {
+	o.DB = collect.Redact(o.DB)
+	return o.String()
 }
 
 // withDefaults is what New runs on; negative values the type cannot forbid
@@ -177,6 +245,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DBWaitTimeout <= 0 {
 		o.DBWaitTimeout = DefaultDBWaitTimeout
+	}
+	if o.DBConns <= 0 {
+		o.DBConns = DefaultPGConns
+	}
+	if o.DBSeed <= 0 {
+		o.DBSeed = DefaultPGSeed
 	}
 	if o.RateLimit < 0 || math.IsNaN(o.RateLimit) {
 		o.RateLimit = 0

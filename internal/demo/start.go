@@ -27,8 +27,13 @@ func Start(ctx context.Context, addr string, opts Options) (url string, stop fun
 	if err != nil {
 		return "", nil, err
 	}
+	app, err := Open(ctx, opts)
+	if err != nil {
+		ln.Close()
+		return "", nil, err
+	}
 	srv := &http.Server{
-		Handler:           New(opts).Handler(),
+		Handler:           app.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		// Requests inherit ctx so that cancelling it also releases handlers
@@ -56,6 +61,7 @@ func Start(ctx context.Context, addr string, opts Options) (url string, stop fun
 				srv.Close()
 			}
 			stopErr = errors.Join(err, <-served)
+			app.Close()
 		})
 	}
 	unwatch := context.AfterFunc(ctx, shutdown)

@@ -47,6 +47,12 @@ func Indicators(r *result.Result) []result.Indicator {
 			"success_rate": share(t.Successful), "requests": float64(t.Requests), "successful": float64(t.Successful),
 		})
 	}
+	if ind, ok := errorsDominated(t); ok {
+		out = append(out, ind)
+	}
+	if ind, ok := saturatedInRun(r.Series); ok {
+		out = append(out, ind)
+	}
 	if n := cls(sample.ServerError); share(n) > serverErrorsAbove {
 		warn("server_errors", fmt.Sprintf("High server error rate (%.2f%%) - check application logs", share(n)*percent),
 			map[string]float64{"server_error_rate": share(n), "server_error": float64(n)})
@@ -63,6 +69,9 @@ func Indicators(r *result.Result) []result.Indicator {
 			msg += " - check the slowest endpoints and the request timeout"
 		}
 		warn("timeouts", msg, map[string]float64{"timeout": float64(n), "timeout_rate": share(n)})
+	}
+	if ind, ok := timeoutsClustered(r); ok {
+		out = append(out, ind)
 	}
 	if ind, ok := connectionErrors(t.ByClass); ok {
 		out = append(out, ind)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,7 +19,6 @@ import (
 // or a mobile app would.
 type H1 struct {
 	conns []*h1conn
-	wbuf  []byte
 	// NewConnPerRequest closes the connection after each answer.
 	NewConnPerRequest bool
 	dialer            net.Dialer
@@ -43,15 +43,40 @@ func (c *H1) Interrupt() {
 }
 
 type h1conn struct {
-	ep       *Endpoint
-	nc       net.Conn
+	ep *Endpoint
+	nc net.Conn
+	// br is borrowed from readers only while an answer is being read: an
+	// idle connection holds no buffer, which is most of the memory of a
+	// user that spends its time thinking.
 	br       *bufio.Reader
 	lastUsed time.Time
 	reused   bool
 }
 
 // NewH1 returns an empty client.
-func NewH1() *H1 { return &H1{wbuf: make([]byte, 0, 1024)} }
+func NewH1() *H1 { return &H1{} }
+
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	writers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+)
+
+func (hc *h1conn) borrowReader() {
+	if hc.br == nil {
+		hc.br = readers.Get().(*bufio.Reader)
+		hc.br.Reset(hc.nc)
+	}
+}
+
+// returnReader gives the buffer back unless it holds bytes of a later
+// answer, which must stay with this connection.
+func (hc *h1conn) returnReader() {
+	if hc.br != nil && hc.br.Buffered() == 0 {
+		hc.br.Reset(nil)
+		readers.Put(hc.br)
+		hc.br = nil
+	}
+}
 
 // idleCheckAfter is how long a connection may sit idle before we make sure
 // the server has not closed it. A hot connection skips the check, which
@@ -68,6 +93,11 @@ func (c *H1) Close() {
 
 func (c *H1) drop(hc *h1conn) {
 	hc.nc.Close()
+	if hc.br != nil {
+		hc.br.Reset(nil)
+		readers.Put(hc.br)
+		hc.br = nil
+	}
 	if c.limits != nil {
 		c.limits.release(hc.ep.Addr)
 	}
@@ -105,7 +135,7 @@ func (c *H1) conn(ep *Endpoint, now, deadline time.Time) (*h1conn, error) {
 		}
 		return nil, err
 	}
-	hc := &h1conn{ep: ep, nc: nc, br: bufio.NewReaderSize(nc, 4096)}
+	hc := &h1conn{ep: ep, nc: nc}
 	c.conns = append(c.conns, hc)
 	return hc, nil
 }
@@ -114,7 +144,7 @@ func (c *H1) conn(ep *Endpoint, now, deadline time.Time) (*h1conn, error) {
 // peek finds nothing waiting (no EOF, no stray bytes). Go's own read with a
 // past deadline would not look at the socket at all.
 func alive(hc *h1conn) bool {
-	if hc.br.Buffered() > 0 {
+	if hc.br != nil && hc.br.Buffered() > 0 {
 		return false
 	}
 	sc, ok := hc.nc.(syscall.Conn)
@@ -160,11 +190,15 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 		c.drop(hc)
 		return err
 	}
-	c.wbuf = appendRequest(c.wbuf[:0], req)
-	if _, err := hc.nc.Write(c.wbuf); err != nil {
+	wb := writers.Get().(*[]byte)
+	*wb = appendRequest((*wb)[:0], req)
+	_, err = hc.nc.Write(*wb)
+	writers.Put(wb)
+	if err != nil {
 		c.drop(hc)
 		return err
 	}
+	hc.borrowReader()
 	closeAfter, err := readResponse(hc.br, req, resp)
 	if err != nil {
 		if hc.reused && errors.Is(err, io.EOF) {
@@ -177,6 +211,7 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 		c.drop(hc)
 		return nil
 	}
+	hc.returnReader()
 	// Idle time counts from the send: close enough for the idle check, and
 	// one clock read cheaper.
 	hc.lastUsed = sent

@@ -48,7 +48,9 @@ func Results(rs []*result.Result) (*result.Result, error) { return Options{}.Res
 //
 // Thresholds and indicators of the inputs are dropped: each was judged on
 // its own share, and only the whole can be judged again (package gate does
-// that, given the plan).
+// that, given the plan). Levels of multi-level runs merge level by level;
+// a level keeps its SLO expressions with no measured value and Pass false
+// until they are evaluated again on the merged level.
 //
 // The per-interval series are aligned on wall-clock time (run.started + t),
 // so segments that started a little apart still line up. Counts in an
@@ -91,6 +93,9 @@ func (o Options) Results(rs []*result.Result) (*result.Result, error) {
 		return nil, err
 	}
 	m.Samples = samples(rs)
+	if m.Levels, err = o.levels(rs); err != nil {
+		return nil, err
+	}
 	if err := m.Check(); err != nil {
 		// Every input passed Check, so this is a bug here, not bad input.
 		return nil, fmt.Errorf("merged result is inconsistent: %w", err)
@@ -494,4 +499,45 @@ func samples(rs []*result.Result) []result.ErrorSample {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
 	return out
+}
+
+// levels merges multi-level runs level by level; every input must have run
+// the same levels, or the sums would mix different loads.
+func (o Options) levels(rs []*result.Result) ([]result.Level, error) {
+	first := rs[0].Levels
+	for i, r := range rs {
+		if len(r.Levels) != len(first) {
+			return nil, o.inputErr(i, fmt.Errorf("%d levels, but %s has %d", len(r.Levels), o.name(0), len(first)))
+		}
+		for j, l := range r.Levels {
+			if l.Vary != first[j].Vary || l.Value != first[j].Value {
+				return nil, o.inputErr(i, fmt.Errorf("level %d is %s=%g, but %s's is %s=%g",
+					j+1, l.Vary, l.Value, o.name(0), first[j].Vary, first[j].Value))
+			}
+			if l.Result == nil {
+				return nil, o.inputErr(i, fmt.Errorf("level %d has no result", j+1))
+			}
+		}
+	}
+	if len(first) == 0 {
+		return nil, nil
+	}
+	out := make([]result.Level, len(first))
+	for j, l := range first {
+		sub := Options{Force: o.Force, Names: make([]string, len(rs))}
+		lrs := make([]*result.Result, len(rs))
+		for i, r := range rs {
+			lrs[i] = r.Levels[j].Result
+			sub.Names[i] = fmt.Sprintf("%s level %d", o.name(i), j+1)
+		}
+		m, err := sub.Results(lrs)
+		if err != nil {
+			return nil, err
+		}
+		out[j] = result.Level{Vary: l.Vary, Value: l.Value, Result: m}
+		for _, t := range l.SLO {
+			out[j].SLO = append(out[j].SLO, result.Threshold{Expr: t.Expr})
+		}
+	}
+	return out, nil
 }

@@ -164,6 +164,7 @@ func (p *parser) root(n *yaml.Node) {
 			ext.parse(p, kv.v)
 		}
 	}
+	p.finishTenants()
 	if pl.Target == "" && len(p.relative) > 0 && p.missing(n, "target") {
 		p.errAt(p.relative[0], "relative URL %s needs a target: add target: http://host:port (or demo) at the top level", q(p.relativeURL))
 	}
@@ -481,7 +482,10 @@ func (p *parser) dataSources(n *yaml.Node) {
 		ds := &DataSource{Name: e.key, Index: len(p.plan.Data), Pos: p.pos(e.k)}
 		p.plan.Data = append(p.plan.Data, ds)
 		p.data[e.key] = ds
-		f := p.fields(e.v, what, []string{"file", "pick"})
+		f := p.fields(e.v, what, []string{"file", "pick", "by_tenant"})
+		if bt, ok := f["by_tenant"]; ok {
+			p.byTenantKey(ds, bt.v)
+		}
 		if pk, ok := f["pick"]; ok {
 			if s, ok := p.text(pk.v, "pick"); ok {
 				switch s {
@@ -534,7 +538,10 @@ func (p *parser) resolve(name string) string {
 
 func (p *parser) tenantPool(n *yaml.Node) {
 	p.tenants = true
-	f := p.fields(n, "tenants", []string{"count"})
+	f := p.fields(n, "tenants", []string{"count", "waves"})
+	if w, ok := f["waves"]; ok {
+		p.waves(w.v)
+	}
 	c, ok := f["count"]
 	if !ok && p.missing(n, "count") {
 		p.errf(deref(n), "tenants has no count: expected tenants: {count: N}")

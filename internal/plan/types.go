@@ -29,11 +29,16 @@ type Plan struct {
 	Vars      map[string]string
 	Data      []*DataSource
 	Tenants   int // 0 when the plan has no tenant pool
+	// Waves split the tenant pool into groups whose load profiles are
+	// shifted in time (tenants.go); nil when the whole pool runs together.
+	Waves     []Wave
 	Scenarios []*Scenario
 	Load      Load
 	// Thresholds are kept as written; package gate parses and evaluates them.
 	Thresholds []Located
 	HTTP       HTTPOptions
+	// Gates is the plan's scaling gates (gates.go); nil without a gates key.
+	Gates *Gates
 }
 
 // Located is a string value with the place it was written.
@@ -84,6 +89,11 @@ type DataSource struct {
 	Columns []string
 	Rows    [][]string
 	Pos     Pos
+	// ByTenant names the column that partitions rows by tenant id; a user
+	// of tenant t then gets only TenantRows[t] (tenants.go).
+	ByTenant    string
+	TenantRows  map[int][][]string
+	byTenantPos Pos
 }
 
 // Scenario is one kind of user.
@@ -101,6 +111,10 @@ type Scenario struct {
 	// Connection is set for scenarios that hold persistent connections
 	// (WebSocket, SignalR) instead of looping request steps.
 	Connection *ConnectionSpec
+	// PerTenant > 0 runs this many users of the scenario per tenant
+	// (tenants.go), instead of a weighted share of the stage users.
+	PerTenant    int
+	perTenantPos Pos
 }
 
 // StepKind tells request steps from think steps.

@@ -1,5 +1,6 @@
-// Package report renders a finished result for people: the terminal
-// summary and the JSON document. It reads only the result file's data.
+// Package report renders finished results for people: the terminal
+// summary, Markdown, a self-contained HTML page with charts, the JSON
+// document, and comparisons of several runs. It reads only result data.
 package report
 
 import (

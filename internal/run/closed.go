@@ -34,8 +34,7 @@ func (r *runner) runClosed() {
 		for len(running) < want {
 			cu := closedUser{u: r.newUser(), quit: make(chan struct{})}
 			running = append(running, cu)
-			r.wg.Add(1)
-			go r.closedLoop(cu)
+			r.startUser(cu)
 		}
 		for len(running) > want {
 			last := running[len(running)-1]
@@ -57,48 +56,35 @@ func (r *runner) runClosed() {
 	}
 }
 
+// closedLoop runs a user that is busy all the time: iteration after
+// iteration with no pace and no think, until it is retired or the run stops.
 func (r *runner) closedLoop(cu closedUser) {
 	defer r.wg.Done()
 	r.rec.Active.Add(1)
 	defer r.rec.Active.Add(-1)
 	sc := r.prog.ScenarioFor(cu.u.ID - 1)
-	pace := r.plan.Load.Pace
-	started := time.Now()
-	// A user stops thinking when it is retired or the run stops.
-	quit := make(chan struct{})
-	go func() {
+	stop := vu.Stop{Soft: r.soft, Retire: cu.quit}
+	for {
 		select {
-		case <-cu.quit:
 		case <-r.soft:
-		}
-		close(quit)
-	}()
-	stop := vu.Stop{Soft: quit}
-	for iter := int64(0); ; iter++ {
-		select {
-		case <-quit:
+			return
+		case <-cu.quit:
 			return
 		default:
 		}
-		var intended time.Time
-		if pace > 0 {
-			d := sched.PaceDelay(pace, iter, time.Since(started))
-			intended = started.Add(pace * time.Duration(iter))
-			if d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-t.C:
-				case <-quit:
-					t.Stop()
-					return
-				}
-			}
-		}
-		if err := cu.u.Iterate(sc, intended, stop); err != nil {
+		if err := cu.u.Iterate(sc, time.Time{}, stop); err != nil {
 			r.handleIterErr(err)
 			if isExhausted(err) {
 				return
 			}
 		}
 	}
+}
+
+// phase is the fractional part of id × the golden ratio: a sequence that
+// fills [0, 1) evenly whatever its length.
+func phase(id int64) float64 {
+	const golden = 0.6180339887498949
+	x := float64(id) * golden
+	return x - float64(int64(x))
 }

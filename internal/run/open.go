@@ -2,7 +2,7 @@ package run
 
 import (
 	"errors"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/sample"
@@ -17,6 +17,59 @@ type arrival struct {
 	intended time.Time
 }
 
+// worker is one open-model slot: a user with its own connection, fed one
+// arrival at a time.
+type worker struct {
+	u     *vu.User
+	jobs  chan arrival
+	users chan *schedUser // for scheduled closed-model users
+}
+
+// idleStack hands arrivals to the most recently idle worker. Last in, first
+// out keeps the busy set small and its connections hot; a FIFO would cycle
+// through every connection the pool ever opened.
+type idleStack struct {
+	mu     sync.Mutex
+	idle   []*worker
+	closed bool
+}
+
+func (s *idleStack) pop() *worker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.idle)
+	if n == 0 {
+		return nil
+	}
+	w := s.idle[n-1]
+	s.idle = s.idle[:n-1]
+	return w
+}
+
+// closeAll ends the idle workers of the closed-model scheduler; workers
+// still busy find the stack closed when they finish (see push).
+func (s *idleStack) closeAll() {
+	s.mu.Lock()
+	for _, w := range s.idle {
+		close(w.users)
+	}
+	s.idle = nil
+	s.closed = true
+	s.mu.Unlock()
+}
+
+// push returns a worker to the stack, or reports false when the stack was
+// closed and the worker should end.
+func (s *idleStack) push(w *worker) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.idle = append(s.idle, w)
+	return true
+}
+
 // runOpen starts iterations at the profile's arrival times, whatever the
 // target does. Each arrival goes to an idle worker; with none idle a new
 // worker starts, up to max_in_flight; past that the arrival is dropped and
@@ -26,11 +79,17 @@ type arrival struct {
 // shifting the schedule.
 func (r *runner) runOpen() {
 	sch := sched.NewArrivals(r.plan.Load.Stages)
-	maxWorkers := int64(r.plan.Load.MaxInFlight)
-	jobs := make(chan arrival)
-	var workers atomic.Int64
+	maxWorkers := r.plan.Load.MaxInFlight
+	var idle idleStack
+	var all []*worker
 	dropShard := r.rec.Shard(0)
-	defer close(jobs)
+	defer func() {
+		for _, w := range all {
+			close(w.jobs)
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for k := int64(0); ; k++ {
 		at, ok := sch.Time(k)
 		if !ok {
@@ -39,49 +98,60 @@ func (r *runner) runOpen() {
 			return
 		}
 		due := r.start.Add(at)
-		if !r.sleepUntil(due) {
-			return
+		if d := time.Until(due); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-r.soft:
+				return
+			}
+		} else {
+			select {
+			case <-r.soft:
+				return
+			default:
+			}
 		}
 		a := arrival{sc: r.prog.ScenarioFor(k), intended: due}
-		select {
-		case jobs <- a:
+		if w := idle.pop(); w != nil {
+			w.jobs <- a
 			continue
-		default:
 		}
-		if workers.Load() < maxWorkers {
-			workers.Add(1)
-			n := workers.Load()
-			if int(n) > r.maxUsers {
-				r.maxUsers = int(n)
+		if len(all) < maxWorkers {
+			w := &worker{u: r.newUser(), jobs: make(chan arrival, 1)}
+			all = append(all, w)
+			if len(all) > r.maxUsers {
+				r.maxUsers = len(all)
 			}
-			u := r.newUser()
 			r.wg.Add(1)
-			go r.openWorker(u, a, jobs)
+			w.jobs <- a
+			go r.openWorker(w, &idle)
 			continue
 		}
 		dropShard.RecordUnfinished(a.sc.FirstRequestStep(), sample.Dropped)
 	}
 }
 
-func (r *runner) openWorker(u *vu.User, first arrival, jobs <-chan arrival) {
+func (r *runner) openWorker(w *worker, idle *idleStack) {
 	defer r.wg.Done()
 	stop := vu.Stop{Soft: r.soft}
-	a := first
 	for {
-		r.rec.Active.Add(1)
-		err := u.Iterate(a.sc, a.intended, stop)
-		r.rec.Active.Add(-1)
-		if err != nil {
-			r.handleIterErr(err)
-		}
+		var a arrival
 		var ok bool
 		select {
-		case a, ok = <-jobs:
+		case a, ok = <-w.jobs:
 			if !ok {
 				return
 			}
 		case <-r.soft:
 			return
 		}
+		r.rec.Active.Add(1)
+		err := w.u.Iterate(a.sc, a.intended, stop)
+		r.rec.Active.Add(-1)
+		if err != nil {
+			r.handleIterErr(err)
+		}
+		idle.push(w)
 	}
 }

@@ -90,18 +90,18 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		}
 	}
 	r := &runner{
-		plan:   p,
-		prog:   prog,
-		opts:   o,
-		base:   base,
-		rec:    metrics.New(prog.Steps, o.Interval.Seconds()),
+		plan: p,
+		prog: prog,
+		opts: o,
+		base: base,
+		rec:  metrics.New(prog.Steps, o.Interval.Seconds()),
 		shared: httpc.NewShared(httpc.Options{
 			TLS:               o.TLS,
 			NewConnPerRequest: p.HTTP.Reuse == plan.ReusePerRequest,
 			SourceAddrs:       p.HTTP.SourceAddresses,
 			MaxConnsPerHost:   p.HTTP.MaxConnsPerHost,
 		}),
-		soft:   make(chan struct{}),
+		soft: make(chan struct{}),
 	}
 	defer r.shared.Close()
 	return r.run(ctx)
@@ -144,6 +144,10 @@ type runner struct {
 
 	maxUsers int
 	cpu0     time.Duration
+	// waiting holds closed-model users that wait (paced or thinking); see
+	// startUser.
+	waiting   userQueue
+	schedOnce sync.Once
 }
 
 // stop ends the starting of new work; the first reason given wins.
@@ -164,8 +168,8 @@ func (r *runner) stop(reason string, partial bool) {
 func (r *runner) newUser() *vu.User {
 	id := r.nextID.Add(1)
 	u := r.prog.NewUser(id, r.shared.NewTransport(), r.rec)
-	if r.plan.Tenants > 0 {
-		u.SetTenant(int((id-1)%int64(r.plan.Tenants)) + 1)
+	if t := r.plan.TenantOf(id); t > 0 {
+		u.SetTenant(t)
 	}
 	r.usersMu.Lock()
 	r.users = append(r.users, u)
@@ -199,9 +203,12 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 		}
 	}()
 
-	if r.plan.Load.Model == plan.Open {
+	switch {
+	case r.plan.Load.Model == plan.Open:
 		r.runOpen()
-	} else {
+	case len(r.plan.Waves) > 0:
+		r.runWaves()
+	default:
 		r.runClosed()
 	}
 	r.stop("", false) // stages over: no new work

@@ -105,6 +105,16 @@ func (p *Program) ScenarioFor(k int64) *Scenario {
 	return p.Scenarios[p.order[k%int64(len(p.order))]]
 }
 
+// HasThink reports whether the scenario has think steps.
+func (s *Scenario) HasThink() bool {
+	for _, st := range s.Steps {
+		if st.Kind == plan.StepThink {
+			return true
+		}
+	}
+	return false
+}
+
 // FirstRequestStep is the metrics id a dropped arrival of scenario s is
 // counted against.
 func (s *Scenario) FirstRequestStep() int { return s.firstReq }

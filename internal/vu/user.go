@@ -43,6 +43,11 @@ type User struct {
 	doc       any
 	docParsed bool
 
+	// Between segments of an iteration: when the next request's latency
+	// starts (zero: at send) and a clock reading to reuse as its send time.
+	from, sent time.Time
+	timer      *time.Timer
+
 	interrupted atomic.Bool
 	// inFlight is the gauge of requests on the wire, shared by the run.
 	inFlight *atomic.Int64
@@ -75,10 +80,13 @@ func (u *User) Interrupt() {
 // Close releases the user's connections.
 func (u *User) Close() { u.tr.Close() }
 
-// Stop tells a user when to stop thinking: soft is closed when no new work
-// may start (end of stage or Ctrl-C).
+// Stop tells a user when to stop thinking: Soft is closed when no new work
+// may start (end of stage or Ctrl-C), Retire when a ramp-down retires this
+// user (nil: never). Two channels rather than one merged by a goroutine,
+// because a goroutine per user is memory that idle users cannot spare.
 type Stop struct {
-	Soft <-chan struct{}
+	Soft   <-chan struct{}
+	Retire <-chan struct{}
 }
 
 // Iterate runs one iteration of sc. intended is when it was due; latency of
@@ -87,10 +95,26 @@ type Stop struct {
 // send. It returns ErrDataExhausted when a unique data source ran out, and
 // context.Canceled when the iteration was abandoned at a stop.
 func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
-	if u.prog.Plan.HTTP.Reuse == plan.ReusePerIteration {
-		// Users who come and go open a connection per visit.
-		defer u.tr.Close()
+	if err := u.Begin(sc, intended); err != nil {
+		return err
 	}
+	defer u.End()
+	for pc := 0; ; {
+		next, think, end := u.Segment(sc, pc)
+		if end {
+			return nil
+		}
+		if !u.Think(think, stop) {
+			return context.Canceled
+		}
+		pc = next
+	}
+}
+
+// Begin starts an iteration: it takes the data rows and counts the start.
+// Begin, Segment, Think and End are Iterate in pieces, so a caller can run
+// the request steps on a worker goroutine and think on its own small stack.
+func (u *User) Begin(sc *Scenario, intended time.Time) error {
 	for _, di := range sc.DataUsed {
 		row, err := u.prog.Feeders[di].Next(u.rng)
 		if err != nil {
@@ -104,53 +128,78 @@ func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
 	// from is when the next request's latency starts counting; zero means
 	// at its send. A scheduled iteration counts from when it was due, and a
 	// think step before the first request moves that point by the think.
-	var from time.Time
+	u.from = time.Time{}
 	if intended.IsZero() {
 		u.shard.Started(0)
 	} else {
 		u.shard.Started(now.Sub(intended))
-		from = intended
+		u.from = intended
 	}
-	sent := now
-	for _, st := range sc.Steps {
+	u.sent = now
+	return nil
+}
+
+// End finishes an iteration.
+func (u *User) End() {
+	if u.prog.Plan.HTTP.Reuse == plan.ReusePerIteration {
+		// Users who come and go open a connection per visit.
+		u.tr.Close()
+	}
+}
+
+// Segment runs steps from pc up to the next think step. It returns where to
+// resume and how long to think first, or end when the iteration is over.
+func (u *User) Segment(sc *Scenario, pc int) (next int, think time.Duration, end bool) {
+	for ; pc < len(sc.Steps); pc++ {
+		st := sc.Steps[pc]
 		if st.Kind == plan.StepThink {
-			d, ok := u.think(st, stop)
-			if !ok {
-				return context.Canceled
+			d := u.thinkTime(st)
+			if !u.from.IsZero() {
+				u.from = u.from.Add(d)
 			}
-			if !from.IsZero() {
-				from = from.Add(d)
+			u.sent = time.Time{}
+			if d <= 0 {
+				continue
 			}
-			sent = time.Time{}
-			continue
+			return pc + 1, d, false
 		}
-		ok := u.do(st, from, sent)
-		from, sent = time.Time{}, time.Time{}
+		ok := u.do(st, u.from, u.sent)
+		u.from, u.sent = time.Time{}, time.Time{}
 		if !ok {
 			// Later steps usually need what this one should have captured;
 			// sending them anyway would count failures that are not the
 			// server's. The iteration ends here.
-			return nil
+			return 0, 0, true
 		}
 	}
-	return nil
+	return 0, 0, true
 }
 
-func (u *User) think(st *Step, stop Stop) (time.Duration, bool) {
+func (u *User) thinkTime(st *Step) time.Duration {
 	d := st.ThinkMin
 	if st.ThinkMax > st.ThinkMin {
 		d += time.Duration(u.rng.Int64N(int64(st.ThinkMax-st.ThinkMin) + 1))
 	}
+	return d
+}
+
+// Think waits d unless the user is stopped or retired first.
+func (u *User) Think(d time.Duration, stop Stop) bool {
 	if d <= 0 {
-		return 0, true
+		return true
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	if u.timer == nil {
+		u.timer = time.NewTimer(d)
+	} else {
+		u.timer.Reset(d)
+	}
 	select {
-	case <-t.C:
-		return d, true
+	case <-u.timer.C:
+		return true
 	case <-stop.Soft:
-		return d, false
+		return false
+	case <-stop.Retire:
+		return false
 	}
 }
 

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stampede-load/stampede/internal/demo"
+	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/levels"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/run"
+)
+
+func init() { extraCommands = append(extraCommands, newGatesCmd) }
+
+func newGatesCmd() *cobra.Command {
+	var (
+		out      string
+		demoOpts string
+		quiet    bool
+		format   string
+	)
+	cmd := &cobra.Command{
+		Use:   "gates PLAN",
+		Short: "Run the plan's scaling gates in order, stopping at the first that fails",
+		Long: `Run the plan's gates: each level of gates.levels in order (varying users,
+rate or tenants), each for gates.hold after an unmeasured gates.ramp, judged
+by gates.slo on that level's own figures. The run stops at the first level
+that misses its SLO. Prints one row per level (throughput, P50/P95/P99,
+errors, each SLO's verdict, the headline indicator) and saves one result
+file whose levels hold each level's complete result.
+
+Exit codes: 0 every gate passed; 1 a gate failed; 2 bad usage or invalid
+plan; 3 the run could not complete.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := loadLevelsPlan(args[0], true)
+			if err != nil {
+				return err
+			}
+			g := p.Gates
+			if g == nil {
+				return fail(exitUsage, fmt.Errorf("%s has no gates: add gates: {vary: users, levels: [...], hold: 1m, slo: [...]}", args[0]))
+			}
+			return runLevels(cmd, p, levelsJob{
+				vary: g.Vary, values: g.Levels, ramp: g.Ramp, hold: g.Hold,
+				slo: locatedValues(g.SLO), stopAtFail: true, out: out, demoOpts: demoOpts, quiet: quiet, format: format,
+				kind: "gates",
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "result file (default stampede-<name>-gates-<time>.json)")
+	cmd.Flags().StringVar(&demoOpts, "demo", "", `demo target settings when the plan says target: demo, e.g. "pool=2,service=20ms,wait=100ms"`)
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
+	cmd.Flags().StringVar(&format, "format", "text", "table format: text or md")
+	return cmd
+}
+
+// loadLevelsPlan loads a plan as run does and also checks the gates' SLO
+// syntax, so a typo fails before any load with its place in the file.
+func loadLevelsPlan(path string, gates bool) (*plan.Plan, error) {
+	p, err := loadPlan(path)
+	if err != nil {
+		return nil, err
+	}
+	if gates && p.Gates != nil {
+		var problems []string
+		for _, s := range p.Gates.SLO {
+			if _, err := gate.Parse(s.Value); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", s.Pos, err))
+			}
+		}
+		if len(problems) > 0 {
+			return nil, fail(exitUsage, fmt.Errorf("invalid plan:\n%s", strings.Join(problems, "\n")))
+		}
+	}
+	return p, nil
+}
+
+func locatedValues(ls []plan.Located) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.Value
+	}
+	return out
+}
+
+// levelsJob is what gates and sweep share.
+type levelsJob struct {
+	kind       string // "gates" or "sweep": names the default result file
+	vary       string
+	values     []float64
+	ramp, hold time.Duration
+	slo        []string
+	stopAtFail bool
+	out        string
+	demoOpts   string
+	quiet      bool
+	format     string
+}
+
+func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if j.format != "text" && j.format != "md" {
+		return fail(exitUsage, fmt.Errorf("--format %q: expected text or md", j.format))
+	}
+	for _, v := range j.values {
+		if _, err := p.AtLevel(j.vary, v, j.ramp, j.hold); err != nil {
+			return fail(exitUsage, fmt.Errorf("level %s: %v", levels.FormatLevel(j.vary, v), err))
+		}
+	}
+	if j.out == "" {
+		j.out = levelsOut(p, j.kind, time.Now())
+	}
+	if err := checkWritable(j.out); err != nil {
+		return fail(exitUsage, err)
+	}
+	opts, stop, err := levelRunOptions(stderr, p, j.demoOpts)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+
+	// Events come from the level's own goroutine while progress comes
+	// from the run's ticker, so the current display is shared under a lock.
+	var curMu sync.Mutex
+	var cur *live
+	lo := levels.Options{Run: opts, Ramp: j.ramp, Hold: j.hold, SLO: j.slo, StopAtFail: j.stopAtFail}
+	lo.Run.Progress = func(pr run.Progress) {
+		curMu.Lock()
+		defer curMu.Unlock()
+		if cur != nil {
+			cur.update(pr)
+		}
+	}
+	lo.Event = func(e levels.Event) {
+		curMu.Lock()
+		defer curMu.Unlock()
+		if cur != nil {
+			cur.done()
+		}
+		if !j.quiet {
+			fmt.Fprintf(stderr, "level %d/%d: %s %s - %s %v%s\n", e.Index+1, e.Count, e.Vary,
+				levels.FormatLevel(e.Vary, e.Value), e.Phase, e.Duration, map[bool]string{true: " (not measured)"}[e.Phase == "ramp"])
+		}
+		cur = newLive(stderr, j.quiet || e.Phase == "ramp")
+	}
+	outc, runErr := levels.Run(ctx, p, j.vary, j.values, lo)
+	if cur != nil {
+		cur.done()
+	}
+	if outc == nil || outc.Result == nil {
+		return runFailure(runErr)
+	}
+	res := outc.Result
+	if err := result.Write(j.out, res); err != nil {
+		return fail(exitRun, fmt.Errorf("the result could not be saved to %s: %v", j.out, err))
+	}
+	if j.stopAtFail {
+		err = levels.WriteGates(stdout, j.vary, j.values, j.slo, res.Levels, j.format)
+	} else {
+		err = levels.WriteSweep(stdout, res.Levels, j.format)
+	}
+	if err != nil {
+		return fail(exitRun, err)
+	}
+	writeIndicators(stdout, res.Indicators)
+	fmt.Fprintf(stderr, "result saved to %s\n", j.out)
+	switch {
+	case runErr != nil:
+		return runFailure(runErr)
+	case outc.Interrupted:
+		return fail(exitRun, nil)
+	case outc.Failed >= 0:
+		if j.stopAtFail {
+			l := res.Levels[outc.Failed]
+			fmt.Fprintf(stdout, "\nGate %s %s failed", l.Vary, levels.FormatLevel(l.Vary, l.Value))
+			if outc.Failed+1 < len(j.values) {
+				fmt.Fprintf(stdout, "; later levels were not run")
+			}
+			fmt.Fprintln(stdout)
+		}
+		return fail(exitThreshold, nil)
+	}
+	if j.stopAtFail {
+		fmt.Fprintln(stdout, "\nEvery gate passed")
+	}
+	return nil
+}
+
+func runFailure(err error) error {
+	if errors.Is(err, run.ErrUnreachable) {
+		return fail(exitRun, fmt.Errorf("%v\nNothing was sent. Is the target running, and is the address right?", err))
+	}
+	return fail(exitRun, err)
+}
+
+// levelsOut names the result file as run does, with the command in it so
+// a gates result is not taken for a single run's.
+func levelsOut(p *plan.Plan, kind string, now time.Time) string {
+	return strings.TrimSuffix(defaultOut(p, now), now.Format("20060102-150405")+".json") + kind + "-" + now.Format("20060102-150405") + ".json"
+}
+
+// levelRunOptions starts the demo target when the plan asks for it.
+func levelRunOptions(stderr io.Writer, p *plan.Plan, demoOpts string) (run.Options, func(), error) {
+	tlsConf, err := tlsConfig(p)
+	if err != nil {
+		return run.Options{}, nil, fail(exitUsage, err)
+	}
+	opts := run.Options{Version: version, TLS: tlsConf}
+	if p.Target != "demo" {
+		if demoOpts != "" {
+			return opts, nil, fail(exitUsage, errors.New("--demo applies only to plans with target: demo"))
+		}
+		return opts, func() {}, nil
+	}
+	dopts, err := demo.ParseOptions(demoOpts)
+	if err != nil {
+		return opts, nil, fail(exitUsage, fmt.Errorf("--demo: %v", err))
+	}
+	url, stop, err := startDemoProcess(dopts.String())
+	if err != nil {
+		return opts, nil, fail(exitRun, fmt.Errorf("start demo target: %v", err))
+	}
+	opts.BaseURL = url
+	fmt.Fprintf(stderr, "demo target at %s (%s)\n", url, describeDemo(dopts))
+	return opts, stop, nil
+}
+
+// writeIndicators lists the whole run's warnings with their evidence under
+// the table, so the table's headline has its reasoning beside it.
+func writeIndicators(w io.Writer, ins []result.Indicator) {
+	first := true
+	for _, in := range ins {
+		if in.Severity != gate.SeverityWarn {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nPerformance Indicators:")
+			first = false
+		}
+		fmt.Fprintf(w, "  ! %s: %s\n", in.ID, in.Message)
+	}
+}

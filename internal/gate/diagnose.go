@@ -1,0 +1,286 @@
+package gate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/sample"
+)
+
+// Limits behind the diagnostic indicators: the points past which a run's
+// own numbers name a likely bottleneck.
+const (
+	dominantShare      = 0.8  // of failures, for one class to be the cause
+	dominantMinFailed  = 10   // failures, so a handful cannot dominate
+	saturationWindowS  = 30.0 // the last part of a run looked at
+	saturationMinSteps = 5    // intervals in that window
+	flatThroughput     = 0.10 // relative change that still counts as flat
+	risingLatency      = 1.5  // p95 growth that counts as rising, in a run
+	risingMinUS        = 5000 // and by at least this much, so noise at µs scale is not a trend
+	levelLoadGrowth    = 1.2  // a level is "more load" than the one before from here
+	levelLatencyGrowth = 1.2  // p95 growth across levels that counts as rising
+	nearTimeout        = 0.9  // of the configured timeout
+	clusterMinShare    = 0.01 // of requests at the timeout
+	clusterMinCount    = 5
+	cpuLimitPct        = 95.0
+	limitMinSamples    = 2 // samples at the limit, so one spike does not count
+	defaultTimeout     = 30 * time.Second
+)
+
+// errorsDominated names the one failure class behind most failures of an
+// overloaded run: the fix differs by class, and a single class means a
+// single cause to look at first.
+func errorsDominated(t result.Totals) (result.Indicator, bool) {
+	if t.Requests == 0 || t.Failed < dominantMinFailed || float64(t.Successful)/float64(t.Requests) >= overloadedBelow {
+		return result.Indicator{}, false
+	}
+	var top string
+	var n int64
+	for c, k := range t.ByClass {
+		if k > n || k == n && c < top {
+			top, n = c, k
+		}
+	}
+	share := float64(n) / float64(t.Failed)
+	if share < dominantShare {
+		return result.Indicator{}, false
+	}
+	return result.Indicator{
+		ID: "errors_dominated", Severity: SeverityWarn,
+		Message:  fmt.Sprintf("%.0f%% of failures are %s (%d of %d) - one cause dominates; %s", share*percent, top, n, t.Failed, classHint(top)),
+		Evidence: map[string]float64{top: float64(n), "failed": float64(t.Failed), "share": share},
+	}, true
+}
+
+func classHint(class string) string {
+	c, _ := sample.ParseClass(class)
+	switch c {
+	case sample.ServerError:
+		return "the application answers 5xx: read its logs for that error first"
+	case sample.RateLimited:
+		return "the target's rate limiter is the limit, not its capacity"
+	case sample.Timeout:
+		return "requests wait past the timeout: look for a queue (connection, worker or database pool)"
+	case sample.ConnRefused, sample.ConnReset:
+		return "connections are refused or dropped: listen backlog, connection limits or a proxy"
+	case sample.Check, sample.Capture:
+		return "answers arrive but are wrong: compare a failing body with the expectation"
+	case sample.Dropped:
+		return "the generator had no free slot: raise max_in_flight or the target is too slow for this rate"
+	case sample.ClientError:
+		return "the target rejects the requests (4xx): check the plan's data and headers"
+	}
+	return "see error_samples for the text"
+}
+
+// saturatedInRun looks at the last 30 s (or the whole run when shorter):
+// completions per second flat while p95 climbs is a server that has
+// stopped taking more work and queues the rest (seed 002's 1.6k RPS wall).
+func saturatedInRun(s result.Series) (result.Indicator, bool) {
+	n := len(s.T)
+	// The last interval is usually cut short by the end of the run.
+	if n > 0 && n == len(s.Completed) && n >= 2 {
+		n--
+	}
+	if n < saturationMinSteps || s.IntervalS <= 0 || len(s.OK) < n || len(s.P95US) < n {
+		return result.Indicator{}, false
+	}
+	from := n - int(math.Round(saturationWindowS/s.IntervalS))
+	from = max(from, 0)
+	if n-from < saturationMinSteps {
+		return result.Indicator{}, false
+	}
+	mid := from + (n-from)/2
+	rps := func(a, b int) float64 {
+		var sum int64
+		for i := a; i < b; i++ {
+			sum += s.OK[i]
+		}
+		return float64(sum) / (float64(b-a) * s.IntervalS)
+	}
+	p95 := func(a, b int) float64 {
+		var sum float64
+		var k int
+		for i := a; i < b; i++ {
+			if s.OK[i] > 0 {
+				sum += float64(s.P95US[i])
+				k++
+			}
+		}
+		if k == 0 {
+			return 0
+		}
+		return sum / float64(k)
+	}
+	r1, r2 := rps(from, mid), rps(mid, n)
+	l1, l2 := p95(from, mid), p95(mid, n)
+	if r1 <= 0 || math.Abs(r2-r1)/r1 > flatThroughput || l1 <= 0 || l2 < l1*risingLatency || l2-l1 < risingMinUS {
+		return result.Indicator{}, false
+	}
+	ev := map[string]float64{
+		"window_s": float64(n-from) * s.IntervalS, "ok_rps_first": r1, "ok_rps_last": r2,
+		"p95_first_us": l1, "p95_last_us": l2,
+	}
+	if len(s.Target) >= n {
+		ev["target_first"], ev["target_last"] = s.Target[from], s.Target[n-1]
+	}
+	return result.Indicator{
+		ID: "saturated", Severity: SeverityWarn, Evidence: ev,
+		Message: fmt.Sprintf("Saturated: over the last %.0fs successful throughput stayed flat (%.1f -> %.1f req/s) while p95 rose from %s to %s - the target stopped taking more work and queues the rest; more load will only add latency",
+			float64(n-from)*s.IntervalS, r1, r2, formatDuration(int64(l1)), formatDuration(int64(l2))),
+	}, true
+}
+
+// timeoutsClustered fires when requests pile up at the configured timeout:
+// a request that waits for a pool slot waits until the deadline, so the
+// slowest requests sit at one value instead of spreading out as slow work
+// does (seed 000's exhausted connection pool).
+func timeoutsClustered(r *result.Result) (result.Indicator, bool) {
+	all := r.Totals.LatencyAll
+	if all.Count == 0 || r.Totals.ByClass[sample.Timeout.String()] == 0 {
+		return result.Indicator{}, false
+	}
+	h, err := all.Histogram()
+	if err != nil {
+		return result.Indicator{}, false
+	}
+	maxUS := float64(h.Max())
+	var limit time.Duration
+	for _, t := range ConfiguredTimeouts(r.Plan.Source) {
+		us := float64(t.Microseconds())
+		if maxUS >= nearTimeout*us && maxUS <= 1.5*us {
+			limit = t
+		}
+	}
+	if limit == 0 {
+		return result.Indicator{}, false
+	}
+	lo := int64(nearTimeout * float64(limit.Microseconds()))
+	var near int64
+	for _, b := range h.Distribution() {
+		if b.From >= lo {
+			near += b.Count
+		}
+	}
+	share := float64(near) / float64(r.Totals.Requests)
+	if near < clusterMinCount || share < clusterMinShare {
+		return result.Indicator{}, false
+	}
+	to := r.Totals.ByClass[sample.Timeout.String()]
+	return result.Indicator{
+		ID: "timeouts_clustered", Severity: SeverityWarn,
+		Message: fmt.Sprintf("%d requests (%.2f%%) took at least 90%% of the %v timeout and %d of them timed out - requests wait in a queue until the deadline, which points at a full pool (connections, workers, database) on the target rather than slow work",
+			near, share*percent, limit, to),
+		Evidence: map[string]float64{
+			"timeout_us": float64(limit.Microseconds()), "at_timeout": float64(near), "at_timeout_rate": share,
+			"timeout": float64(to), "latency_all_max_us": maxUS,
+		},
+	}, true
+}
+
+// ConfiguredTimeouts reads the request timeouts a plan source sets
+// (defaults.timeout, else 30s, and every step's timeout), so a result can
+// be judged against its own settings without the plan package. Values
+// that do not parse (such as ${ENV} references) are skipped.
+func ConfiguredTimeouts(source string) []time.Duration {
+	var doc struct {
+		Defaults struct {
+			Timeout string `yaml:"timeout"`
+		} `yaml:"defaults"`
+		Scenarios map[string]struct {
+			Steps []map[string]any `yaml:"steps"`
+		} `yaml:"scenarios"`
+	}
+	seen := map[time.Duration]bool{defaultTimeout: true}
+	if yaml.Unmarshal([]byte(source), &doc) == nil {
+		if d, err := time.ParseDuration(strings.TrimSpace(doc.Defaults.Timeout)); err == nil && d > 0 {
+			delete(seen, defaultTimeout)
+			seen[d] = true
+		}
+		for _, sc := range doc.Scenarios {
+			for _, st := range sc.Steps {
+				if s, ok := st["timeout"].(string); ok {
+					if d, err := time.ParseDuration(strings.TrimSpace(s)); err == nil && d > 0 {
+						seen[d] = true
+					}
+				}
+			}
+		}
+	}
+	out := make([]time.Duration, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// ServerResources reports server-side resources at their limit over
+// [from, to] seconds of the run: CPU at 95% or more, database connections
+// at their maximum, Redis clients blocked. It reads monitor series by the
+// names package collect gives them, so it works on any result that carries
+// them (call it with r.Monitors once results hold monitors).
+func ServerResources(mon map[string]result.MonitorSeries, from, to float64) []result.Indicator {
+	var out []result.Indicator
+	names := make([]string, 0, len(mon))
+	for k := range mon {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var hot []string
+	ev := map[string]float64{}
+	for _, name := range names {
+		s := mon[name]
+		switch {
+		case s.Unit == "pct" && (strings.HasSuffix(name, "cpu_pct") || strings.HasSuffix(name, "cpu.busy_pct")):
+			if n, peak := atLeast(s, from, to, cpuLimitPct); n >= limitMinSamples {
+				hot = append(hot, fmt.Sprintf("%s at %.0f%%", name, peak))
+				ev[name] = peak
+			}
+		case strings.HasSuffix(name, "connections.total"):
+			maxName := strings.TrimSuffix(name, "total") + "max"
+			lim, ok := mon[maxName]
+			if !ok {
+				continue
+			}
+			cap := lim.Stats(from, to).Max
+			if n, peak := atLeast(s, from, to, cap); cap > 0 && n >= limitMinSamples {
+				hot = append(hot, fmt.Sprintf("%s at its maximum (%.0f of %.0f)", strings.TrimSuffix(name, ".total"), peak, cap))
+				ev[name], ev[maxName] = peak, cap
+			}
+		case strings.HasSuffix(name, "clients.blocked"):
+			if n, peak := atLeast(s, from, to, 1); n >= limitMinSamples {
+				hot = append(hot, fmt.Sprintf("%s: %.0f blocked", name, peak))
+				ev[name] = peak
+			}
+		}
+	}
+	if len(hot) > 0 {
+		out = append(out, result.Indicator{
+			ID: "server_at_limit", Severity: SeverityWarn, Evidence: ev,
+			Message: "Server resource at its limit during the run: " + strings.Join(hot, "; ") + " - that resource is the likely bottleneck, not the generator",
+		})
+	}
+	return out
+}
+
+// atLeast counts the samples in [from, to] at or above limit, and the peak.
+func atLeast(s result.MonitorSeries, from, to, limit float64) (int, float64) {
+	n, peak := 0, math.Inf(-1)
+	for i, t := range s.T {
+		if t < from || t > to || i >= len(s.V) || math.IsNaN(s.V[i]) {
+			continue
+		}
+		peak = max(peak, s.V[i])
+		if s.V[i] >= limit {
+			n++
+		}
+	}
+	return n, peak
+}

@@ -1,0 +1,185 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/sample"
+)
+
+// Edge cases of the diagnostic indicators on constructed results; the
+// honest triggers (real runs against loopback servers) are in package
+// levels, which can run the engine.
+
+func find(ins []result.Indicator, id string) (result.Indicator, bool) {
+	for _, in := range ins {
+		if in.ID == id {
+			return in, true
+		}
+	}
+	return result.Indicator{}, false
+}
+
+func TestErrorsDominated(t *testing.T) {
+	cases := []struct {
+		name  string
+		fails map[sample.Class]int64
+		ok    int
+		fire  bool
+	}{
+		// All failures one class in an overloaded run: named.
+		{"one class", map[sample.Class]int64{sample.Timeout: 100}, 900, true},
+		// 80% is enough to call it the cause.
+		{"80 percent", map[sample.Class]int64{sample.Timeout: 80, sample.ConnReset: 20}, 900, true},
+		// Spread over classes: no single cause.
+		{"mixed", map[sample.Class]int64{sample.Timeout: 50, sample.ServerError: 50}, 900, false},
+		// A healthy run with a few failures of one class is not overloaded.
+		{"healthy", map[sample.Class]int64{sample.ServerError: 20}, 980, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, "open", c.ok, c.fails)
+			in, ok := find(Indicators(r), "errors_dominated")
+			if ok != c.fire {
+				t.Fatalf("fired %v, want %v: %v", ok, c.fire, Indicators(r))
+			}
+			if ok && (in.Evidence["share"] < 0.8 || !strings.Contains(in.Message, "timeout")) {
+				t.Errorf("indicator %+v", in)
+			}
+		})
+	}
+}
+
+// series builds n one-second intervals with the given successful
+// completions and p95 per interval (plus one short last interval, which
+// the indicator ignores).
+func series(ok, p95 func(i int) int64, n int) result.Series {
+	s := result.Series{IntervalS: 1, Failed: map[string][]int64{}}
+	for i := 0; i <= n; i++ {
+		s.T = append(s.T, float64(i))
+		s.OK = append(s.OK, ok(i))
+		s.Completed = append(s.Completed, ok(i))
+		s.P95US = append(s.P95US, p95(i))
+		s.Target = append(s.Target, float64(10+i))
+	}
+	return s
+}
+
+func TestSaturatedInRun(t *testing.T) {
+	flat := func(int) int64 { return 1000 }
+	rising := func(i int) int64 { return int64(20_000 + 10_000*i) }
+	growing := func(i int) int64 { return int64(500 + 100*i) }
+	cases := []struct {
+		name string
+		s    result.Series
+		fire bool
+	}{
+		{"flat throughput, rising p95", series(flat, rising, 40), true},
+		{"throughput follows the load", series(growing, rising, 40), false},
+		{"flat and steady", series(flat, func(int) int64 { return 20_000 }, 40), false},
+		// Rising by 50% but only by microseconds is noise, not a queue.
+		{"rise too small to matter", series(flat, func(i int) int64 { return int64(1000 + 50*i) }, 40), false},
+		{"too short to tell", series(flat, rising, 3), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in, ok := saturatedInRun(c.s)
+			if ok != c.fire {
+				t.Fatalf("fired %v, want %v (%v)", ok, c.fire, in)
+			}
+			if ok && (in.Evidence["window_s"] != 30 || in.Evidence["p95_last_us"] <= in.Evidence["p95_first_us"]) {
+				t.Errorf("evidence %v: want the last 30s", in.Evidence)
+			}
+		})
+	}
+}
+
+func TestTimeoutsClustered(t *testing.T) {
+	src := "defaults: {timeout: 2s}\nscenarios:\n  s:\n    steps:\n      - {get: /slow, timeout: 500ms}\n"
+	mk := func(timeouts int64, failUS int64) *result.Result {
+		r := build(t, result.RunInfo{DurationS: 10, Model: "open"},
+			stepSpec{scenario: "s", name: "GET /", okUS: spread(900, 1000, 20_000), fails: map[sample.Class]int64{sample.Timeout: timeouts}, failUS: failUS})
+		r.Plan.Source = src
+		return r
+	}
+	in, ok := timeoutsClustered(mk(50, 500_300))
+	if !ok || in.Evidence["timeout_us"] != 500_000 || in.Evidence["at_timeout"] != 50 {
+		t.Errorf("50 requests at the step's 500ms timeout: %v %v", ok, in)
+	}
+	if _, ok := timeoutsClustered(mk(2, 500_300)); ok {
+		t.Error("2 timeouts of 902 requests are not a cluster")
+	}
+	// Timed out, but nowhere near a configured timeout (the value is not
+	// what the plan sets): no claim about a queue.
+	if _, ok := timeoutsClustered(mk(50, 1_000_000)); ok {
+		t.Error("timeouts at 1s match neither 500ms nor 2s")
+	}
+	got := ConfiguredTimeouts(src)
+	if len(got) != 2 || got[0] != 500*time.Millisecond || got[1] != 2*time.Second {
+		t.Errorf("configured timeouts %v", got)
+	}
+	if got := ConfiguredTimeouts("scenarios: {}"); len(got) != 1 || got[0] != 30*time.Second {
+		t.Errorf("default timeout %v", got)
+	}
+}
+
+func TestServerResources(t *testing.T) {
+	ts := []float64{0, 1, 2, 3, 4}
+	mon := map[string]result.MonitorSeries{
+		"process[api].cpu_pct":        {Unit: "pct", T: ts, V: []float64{60, 96, 99, 97, 70}},
+		"postgres.connections.total":  {Unit: "count", T: ts, V: []float64{50, 100, 100, 100, 90}},
+		"postgres.connections.max":    {Unit: "count", T: ts, V: []float64{100, 100, 100, 100, 100}},
+		"redis.clients.blocked":       {Unit: "count", T: ts, V: []float64{0, 3, 4, 0, 0}},
+		"host.cpu.busy_pct":           {Unit: "pct", T: ts, V: []float64{40, 50, 60, 50, 40}},
+		"postgres.connections.active": {Unit: "count", T: ts, V: []float64{5, 5, 5, 5, 5}},
+	}
+	ins := ServerResources(mon, 0, 4)
+	if len(ins) != 1 {
+		t.Fatalf("indicators %v", ins)
+	}
+	ev := ins[0].Evidence
+	for _, k := range []string{"process[api].cpu_pct", "postgres.connections.total", "redis.clients.blocked"} {
+		if _, ok := ev[k]; !ok {
+			t.Errorf("evidence lacks %s: %v", k, ev)
+		}
+	}
+	if _, ok := ev["host.cpu.busy_pct"]; ok {
+		t.Error("host CPU at 60% is not at its limit")
+	}
+	// A healthy server: nothing at its limit, and one spike is not enough.
+	healthy := map[string]result.MonitorSeries{
+		"process[api].cpu_pct":       {Unit: "pct", T: ts, V: []float64{30, 99, 40, 35, 30}},
+		"postgres.connections.total": {Unit: "count", T: ts, V: []float64{10, 12, 11, 10, 10}},
+		"postgres.connections.max":   {Unit: "count", T: ts, V: []float64{100, 100, 100, 100, 100}},
+		"redis.clients.blocked":      {Unit: "count", T: ts, V: []float64{0, 0, 0, 0, 0}},
+	}
+	if ins := ServerResources(healthy, 0, 4); len(ins) != 0 {
+		t.Errorf("healthy server: %v", ins)
+	}
+	// Outside the window does not count.
+	if ins := ServerResources(mon, 3.5, 4); len(ins) != 0 {
+		t.Errorf("window [3.5, 4]: %v", ins)
+	}
+}
+
+func TestLevelIndicators(t *testing.T) {
+	lvl := func(v float64, ok int, p95 int64) result.Level {
+		r := build(t, result.RunInfo{DurationS: 1, Model: "closed"}, stepSpec{scenario: "s", name: "GET /", okUS: spread(ok, p95/2, p95)})
+		return result.Level{Vary: "users", Value: v, Result: r}
+	}
+	ins := LevelIndicators([]result.Level{lvl(100, 500, 50_000), lvl(400, 1000, 100_000), lvl(1000, 1040, 400_000)})
+	if len(ins) != 1 || ins[0].ID != "saturated" || ins[0].Evidence["level_after"] != 1000 || ins[0].Evidence["ok_rps_after"] != 1040 {
+		t.Fatalf("seed 002's 400 -> 1000 users at the same throughput: %v", ins)
+	}
+	if ins := LevelIndicators([]result.Level{lvl(100, 500, 50_000), lvl(200, 1000, 55_000)}); len(ins) != 0 {
+		t.Errorf("throughput doubled with the users: %v", ins)
+	}
+	if ins := LevelIndicators([]result.Level{lvl(100, 500, 50_000)}); len(ins) != 0 {
+		t.Errorf("one level: %v", ins)
+	}
+	if Headline(nil) != "-" || Headline([]result.Indicator{{ID: "closed_model", Severity: SeverityInfo}, {ID: "x", Severity: SeverityWarn}}) != "x" {
+		t.Error("headline is the first warning")
+	}
+}

@@ -1,0 +1,330 @@
+package levels
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// CapacityOptions bound a capacity search.
+type CapacityOptions struct {
+	Options
+	// Start is the first rate tried (default 10/s); Max the highest
+	// (default 1,000,000/s).
+	Start, Max float64
+	// Factor multiplies the rate while every level passes (default 2).
+	Factor float64
+	// Precision ends the bisection when the gap between the best passing
+	// and the lowest failing rate is this share of the latter (default 5%).
+	Precision float64
+	// Budget bounds the search's wall time (default 5m); a level is only
+	// started when it can finish within it.
+	Budget time.Duration
+}
+
+// Capacity is a finished search.
+type Capacity struct {
+	// Rate is the highest rate that met the SLOs (0: none did).
+	Rate float64
+	// FailedAt is the lowest rate that missed them (0: none did up to Max).
+	FailedAt float64
+	// Knee is where achieved throughput stopped following the offered
+	// rate or latency rose; KneeFound says whether the levels show one.
+	Knee      Knee
+	KneeFound bool
+	// Little is the closed-model equivalent at Rate.
+	Little Little
+	// Stopped says why the search ended.
+	Stopped string
+	// Result covers the whole search; Result.Levels holds every level in
+	// the order it ran.
+	Result *result.Result
+}
+
+// Knee describes the first level (by rate) where the target stopped
+// keeping up, against the last one where it did.
+type Knee struct {
+	FollowedUpTo  float64 // offered rate of the last level that kept up
+	AtRate        float64 // offered rate of the first that did not
+	AchievedRPS   float64 // successful iterations/s achieved there
+	P95BeforeUS   int64
+	P95AtUS       int64
+	Reason        string
+	FollowedRatio float64 // achieved / offered at AtRate
+}
+
+// Little is Little's law at the capacity level: work in the system equals
+// throughput times time in the system, which is how many closed-model
+// users the same throughput needs (seed 002: users = RPS × latency).
+type Little struct {
+	RPS          float64 // requests/s, successful
+	AvgLatencyUS float64 // mean latency of successful requests
+	BusyUsers    float64 // RPS × latency: users waiting on a response at any moment
+	// IterationsPerS × IterationS (requests' latencies plus think time) is
+	// the number of closed-model users that reproduce this load.
+	IterationsPerS float64
+	IterationS     float64
+	ClosedUsers    float64
+}
+
+const (
+	followedBelow = 0.9 // achieved/offered under which throughput stopped following
+	latencyKnee   = 2.0 // p95 over the lowest level's by this much
+)
+
+// SearchCapacity finds the highest open-model arrival rate (iterations/s)
+// at which p meets the SLOs: it steps the rate up geometrically until a
+// level fails, then bisects between the best pass and the first failure,
+// within the budget. Every level runs as an open model whatever p's model.
+func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capacity, error) {
+	if o.Start <= 0 {
+		o.Start = 10
+	}
+	if o.Max <= 0 {
+		o.Max = 1_000_000
+	}
+	if o.Factor <= 1 {
+		o.Factor = 2
+	}
+	if o.Precision <= 0 {
+		o.Precision = 0.05
+	}
+	if o.Budget <= 0 {
+		o.Budget = 5 * time.Minute
+	}
+	if o.Hold <= 0 {
+		o.Hold = 10 * time.Second
+	}
+	if len(o.SLO) == 0 {
+		return nil, fmt.Errorf("capacity needs at least one SLO, such as --slo \"p95 < 500ms\"")
+	}
+	if o.Start > o.Max {
+		return nil, fmt.Errorf("--start %g is above --max %g", o.Start, o.Max)
+	}
+	if _, err := p.AtLevel(plan.VaryRate, o.Start, o.Ramp, o.Hold); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	// A level costs its ramp, its hold and up to the grace period for
+	// requests still in flight.
+	cost := o.Ramp + o.Hold + p.Load.Grace
+	c := &Capacity{}
+	var levels []result.Level
+	try := func(rate float64) (bool, bool, error) {
+		if time.Since(began)+cost > o.Budget {
+			c.Stopped = fmt.Sprintf("budget of %v spent", o.Budget)
+			return false, false, nil
+		}
+		lv, err := runLevel(ctx, p, plan.VaryRate, rate, len(levels), 0, o.Options)
+		if err != nil {
+			return false, false, err
+		}
+		levels = append(levels, lv)
+		if lv.Result.Run.Partial {
+			c.Stopped = "interrupted"
+			return false, false, nil
+		}
+		return lv.Pass, true, nil
+	}
+	var err error
+	rate := o.Start
+	for {
+		pass, ran, e := try(rate)
+		if err = e; e != nil || !ran {
+			break
+		}
+		if !pass {
+			c.FailedAt = rate
+			break
+		}
+		c.Rate = rate
+		if rate >= o.Max {
+			c.Stopped = fmt.Sprintf("every rate up to --max %g/s met the SLOs", o.Max)
+			break
+		}
+		rate = math.Min(rate*o.Factor, o.Max)
+	}
+	for err == nil && c.Stopped == "" && c.FailedAt > 0 && (c.FailedAt-c.Rate)/c.FailedAt > o.Precision {
+		mid := (c.Rate + c.FailedAt) / 2
+		// Rates are whole arrivals per second where that loses nothing.
+		if mid >= 100 {
+			mid = math.Round(mid)
+		}
+		pass, ran, e := try(mid)
+		if err = e; e != nil || !ran {
+			break
+		}
+		if pass {
+			c.Rate = mid
+		} else {
+			c.FailedAt = mid
+		}
+	}
+	if c.Stopped == "" && err == nil {
+		if c.Rate == 0 {
+			c.Stopped = "no rate met the SLOs"
+		} else {
+			c.Stopped = fmt.Sprintf("bracketed within %.0f%%", o.Precision*100)
+		}
+	}
+	if len(levels) > 0 {
+		c.Result = Combine(p, levels)
+	}
+	c.Knee, c.KneeFound = FindKnee(levels)
+	for _, l := range levels {
+		if l.Value == c.Rate && l.Pass {
+			c.Little = LittleAt(l.Result, p)
+		}
+	}
+	return c, err
+}
+
+// FindKnee looks at the levels by offered rate: the first whose achieved
+// rate of successful iterations fell below 90% of the offered rate, or
+// whose p95 doubled over the lowest level's, is the knee.
+func FindKnee(levels []result.Level) (Knee, bool) {
+	var ls []result.Level
+	for _, l := range levels {
+		if l.Result != nil && l.Result.Run.DurationS > 0 && !l.Result.Run.Partial {
+			ls = append(ls, l)
+		}
+	}
+	sort.SliceStable(ls, func(i, j int) bool { return ls[i].Value < ls[j].Value })
+	if len(ls) == 0 {
+		return Knee{}, false
+	}
+	base := ls[0].Result.Totals.LatencyOK.P95US
+	var prev *result.Level
+	for i := range ls {
+		l := &ls[i]
+		ach := achievedIterations(l.Result)
+		ratio := ach / l.Value
+		p95 := l.Result.Totals.LatencyOK.P95US
+		var reason string
+		switch {
+		case ratio < followedBelow:
+			reason = fmt.Sprintf("achieved %.1f of %g offered iterations/s (%.0f%%)", ach, l.Value, ratio*100)
+		case base > 0 && float64(p95) >= latencyKnee*float64(base) && prev != nil:
+			reason = fmt.Sprintf("p95 rose to %s from %s at the lowest rate", result.FormatDuration(p95), result.FormatDuration(base))
+		}
+		if reason != "" {
+			k := Knee{AtRate: l.Value, AchievedRPS: ach, P95AtUS: p95, Reason: reason, FollowedRatio: ratio}
+			if prev != nil {
+				k.FollowedUpTo = prev.Value
+				k.P95BeforeUS = prev.Result.Totals.LatencyOK.P95US
+			}
+			return k, true
+		}
+		prev = l
+	}
+	return Knee{FollowedUpTo: prev.Value, P95BeforeUS: prev.Result.Totals.LatencyOK.P95US}, false
+}
+
+// achievedIterations counts iterations whose first request succeeded, per
+// second: arrivals the target actually served, which is what the offered
+// rate is compared with. Iterations as recorded count every start, so a
+// fast failure would look like keeping up.
+func achievedIterations(r *result.Result) float64 {
+	if r.Run.DurationS <= 0 || r.Totals.Requests == 0 {
+		return 0
+	}
+	iters := float64(r.Totals.Iterations)
+	if iters == 0 {
+		iters = float64(r.Totals.Requests)
+	}
+	// Scale by the success rate: with one request per iteration this is
+	// exact; with several it is the share of work that succeeded.
+	return iters * float64(r.Totals.Successful) / float64(r.Totals.Requests) / r.Run.DurationS
+}
+
+// LittleAt applies Little's law to one level's result.
+func LittleAt(r *result.Result, p *plan.Plan) Little {
+	var l Little
+	if r == nil || r.Run.DurationS <= 0 {
+		return l
+	}
+	l.RPS = gate.GoodputRPS(r)
+	l.AvgLatencyUS = r.Totals.LatencyOK.AvgUS
+	l.BusyUsers = l.RPS * l.AvgLatencyUS / 1e6
+	if r.Totals.Iterations > 0 {
+		l.IterationsPerS = float64(r.Totals.Iterations) / r.Run.DurationS
+		perIter := float64(r.Totals.Requests) / float64(r.Totals.Iterations)
+		l.IterationS = perIter*r.Totals.LatencyAll.AvgUS/1e6 + meanThink(p).Seconds()
+		l.ClosedUsers = l.IterationsPerS * l.IterationS
+	}
+	return l
+}
+
+// meanThink is the think time an average iteration spends, by scenario
+// weight.
+func meanThink(p *plan.Plan) time.Duration {
+	var sum, weights float64
+	for _, s := range p.Scenarios {
+		var d time.Duration
+		for _, st := range s.Steps {
+			if st.Kind == plan.StepThink {
+				d += (st.ThinkMin + st.ThinkMax) / 2
+			}
+		}
+		sum += float64(d) * float64(s.Weight)
+		weights += float64(s.Weight)
+	}
+	if weights == 0 {
+		return 0
+	}
+	return time.Duration(sum / weights)
+}
+
+// WriteCapacity prints the search: every level in the order it ran, the
+// capacity, the knee and the Little's-law check.
+func WriteCapacity(w io.Writer, c *Capacity, slo []string) error {
+	var levels []result.Level
+	if c.Result != nil {
+		levels = c.Result.Levels
+	}
+	var planned []float64
+	for _, l := range levels {
+		planned = append(planned, l.Value)
+	}
+	if err := WriteGates(w, "rate", planned, slo, levels, "text"); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if c.Rate > 0 {
+		fmt.Fprintf(w, "Capacity: %s iterations/s meet the SLOs", compact(c.Rate))
+		if c.FailedAt > 0 {
+			fmt.Fprintf(w, "; %s/s does not", compact(c.FailedAt))
+		}
+		fmt.Fprintf(w, " (%s)\n", c.Stopped)
+	} else {
+		fmt.Fprintf(w, "Capacity: no rate tried met the SLOs (%s)\n", c.Stopped)
+	}
+	if c.KneeFound {
+		k := c.Knee
+		if k.FollowedUpTo > 0 {
+			fmt.Fprintf(w, "Knee: throughput followed the offered rate up to %s/s (p95 %s); at %s/s it %s\n",
+				compact(k.FollowedUpTo), result.FormatDuration(k.P95BeforeUS), compact(k.AtRate), k.Reason)
+		} else {
+			fmt.Fprintf(w, "Knee: already at the lowest rate, %s/s: %s\n", compact(k.AtRate), k.Reason)
+		}
+	} else if c.Knee.FollowedUpTo > 0 {
+		fmt.Fprintf(w, "Knee: not reached - throughput followed the offered rate up to %s/s\n", compact(c.Knee.FollowedUpTo))
+	}
+	if l := c.Little; l.RPS > 0 {
+		fmt.Fprintf(w, "Little's law at %s/s: %.1f req/s x %s mean latency = %.1f requests in flight",
+			compact(c.Rate), l.RPS, result.FormatDuration(int64(l.AvgLatencyUS)), l.BusyUsers)
+		if l.ClosedUsers > 0 {
+			fmt.Fprintf(w, "; a closed model needs users = %.1f iterations/s x %.3fs per iteration (requests + think) = %.0f users",
+				l.IterationsPerS, l.IterationS, math.Ceil(l.ClosedUsers))
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}

@@ -1,0 +1,348 @@
+package levels
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/demo"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/run"
+)
+
+// These tests drive real runs against loopback servers, so each level is
+// kept to 1-2 s: they check behaviour (what fires, what is found), never
+// timings.
+
+func startDemo(t *testing.T, opts string) string {
+	t.Helper()
+	o, err := demo.ParseOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, stop, err := demo.Start(context.Background(), "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop() })
+	return url
+}
+
+func mustPlan(t *testing.T, src string) *plan.Plan {
+	t.Helper()
+	p, err := plan.Parse("test.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// getPlan is one GET per iteration; load is set per test.
+func getPlan(target, path, extra, load string) string {
+	return fmt.Sprintf(`name: t
+target: %s
+%s
+scenarios:
+  s:
+    steps:
+      - name: GET
+        get: %s
+load:
+  grace: 1s
+  stages:
+%s
+`, target, extra, path, load)
+}
+
+func ids(ins []result.Indicator) []string {
+	var out []string
+	for _, in := range ins {
+		out = append(out, in.ID)
+	}
+	return out
+}
+
+func has(ins []result.Indicator, id string) (result.Indicator, bool) {
+	for _, in := range ins {
+		if in.ID == id {
+			return in, true
+		}
+	}
+	return result.Indicator{}, false
+}
+
+func runOnce(t *testing.T, p *plan.Plan, interval time.Duration) *result.Result {
+	t.Helper()
+	res, err := run.Run(context.Background(), p, run.Options{Interval: interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	Judge(res, p, nil)
+	return res
+}
+
+// tokenBucket serves at most rate requests/s (burst of a tenth of a
+// second) and answers 503 above it: a target whose capacity is known.
+type tokenBucket struct {
+	mu     sync.Mutex
+	rate   float64
+	tokens float64
+	last   time.Time
+}
+
+func (b *tokenBucket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	now := time.Now()
+	burst := b.rate / 10
+	if b.last.IsZero() {
+		b.tokens = burst
+	} else {
+		b.tokens = math.Min(burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	b.last = now
+	ok := b.tokens >= 1
+	if ok {
+		b.tokens--
+	}
+	b.mu.Unlock()
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ok"))
+}
+
+func TestCapacityFindsKnownCapacity(t *testing.T) {
+	const capacity = 200.0
+	srv := httptest.NewServer(&tokenBucket{rate: capacity})
+	defer srv.Close()
+	// A closed plan: the search runs it as an open model at each rate.
+	p := mustPlan(t, getPlan(srv.URL, "/", "", "    - {duration: 1s, users: 1}"))
+	p.Load.Grace = 500 * time.Millisecond
+	c, err := SearchCapacity(context.Background(), p, CapacityOptions{
+		Start: 50, Max: 2000, Budget: 40 * time.Second,
+		Options: Options{Hold: 1500 * time.Millisecond, SLO: []string{"error_rate < 1%"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(c.Rate-capacity)/capacity > 0.10 {
+		t.Fatalf("capacity %g, want %g within 10%% (failed at %g, %s)", c.Rate, capacity, c.FailedAt, c.Stopped)
+	}
+	if !c.KneeFound || c.Knee.AtRate <= capacity*0.95 || c.Knee.FollowedRatio >= followedBelow {
+		t.Errorf("knee %+v (found %v): want the first rate over capacity, where throughput stopped following", c.Knee, c.KneeFound)
+	}
+	if c.Little.RPS <= 0 || c.Little.ClosedUsers <= 0 {
+		t.Errorf("Little's law check missing: %+v", c.Little)
+	}
+	if len(c.Result.Levels) < 4 || c.Result.Levels[0].Value != 50 {
+		t.Errorf("levels %v: want the geometric climb from 50 then bisection", levelValues(c.Result.Levels))
+	}
+	var out bytes.Buffer
+	if err := WriteCapacity(&out, c, []string{"error_rate < 1%"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Capacity: ", "Knee: throughput followed the offered rate up to", "Little's law at"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func levelValues(ls []result.Level) []float64 {
+	var out []float64
+	for _, l := range ls {
+		out = append(out, l.Value)
+	}
+	return out
+}
+
+func TestSweepTableMatchesLevelResults(t *testing.T) {
+	url := startDemo(t, "pool=2,service=10ms,wait=30ms")
+	p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, users: 1}"))
+	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{1, 12}, Options{Hold: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := out.Result.Levels
+	if len(ls) != 2 {
+		t.Fatalf("%d levels, want 2 (a sweep runs every level)", len(ls))
+	}
+	header, rows := SweepTable(ls)
+	if want := []string{"Metric", "1 users", "12"}; strings.Join(header, "|") != strings.Join(want, "|") {
+		t.Errorf("header %q, want %q", header, want)
+	}
+	for i, l := range ls {
+		r := l.Result
+		if got, want := rows[0].Cells[i].Value, float64(r.Totals.LatencyOK.P95US); got != want {
+			t.Errorf("level %g: P95 cell %g, result %g", l.Value, got, want)
+		}
+		if rows[0].Cells[i].Text != Short3(r.Totals.LatencyOK.P95US) {
+			t.Errorf("level %g: P95 text %q", l.Value, rows[0].Cells[i].Text)
+		}
+		want := float64(r.Totals.Failed) / float64(r.Totals.Requests)
+		if got := rows[1].Cells[i].Value; got != want {
+			t.Errorf("level %g: failed cell %g, result %g", l.Value, got, want)
+		}
+	}
+	// The second level overloads a 2-connection pool with a 30ms wait, so
+	// the table shows failures there and none at one user.
+	if rows[1].Cells[0].Text != "0%" || rows[1].Cells[1].Value == 0 {
+		t.Errorf("failed row %+v: want 0%% then failures", rows[1].Cells)
+	}
+	// The whole run's totals are the levels' sums.
+	var sum int64
+	for _, l := range ls {
+		sum += l.Result.Totals.Requests
+	}
+	if out.Result.Totals.Requests != sum {
+		t.Errorf("top-level requests %d, levels sum to %d", out.Result.Totals.Requests, sum)
+	}
+	var md bytes.Buffer
+	if err := WriteSweep(&md, ls, "md"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(md.String(), "| Metric | 1 users | 12 |\n| --- | --- | --- |\n| P95 | ") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+}
+
+// The ramp is run but not measured: a level of 100 arrivals/s held for 1s
+// after a 1s ramp counts about 100 requests, not the ~150 of both.
+func TestRampIsNotMeasured(t *testing.T) {
+	url := startDemo(t, "")
+	p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, rate: 1/s}"))
+	out, err := Run(context.Background(), p, plan.VaryRate, []float64{100}, Options{Ramp: time.Second, Hold: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Result.Levels[0].Result
+	if n := r.Totals.Requests; n < 80 || n > 120 {
+		t.Errorf("level counted %d requests, want about 100 (hold only)", n)
+	}
+	if d := r.Run.DurationS; d < 0.9 || d > 1.2 {
+		t.Errorf("level duration %.3fs, want about the 1s hold", d)
+	}
+	if len(r.Series.T) == 0 || r.Series.T[0] != 0 || len(r.Series.T) > 2 {
+		t.Errorf("series t %v: want the hold's intervals from 0", r.Series.T)
+	}
+	if err := r.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestGatesStopAtFirstFailure(t *testing.T) {
+	url := startDemo(t, "pool=2,service=10ms,wait=30ms")
+	p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, users: 1}"))
+	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{1, 12, 2}, Options{
+		Hold: time.Second, SLO: []string{"error_rate < 1%"}, StopAtFail: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Failed != 1 || len(out.Result.Levels) != 2 {
+		t.Fatalf("failed at %d with %d levels: want the second level to fail and the third not to run", out.Failed, len(out.Result.Levels))
+	}
+	if !out.Result.Levels[0].Pass || out.Result.Levels[1].Pass {
+		t.Errorf("verdicts %v, %v", out.Result.Levels[0].Pass, out.Result.Levels[1].Pass)
+	}
+	var buf bytes.Buffer
+	if err := WriteGates(&buf, "users", []float64{1, 12, 2}, []string{"error_rate < 1%"}, out.Result.Levels, "text"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 || !strings.HasSuffix(lines[1], "PASS") || !strings.HasSuffix(lines[2], "FAIL") || !strings.HasSuffix(lines[3], "not run") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+	if !strings.Contains(lines[2], "✗ ") || !strings.Contains(lines[2], "overloaded") {
+		t.Errorf("failing row lacks its verdict or headline: %q", lines[2])
+	}
+}
+
+// Each indicator: one run that triggers it for a real reason, and a healthy
+// run where it stays quiet.
+func TestIndicatorsHonest(t *testing.T) {
+	t.Run("saturated across levels", func(t *testing.T) {
+		url := startDemo(t, "pool=2,service=10ms,wait=10s")
+		p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, users: 1}"))
+		// 2 connections of 10ms serve 200 req/s: 4 and 16 users both get
+		// that, the 16 only wait longer.
+		out, err := Run(context.Background(), p, plan.VaryUsers, []float64{4, 16}, Options{Hold: 1500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, ok := has(out.Result.Indicators, "saturated")
+		if !ok {
+			t.Fatalf("indicators %v: want saturated", ids(out.Result.Indicators))
+		}
+		if in.Evidence["level_after"] != 16 || in.Evidence["p95_after_us"] <= in.Evidence["p95_before_us"] {
+			t.Errorf("evidence %v", in.Evidence)
+		}
+		healthy, err := Run(context.Background(), p, plan.VaryUsers, []float64{1, 2}, Options{Hold: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := has(healthy.Result.Indicators, "saturated"); ok {
+			t.Errorf("saturated fired on 1 then 2 users of a 2-connection pool: %v", healthy.Result.Indicators)
+		}
+	})
+	t.Run("saturated within a run", func(t *testing.T) {
+		url := startDemo(t, "pool=2,service=10ms,wait=10s")
+		ramp := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 3s, users: 2 -> 40}"))
+		res := runOnce(t, ramp, 250*time.Millisecond)
+		if _, ok := has(res.Indicators, "saturated"); !ok {
+			t.Errorf("users 2 -> 40 on a 200 req/s pool: indicators %v, want saturated", ids(res.Indicators))
+		}
+		steady := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 2s, users: 2}"))
+		res = runOnce(t, steady, 250*time.Millisecond)
+		if _, ok := has(res.Indicators, "saturated"); ok {
+			t.Errorf("2 steady users fired saturated: %v", res.Indicators)
+		}
+	})
+	t.Run("timeouts clustered at the timeout", func(t *testing.T) {
+		url := startDemo(t, "pool=1,service=20ms,wait=10s")
+		extra := "defaults: {timeout: 100ms}"
+		// 20 users queue behind one 20ms connection: each waits ~400ms, so
+		// they time out at 100ms, all at once.
+		queued := mustPlan(t, getPlan(url, "/elections/1/parties", extra, "    - {duration: 1500ms, users: 20}"))
+		res := runOnce(t, queued, time.Second)
+		in, ok := has(res.Indicators, "timeouts_clustered")
+		if !ok {
+			t.Fatalf("indicators %v, want timeouts_clustered", ids(res.Indicators))
+		}
+		if in.Evidence["timeout_us"] != 100_000 || in.Evidence["at_timeout"] < clusterMin {
+			t.Errorf("evidence %v", in.Evidence)
+		}
+		one := mustPlan(t, getPlan(url, "/elections/1/parties", extra, "    - {duration: 1s, users: 1}"))
+		res = runOnce(t, one, time.Second)
+		if _, ok := has(res.Indicators, "timeouts_clustered"); ok {
+			t.Errorf("one user fired timeouts_clustered: %v", res.Indicators)
+		}
+	})
+	t.Run("errors dominated by one class", func(t *testing.T) {
+		url := startDemo(t, "error_rate=0.5")
+		p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, users: 2}"))
+		res := runOnce(t, p, time.Second)
+		in, ok := has(res.Indicators, "errors_dominated")
+		if !ok || in.Evidence["server_error"] == 0 || !strings.Contains(in.Message, "server_error") {
+			t.Fatalf("indicators %v: want errors_dominated naming server_error", res.Indicators)
+		}
+		healthy := startDemo(t, "")
+		p = mustPlan(t, getPlan(healthy, "/elections/1/parties", "", "    - {duration: 1s, users: 2}"))
+		res = runOnce(t, p, time.Second)
+		if _, ok := has(res.Indicators, "errors_dominated"); ok {
+			t.Errorf("healthy run fired errors_dominated: %v", res.Indicators)
+		}
+	})
+}
+
+// clusterMin is the fewest requests at the timeout the 20-user run shows.
+const clusterMin = 5

@@ -1,0 +1,220 @@
+package levels
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// FormatLevel prints a level value as tables head it: 100, 10k, 25/s.
+func FormatLevel(vary string, v float64) string {
+	s := compact(v)
+	if vary == "rate" {
+		return s + "/s"
+	}
+	return s
+}
+
+// compact writes round thousands the seed's way (10k, 25k) and keeps
+// anything else exact.
+func compact(v float64) string {
+	if v >= 10000 && math.Mod(v, 1000) == 0 {
+		return strconv.FormatFloat(v/1000, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// Short3 formats a latency to three significant digits, as the seed's
+// sweep table does (60ms, 4.72s, 29.7s): a table compares levels, and
+// microsecond digits hide the comparison.
+func Short3(us int64) string {
+	if us <= 0 {
+		return "0"
+	}
+	v, unit := float64(us), "µs"
+	switch {
+	case us >= 1_000_000:
+		v, unit = v/1e6, "s"
+	case us >= 1000:
+		v, unit = v/1e3, "ms"
+	}
+	digits := 3 - int(math.Floor(math.Log10(v))) - 1
+	digits = max(digits, 0)
+	return strconv.FormatFloat(v, 'f', digits, 64) + unit
+}
+
+// Percent prints a share with at most two decimals and no trailing zeros
+// (0%, 65.91%, 99.9%, 100%).
+func Percent(f float64) string {
+	s := strconv.FormatFloat(math.Round(f*10000)/100, 'f', 2, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + "%"
+}
+
+// Cell is one sweep table figure with the number it came from, so a test
+// can hold the table to the per-level result data.
+type Cell struct {
+	Text  string
+	Value float64
+}
+
+// SweepRow is one metric across the levels.
+type SweepRow struct {
+	Metric string
+	Cells  []Cell
+}
+
+// SweepTable is seed 001's table: one column per level, rows P95 (of
+// successful requests, as the seed's latency statistics are) and Requests
+// Failed.
+func SweepTable(levels []result.Level) (header []string, rows []SweepRow) {
+	header = []string{"Metric"}
+	p95 := SweepRow{Metric: "P95"}
+	failed := SweepRow{Metric: "Requests Failed"}
+	for i, l := range levels {
+		h := FormatLevel(l.Vary, l.Value)
+		if i == 0 {
+			h += " " + l.Vary
+			if l.Vary == "rate" {
+				h = FormatLevel(l.Vary, l.Value)
+			}
+		}
+		header = append(header, h)
+		r := l.Result
+		if r == nil || r.Totals.Requests == 0 {
+			p95.Cells = append(p95.Cells, Cell{Text: "-"})
+			failed.Cells = append(failed.Cells, Cell{Text: "-"})
+			continue
+		}
+		if r.Totals.LatencyOK.Count > 0 {
+			us := r.Totals.LatencyOK.P95US
+			p95.Cells = append(p95.Cells, Cell{Text: Short3(us), Value: float64(us)})
+		} else {
+			p95.Cells = append(p95.Cells, Cell{Text: "-"})
+		}
+		f := float64(r.Totals.Failed) / float64(r.Totals.Requests)
+		failed.Cells = append(failed.Cells, Cell{Text: Percent(f), Value: f})
+	}
+	return header, []SweepRow{p95, failed}
+}
+
+// WriteSweep prints the sweep table as text ("text") or Markdown ("md").
+func WriteSweep(w io.Writer, levels []result.Level, format string) error {
+	header, rows := SweepTable(levels)
+	table := [][]string{header}
+	for _, r := range rows {
+		line := []string{r.Metric}
+		for _, c := range r.Cells {
+			line = append(line, c.Text)
+		}
+		table = append(table, line)
+	}
+	return writeTable(w, table, format)
+}
+
+func writeTable(w io.Writer, table [][]string, format string) error {
+	switch format {
+	case "md":
+		for i, row := range table {
+			if _, err := fmt.Fprintf(w, "| %s |\n", strings.Join(escapeMD(row), " | ")); err != nil {
+				return err
+			}
+			if i == 0 {
+				sep := make([]string, len(row))
+				for j := range sep {
+					sep[j] = "---"
+				}
+				fmt.Fprintf(w, "| %s |\n", strings.Join(sep, " | "))
+			}
+		}
+		return nil
+	case "text", "":
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, row := range table {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		return tw.Flush()
+	}
+	return fmt.Errorf("format %q: expected text or md", format)
+}
+
+func escapeMD(row []string) []string {
+	out := make([]string, len(row))
+	for i, c := range row {
+		out[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	return out
+}
+
+// WriteGates prints one row per planned level: throughput, latencies,
+// errors, each SLO's verdict with its measured value, and the level's
+// headline indicator. Levels after a failed gate show as not run.
+func WriteGates(w io.Writer, vary string, planned []float64, slo []string, levels []result.Level, format string) error {
+	header := []string{vary, "req/s", "P50", "P95", "P99", "errors"}
+	header = append(header, slo...)
+	header = append(header, "indicator", "gate")
+	table := [][]string{header}
+	for i, v := range planned {
+		row := []string{FormatLevel(vary, v)}
+		if i >= len(levels) || levels[i].Result == nil {
+			row = append(row, "-", "-", "-", "-", "-")
+			for range slo {
+				row = append(row, "-")
+			}
+			row = append(row, "-", "not run")
+			table = append(table, row)
+			continue
+		}
+		l := levels[i]
+		r := l.Result
+		rps := 0.0
+		if r.Run.DurationS > 0 {
+			rps = float64(r.Totals.Requests) / r.Run.DurationS
+		}
+		errPct := "-"
+		if r.Totals.Requests > 0 {
+			errPct = Percent(float64(r.Totals.Failed) / float64(r.Totals.Requests))
+		}
+		ok := r.Totals.LatencyOK
+		lat := func(us int64) string {
+			if ok.Count == 0 {
+				return "-"
+			}
+			return result.FormatDuration(us)
+		}
+		row = append(row, fmt.Sprintf("%.1f", rps), lat(ok.P50US), lat(ok.P95US), lat(ok.P99US), errPct)
+		for j := range slo {
+			row = append(row, verdict(l.SLO, j))
+		}
+		verdictText := "PASS"
+		switch {
+		case r.Run.Partial:
+			verdictText = "INTERRUPTED"
+		case !l.Pass:
+			verdictText = "FAIL"
+		}
+		row = append(row, gate.Headline(r.Indicators), verdictText)
+		table = append(table, row)
+	}
+	return writeTable(w, table, format)
+}
+
+func verdict(ts []result.Threshold, j int) string {
+	if j >= len(ts) {
+		return "-"
+	}
+	t := ts[j]
+	switch {
+	case t.Error != "":
+		return "✗ " + t.Error
+	case t.Pass:
+		return "✓ " + t.Value
+	}
+	return "✗ " + t.Value
+}

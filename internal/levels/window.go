@@ -1,0 +1,169 @@
+package levels
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// Since returns what end recorded after before: end's figures less
+// before's, where before is a snapshot of the same run taken earlier (the
+// end of a level's ramp). Counts subtract, and histograms subtract bucket
+// by bucket, which is exact because both come from one recorder with one
+// geometry; so the level is judged on its steady part only, while its users
+// and connections carry on from the ramp undisturbed.
+func Since(end, before *result.Result) (*result.Result, error) {
+	out := *end
+	cutS := before.Run.DurationS
+	out.Run.DurationS = end.Run.DurationS - cutS
+	out.Run.Started = before.Run.Ended
+	var err error
+	if out.Totals, err = subTotals(end.Totals, before.Totals); err != nil {
+		return nil, fmt.Errorf("totals: %w", err)
+	}
+	prev := map[string]result.Step{}
+	for _, s := range before.Steps {
+		prev[s.Scenario+"\x00"+s.Name] = s
+	}
+	out.Steps = make([]result.Step, len(end.Steps))
+	for i, s := range end.Steps {
+		b := prev[s.Scenario+"\x00"+s.Name]
+		d := s
+		d.Requests -= b.Requests
+		d.Successful -= b.Successful
+		d.Failed -= b.Failed
+		d.ByClass = subClasses(s.ByClass, b.ByClass)
+		if d.LatencyOK, err = subLatency(s.LatencyOK, b.LatencyOK); err != nil {
+			return nil, fmt.Errorf("step %q: %w", s.Name, err)
+		}
+		if d.LatencyAll, err = subLatency(s.LatencyAll, b.LatencyAll); err != nil {
+			return nil, fmt.Errorf("step %q: %w", s.Name, err)
+		}
+		out.Steps[i] = d
+	}
+	out.Series = seriesFrom(end.Series, cutS)
+	g := end.Generator
+	if g.Lag, err = subLatency(end.Generator.Lag, before.Generator.Lag); err != nil {
+		return nil, fmt.Errorf("generator lag: %w", err)
+	}
+	g.CPUSeconds = end.Generator.CPUSeconds - before.Generator.CPUSeconds
+	if out.Totals.Requests > 0 {
+		g.CPUPerRequestUS = g.CPUSeconds * 1e6 / float64(out.Totals.Requests)
+	}
+	if out.Run.DurationS > 0 && g.Cores > 0 {
+		g.CPUUtil = g.CPUSeconds / (out.Run.DurationS * float64(g.Cores))
+	}
+	out.Generator = g
+	out.Samples = subSamples(end.Samples, before.Samples)
+	if err := out.Check(); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func subTotals(a, b result.Totals) (result.Totals, error) {
+	t := result.Totals{
+		Requests: a.Requests - b.Requests, Successful: a.Successful - b.Successful, Failed: a.Failed - b.Failed,
+		Iterations: a.Iterations - b.Iterations, ByClass: subClasses(a.ByClass, b.ByClass),
+	}
+	var err error
+	if t.LatencyOK, err = subLatency(a.LatencyOK, b.LatencyOK); err != nil {
+		return t, err
+	}
+	t.LatencyAll, err = subLatency(a.LatencyAll, b.LatencyAll)
+	return t, err
+}
+
+func subClasses(a, b map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for c, n := range a {
+		if d := n - b[c]; d != 0 {
+			out[c] = d
+		}
+	}
+	return out
+}
+
+func subLatency(a, b result.Latency) (result.Latency, error) {
+	ha, err := a.Histogram()
+	if err != nil {
+		return result.Latency{}, err
+	}
+	hb, err := b.Histogram()
+	if err != nil {
+		return result.Latency{}, err
+	}
+	sa, sb := ha.Export(), hb.Export()
+	if hb.TotalCount() > 0 {
+		if sa.LowestTrackableValue != sb.LowestTrackableValue || sa.HighestTrackableValue != sb.HighestTrackableValue || sa.SignificantFigures != sb.SignificantFigures {
+			return result.Latency{}, fmt.Errorf("histograms of different geometry cannot be subtracted")
+		}
+		for i, n := range sb.Counts {
+			if i >= len(sa.Counts) || sa.Counts[i] < n {
+				return result.Latency{}, fmt.Errorf("the earlier snapshot holds values the later one does not")
+			}
+			sa.Counts[i] -= n
+		}
+	}
+	return result.LatencyOf(hdr.Import(sa)), nil
+}
+
+// seriesFrom keeps the intervals that start at or after cutS, on a clock
+// that starts there: the interval the cut falls in belongs to the ramp.
+func seriesFrom(s result.Series, cutS float64) result.Series {
+	first := sort.Search(len(s.T), func(i int) bool { return s.T[i] >= cutS-1e-9 })
+	// The cut is taken on a timer, a hair after the interval edge it aims
+	// at; an interval starting within 5% of an interval of the cut still
+	// counts as after it.
+	if first > 0 && s.IntervalS > 0 && cutS-s.T[first-1] < 0.05*s.IntervalS {
+		first--
+	}
+	shift := 0.0
+	if first < len(s.T) {
+		shift = s.T[first]
+	}
+	cut64 := func(v []int64) []int64 {
+		if first >= len(v) {
+			return []int64{}
+		}
+		return append([]int64(nil), v[first:]...)
+	}
+	out := result.Series{
+		IntervalS: s.IntervalS, Started: cut64(s.Started), Completed: cut64(s.Completed), OK: cut64(s.OK),
+		P50US: cut64(s.P50US), P95US: cut64(s.P95US), P99US: cut64(s.P99US), Active: cut64(s.Active),
+		InFlight: cut64(s.InFlight), Dropped: cut64(s.Dropped), LagP99US: cut64(s.LagP99US),
+		Failed: map[string][]int64{},
+	}
+	for c, v := range s.Failed {
+		out.Failed[c] = cut64(v)
+	}
+	for i := first; i < len(s.T); i++ {
+		out.T = append(out.T, math.Round((s.T[i]-shift)*1e6)/1e6)
+	}
+	if first < len(s.Target) {
+		out.Target = append([]float64(nil), s.Target[first:]...)
+	}
+	if out.T == nil {
+		out.T = []float64{}
+	}
+	return out
+}
+
+func subSamples(a, b []result.ErrorSample) []result.ErrorSample {
+	prev := map[[3]string]int64{}
+	for _, s := range b {
+		prev[[3]string{s.Step, s.Class, s.Message}] = s.Count
+	}
+	var out []result.ErrorSample
+	for _, s := range a {
+		s.Count -= prev[[3]string{s.Step, s.Class, s.Message}]
+		if s.Count > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}

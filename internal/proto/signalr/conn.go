@@ -1,0 +1,552 @@
+// Package signalr speaks the ASP.NET Core SignalR JSON hub protocol over
+// WebSockets for load tests: negotiate (with Azure SignalR Service style
+// redirects), the 0x1E-framed handshake, keep-alive pings, invocations
+// awaited by invocationId, fire-and-forget sends, streams, and counted
+// server pushes. One connection costs one read goroutine and no other
+// goroutine while idle; see package ws for the memory layout.
+package signalr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/proto/ws"
+	"github.com/stampede-load/stampede/internal/sample"
+)
+
+// Options configure every connection of a population; shared, read-only
+// once the first connection starts.
+type Options struct {
+	// AccessToken is sent as a bearer token on negotiate and as
+	// access_token on the WebSocket URL.
+	AccessToken string
+	// HTTPClient is used for negotiate (default: a shared pool).
+	HTTPClient *http.Client
+	// SkipNegotiate connects the WebSocket directly, as clients configured
+	// with skipNegotiation do.
+	SkipNegotiate bool
+
+	NegotiateTimeout time.Duration // default 15s, all redirects together
+	UpgradeTimeout   time.Duration // default 15s
+	HandshakeTimeout time.Duration // default 15s
+	// KeepAlive sends a Ping when nothing else was sent for this long
+	// (default 15s, as the .NET and JavaScript clients; negative: never).
+	KeepAlive time.Duration
+	// ServerTimeout ends the connection when the server sent nothing for
+	// this long (default 30s; negative: never).
+	ServerTimeout time.Duration
+	// InvokeTimeout bounds an Invoke or Stream whose context has no
+	// deadline (default 30s).
+	InvokeTimeout time.Duration
+	// MaxMessage is the largest WebSocket message and the largest record
+	// accepted (default 1 MiB).
+	MaxMessage int64
+	// TimestampPath locates a send time (ms since the epoch, number or
+	// numeric string) in a push's arguments array, e.g. ["0","sentAt"];
+	// when found, push latency is recorded.
+	TimestampPath []string
+	// Stats counts the population; nil counts nothing.
+	Stats *Stats
+	// Recorder receives latencies and failures; nil records nothing.
+	Recorder Recorder
+	// OnPush, when set, sees every server invocation (on the read
+	// goroutine; args valid only during the call).
+	OnPush func(c *Conn, target string, args json.RawMessage)
+
+	once sync.Once
+	wso  ws.Options
+}
+
+func (o *Options) wsOptions() *ws.Options {
+	o.once.Do(func() {
+		o.wso = ws.Options{
+			ConnectTimeout:   dflt(o.UpgradeTimeout, 15*time.Second),
+			ReadLimit:        o.maxMessage(),
+			KeepAlive:        dflt(o.KeepAlive, 15*time.Second),
+			KeepAliveMessage: pingRecord,
+			IdleTimeout:      dflt(o.ServerTimeout, 30*time.Second),
+		}
+		if o.Stats != nil {
+			o.wso.Counters = &o.Stats.Counters
+		}
+	})
+	return &o.wso
+}
+
+func (o *Options) maxMessage() int64 {
+	if o.MaxMessage > 0 {
+		return o.MaxMessage
+	}
+	return 1 << 20
+}
+
+// dflt: zero means the default, negative means off.
+func dflt(d, def time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return def
+	}
+	return d
+}
+
+// Timing is the connect time split as reports show it.
+type Timing struct {
+	Negotiate time.Duration // all negotiate round trips, redirects included
+	Upgrade   time.Duration // WebSocket connect: TCP + 101
+	Handshake time.Duration // handshake request to its answer
+}
+
+// Conn is one hub connection. Invoke, Send, Stream and Close are safe from
+// any goroutine.
+type Conn struct {
+	ws   *ws.Conn
+	o    *Options
+	cid  string
+	stat *Stats
+
+	Timing Timing
+
+	// Read-goroutine state.
+	handshaken bool
+	partial    []byte       // a record split across WebSocket messages
+	partialLen atomic.Int64 // its length, for Closed on other goroutines
+
+	state atomic.Int32 // stateNew, stateOpen, stateEnded
+
+	mu     sync.Mutex
+	hs     chan error // handshake outcome, nil once delivered
+	calls  map[string]*call
+	nextID uint64
+	on     map[string]func(json.RawMessage)
+	// sigDisc is a reason the hub protocol decided (Close message, bad
+	// record) before the socket went.
+	sigDisc *ws.Disconnect
+}
+
+const (
+	stateNew int32 = iota
+	stateOpen
+	stateEnded
+)
+
+type call struct {
+	method string
+	done   chan struct{}
+	result json.RawMessage
+	err    string
+	items  func(json.RawMessage)
+	nitems int
+}
+
+// Connect negotiates, opens the WebSocket and completes the handshake.
+// hdr goes with negotiate and the upgrade and may be nil. A failure is an
+// *Error whose Phase says which step failed.
+func Connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Conn, error) {
+	st := o.Stats
+	if st != nil {
+		st.Connecting.Add(1)
+		defer st.Connecting.Add(-1)
+	}
+	c, err := connect(ctx, hub, hdr, o)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			o.record(e.Phase, e.Class, 0, err)
+		}
+		return nil, err
+	}
+	// Closed may already have run (the server hung up right after the
+	// handshake); only a connection counted open is counted closed.
+	if c.state.CompareAndSwap(stateNew, stateOpen) && st != nil {
+		st.Open.Add(1)
+		st.Opened.Add(1)
+	}
+	return c, nil
+}
+
+func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Conn, error) {
+	var tm Timing
+	ep := endpoint{base: hub, token: o.AccessToken}
+	if !o.SkipNegotiate {
+		hc := o.HTTPClient
+		if hc == nil {
+			hc = sharedHTTP
+		}
+		nctx, cancel := context.WithTimeout(ctx, dflt(o.NegotiateTimeout, 15*time.Second))
+		t0 := time.Now()
+		var err error
+		ep, err = negotiate(nctx, hc, hub, hdr, o.AccessToken)
+		cancel()
+		tm.Negotiate = time.Since(t0)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Class == sample.Interrupted && errors.Is(nctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+				e.Class, e.Msg = sample.Timeout, "no answer within "+dflt(o.NegotiateTimeout, 15*time.Second).String()
+			}
+			return nil, err
+		}
+		o.record("negotiate", sample.OK, tm.Negotiate, nil)
+	}
+	u, err := wsURL(ep)
+	if err != nil {
+		return nil, &Error{Phase: "upgrade", Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
+	}
+	// The read loop takes c.hs (and nils it) when the answer comes, which
+	// may be before we look: keep our own reference.
+	hs := make(chan error, 1)
+	c := &Conn{o: o, cid: ep.cid, stat: o.Stats, hs: hs}
+	wc, err := ws.Dial(ctx, u, hdr, o.wsOptions(), c)
+	if err != nil {
+		var we *ws.Error
+		cl, msg := ws.Classify(err), err.Error()
+		if errors.As(err, &we) {
+			msg = we.Msg
+		}
+		return nil, &Error{Phase: "upgrade", Class: cl, Msg: msg, Err: err}
+	}
+	c.ws = wc
+	tm.Upgrade = wc.Timing.Upgrade
+	o.record("upgrade", sample.OK, tm.Upgrade, nil)
+
+	t0 := time.Now()
+	if err := wc.Send(ws.Text, handshakeRequest); err != nil {
+		return nil, &Error{Phase: "handshake", Class: ws.Classify(err), Msg: err.Error(), Err: err}
+	}
+	hto := dflt(o.HandshakeTimeout, 15*time.Second)
+	timer := time.NewTimer(hto)
+	defer timer.Stop()
+	select {
+	case err = <-hs:
+	case <-timer.C:
+		wc.Abort()
+		return nil, &Error{Phase: "handshake", Class: sample.Timeout, Msg: "no answer within " + hto.String()}
+	case <-ctx.Done():
+		wc.Abort()
+		return nil, &Error{Phase: "handshake", Class: sample.Interrupted, Msg: "canceled", Err: ctx.Err()}
+	}
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = &Error{Phase: "handshake", Class: sample.Other, Msg: err.Error(), Err: err}
+		}
+		wc.Abort()
+		return nil, e
+	}
+	tm.Handshake = time.Since(t0)
+	c.Timing = tm
+	o.record("handshake", sample.OK, tm.Handshake, nil)
+	return c, nil
+}
+
+// ConnectionID is the id other clients and the server know this
+// connection by (empty when negotiate was skipped).
+func (c *Conn) ConnectionID() string { return c.cid }
+
+// Done is closed when the connection has ended.
+func (c *Conn) Done() <-chan struct{} { return c.ws.Done() }
+
+// Disconnect says why the connection ended; nil while open.
+func (c *Conn) Disconnect() *ws.Disconnect { return c.ws.Disconnect() }
+
+// On registers fn for pushes to target on this connection (counting per
+// target happens in Stats whether or not a listener is registered).
+func (c *Conn) On(target string, fn func(args json.RawMessage)) {
+	c.mu.Lock()
+	if c.on == nil {
+		c.on = map[string]func(json.RawMessage){}
+	}
+	c.on[target] = fn
+	c.mu.Unlock()
+}
+
+var errNoSocket = errors.New("no socket")
+
+func (c *Conn) send(b []byte) error {
+	if c.ws == nil { // only in the fuzz test, which feeds Message directly
+		return errNoSocket
+	}
+	return c.ws.Send(ws.Text, b)
+}
+
+// Invoke calls a hub method and waits for its Completion. The result is
+// the raw JSON result (nil for void methods). A hub error is class
+// server_error with the hub's text.
+func (c *Conn) Invoke(ctx context.Context, method string, args ...any) (json.RawMessage, error) {
+	r, _, err := c.call(ctx, "invoke", TypeInvocation, method, args, nil)
+	return r, err
+}
+
+// Stream starts a streaming invocation and calls onItem for each item (on
+// the read goroutine) until the Completion. It returns how many items came.
+func (c *Conn) Stream(ctx context.Context, method string, args []any, onItem func(json.RawMessage)) (int, error) {
+	if onItem == nil {
+		onItem = func(json.RawMessage) {}
+	}
+	_, n, err := c.call(ctx, "stream", TypeStreamInvocation, method, args, onItem)
+	return n, err
+}
+
+func (c *Conn) call(ctx context.Context, phase string, typ int, method string, args []any, items func(json.RawMessage)) (json.RawMessage, int, error) {
+	name := phase + " " + method
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, dflt(c.o.InvokeTimeout, 30*time.Second))
+		defer cancel()
+	}
+	cl := &call{method: method, done: make(chan struct{}), items: items}
+	c.mu.Lock()
+	c.nextID++
+	id := strconv.FormatUint(c.nextID, 10)
+	if c.calls == nil {
+		c.calls = map[string]*call{}
+	}
+	c.calls[id] = cl
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		c.forget(id)
+		c.mu.Unlock()
+	}
+
+	msg, err := appendInvocation(nil, typ, id, method, args)
+	if err != nil {
+		forget()
+		e := &Error{Phase: phase, Class: sample.Other, Msg: "encoding arguments of " + method + ": " + err.Error(), Err: err}
+		c.o.record(name, e.Class, 0, e)
+		return nil, 0, e
+	}
+	t0 := time.Now()
+	if err := c.send(msg); err != nil {
+		forget()
+		e := &Error{Phase: phase, Class: ws.Classify(err), Msg: method + ": " + err.Error(), Err: err}
+		c.o.record(name, e.Class, time.Since(t0), e)
+		return nil, 0, e
+	}
+	select {
+	case <-cl.done:
+		d := time.Since(t0)
+		if cl.err != "" {
+			e := &Error{Phase: phase, Class: sample.ServerError, Msg: method + ": hub error: " + cl.err}
+			c.o.record(name, e.Class, d, e)
+			return nil, cl.nitems, e
+		}
+		c.o.record(name, sample.OK, d, nil)
+		return cl.result, cl.nitems, nil
+	case <-c.ws.Done():
+		forget()
+		d := c.ws.Disconnect()
+		e := &Error{Phase: phase, Class: d.Class, Msg: fmt.Sprintf("%s: connection ended before its Completion: %v", method, d), Err: d}
+		c.o.record(name, e.Class, time.Since(t0), e)
+		return nil, 0, e
+	case <-ctx.Done():
+		forget()
+		// Tell the server we gave up, so a stream stops producing.
+		c.send(appendSimple(nil, TypeCancelInvocation, id, ""))
+		e := &Error{Phase: phase, Class: sample.Timeout, Msg: method + ": no Completion before the deadline", Err: ctx.Err()}
+		if errors.Is(ctx.Err(), context.Canceled) {
+			e.Class, e.Msg = sample.Interrupted, method+": canceled"
+		}
+		c.o.record(name, e.Class, time.Since(t0), e)
+		return nil, 0, e
+	}
+}
+
+// forget drops a finished call. An empty map is dropped too: maps never
+// shrink, and an idle connection that once joined a group should not keep
+// a few hundred bytes of empty buckets. Called with c.mu held.
+func (c *Conn) forget(id string) {
+	delete(c.calls, id)
+	if len(c.calls) == 0 {
+		c.calls = nil
+	}
+}
+
+// Send invokes a hub method without an invocationId: the server sends no
+// Completion, so only the write is timed.
+func (c *Conn) Send(method string, args ...any) error {
+	name := "send " + method
+	msg, err := appendInvocation(nil, TypeInvocation, "", method, args)
+	if err != nil {
+		e := &Error{Phase: "send", Class: sample.Other, Msg: "encoding arguments of " + method + ": " + err.Error(), Err: err}
+		c.o.record(name, e.Class, 0, e)
+		return e
+	}
+	t0 := time.Now()
+	if err := c.send(msg); err != nil {
+		e := &Error{Phase: "send", Class: ws.Classify(err), Msg: method + ": " + err.Error(), Err: err}
+		c.o.record(name, e.Class, time.Since(t0), e)
+		return e
+	}
+	c.o.record(name, sample.OK, time.Since(t0), nil)
+	return nil
+}
+
+// Close ends the connection politely: a Close message, then a WebSocket
+// close frame.
+func (c *Conn) Close() error {
+	if c.ws.Disconnect() == nil {
+		c.send(closeRecord)
+	}
+	return c.ws.Close(1000, "")
+}
+
+// Abort drops the connection without any goodbye (end of a run).
+func (c *Conn) Abort() { c.ws.Abort() }
+
+// Message implements ws.Handler; it runs on the read goroutine.
+func (c *Conn) Message(_ *ws.Conn, _ ws.MessageType, data []byte) error {
+	if len(c.partial) > 0 {
+		// A record split across WebSocket messages: rare, but the .NET
+		// server may split large writes, so join instead of failing.
+		if int64(len(c.partial)+len(data)) > c.o.maxMessage() {
+			return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other,
+				Text: fmt.Sprintf("signalr: record longer than %d bytes without a 0x1E separator", c.o.maxMessage())}
+		}
+		data = append(c.partial, data...)
+		c.partial = nil
+	}
+	rest, err := SplitRecords(data, c.record)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		c.partial = append([]byte(nil), rest...)
+	}
+	c.partialLen.Store(int64(len(c.partial)))
+	return nil
+}
+
+// Closed implements ws.Handler: it names the hub-level reason when there
+// is one.
+func (c *Conn) Closed(_ *ws.Conn, d *ws.Disconnect) *ws.Disconnect {
+	c.mu.Lock()
+	sd := c.sigDisc
+	hs := c.hs
+	c.hs = nil
+	c.mu.Unlock()
+	if sd != nil {
+		d = sd
+	} else if n := c.partialLen.Load(); n > 0 && d.Reason != ws.ClientClose {
+		d = &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Code: d.Code, Err: d,
+			Text: fmt.Sprintf("signalr: connection ended inside a record: %d bytes without a 0x1E separator", n)}
+	}
+	if hs != nil {
+		hs <- &Error{Phase: "handshake", Class: d.Class, Msg: "connection ended before the handshake answer: " + d.Error(), Err: d}
+	}
+	if c.state.Swap(stateEnded) == stateOpen && c.stat != nil {
+		c.stat.Open.Add(-1)
+		c.stat.Disconnects[d.Reason].Add(1)
+	}
+	return d
+}
+
+func (c *Conn) record(rec []byte) error {
+	if !c.handshaken {
+		c.handshaken = true
+		err := ParseHandshake(rec)
+		c.mu.Lock()
+		hs := c.hs
+		c.hs = nil
+		c.mu.Unlock()
+		if err != nil {
+			e := &Error{Phase: "handshake", Class: sample.Other, Msg: err.Error(), Err: err}
+			if hs != nil {
+				hs <- e
+			}
+			return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "handshake: " + err.Error(), Err: err}
+		}
+		if hs != nil {
+			hs <- nil
+		}
+		return nil
+	}
+	m, err := ParseMessage(rec)
+	if err != nil {
+		return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: " + err.Error(), Err: err}
+	}
+	switch m.Type {
+	case TypeInvocation:
+		c.push(&m)
+	case TypeStreamItem:
+		c.mu.Lock()
+		cl := c.calls[m.InvocationID]
+		c.mu.Unlock()
+		if cl != nil && cl.items != nil {
+			cl.nitems++
+			cl.items(m.Item)
+		}
+	case TypeCompletion:
+		c.mu.Lock()
+		cl := c.calls[m.InvocationID]
+		c.forget(m.InvocationID)
+		c.mu.Unlock()
+		if cl != nil {
+			cl.result, cl.err = m.Result, m.Error
+			if len(m.Result) > 0 {
+				cl.result = append(json.RawMessage(nil), m.Result...)
+			}
+			close(cl.done)
+		}
+	case TypeClose:
+		d := &ws.Disconnect{Reason: ws.ServerClose, Class: sample.ConnReset, Text: "signalr: server sent Close", AllowReconnect: m.AllowReconnect}
+		if m.Error != "" {
+			d.Class, d.Text = sample.Other, "signalr: server closed the connection: "+m.Error
+		}
+		c.mu.Lock()
+		c.sigDisc = d
+		c.mu.Unlock()
+		return d
+	case TypePing, TypeAck, TypeSequence, TypeStreamInvocation, TypeCancelInvocation:
+		// Pings only prove the server is alive (the read already did);
+		// Ack and Sequence belong to stateful reconnect, which we do not
+		// ask for; the server invoking streams on us is not modelled.
+	}
+	return nil
+}
+
+// push handles a server invocation: count it, time it, hand it on.
+func (c *Conn) push(m *Message) {
+	now := time.Now()
+	if st := c.stat; st != nil {
+		ps := st.pushes[m.Target]
+		if ps == nil {
+			st.OtherPushes.Add(1)
+		} else {
+			ps.Count.Add(1)
+			if len(c.o.TimestampPath) > 0 {
+				if v, ok := ws.JSONAt(m.Arguments, c.o.TimestampPath); ok {
+					if ms, err := strconv.ParseFloat(v, 64); err == nil {
+						d := now.Sub(time.UnixMilli(int64(ms)))
+						if d < 0 {
+							d = 0 // clocks of two machines; never negative
+						}
+						c.o.record(ps.name, sample.OK, d, nil)
+					}
+				}
+			}
+		}
+	}
+	if c.o.OnPush != nil {
+		c.o.OnPush(c, m.Target, m.Arguments)
+	}
+	c.mu.Lock()
+	fn := c.on[m.Target]
+	c.mu.Unlock()
+	if fn != nil {
+		fn(m.Arguments)
+	}
+	if m.InvocationID != "" {
+		// A server awaiting a client result would wait forever; answer as
+		// the .NET client does when no handler returns one.
+		c.send(appendSimple(nil, TypeCompletion, m.InvocationID, "Client didn't provide a result."))
+	}
+}

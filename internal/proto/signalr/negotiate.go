@@ -1,0 +1,228 @@
+package signalr
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/sample"
+)
+
+// Error is a failed SignalR operation with its failure class decided.
+type Error struct {
+	Phase string // negotiate, upgrade, handshake, invoke, send, stream, protocol
+	Class sample.Class
+	Msg   string
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Phase + ": " + e.Msg }
+func (e *Error) Unwrap() error { return e.Err }
+
+type negotiateResponse struct {
+	ConnectionToken     string `json:"connectionToken"`
+	ConnectionID        string `json:"connectionId"`
+	NegotiateVersion    int    `json:"negotiateVersion"`
+	URL                 string `json:"url"`
+	AccessToken         string `json:"accessToken"`
+	Error               string `json:"error"`
+	AvailableTransports []struct {
+		Transport       string   `json:"transport"`
+		TransferFormats []string `json:"transferFormats"`
+	} `json:"availableTransports"`
+}
+
+// endpoint is where the WebSocket goes once negotiation is over.
+type endpoint struct {
+	base  string // hub URL after redirects
+	id    string // connectionToken (v1) or connectionId (v0)
+	cid   string // connectionId, for logs and group tests
+	token string // bearer token, from the plan or the last redirect
+}
+
+// maxRedirects matches the JavaScript client's limit.
+const maxRedirects = 100
+
+// negotiate runs POST {hub}/negotiate?negotiateVersion=1, following
+// redirects (Azure SignalR Service answers the app server's negotiate with
+// the service URL and an access token for it).
+func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header, token string) (endpoint, error) {
+	ep := endpoint{base: hub, token: token}
+	for i := 0; ; i++ {
+		if i > maxRedirects {
+			return ep, &Error{Phase: "negotiate", Class: sample.Other, Msg: fmt.Sprintf("more than %d redirects", maxRedirects)}
+		}
+		nr, err := negotiateOnce(ctx, hc, ep.base, hdr, ep.token)
+		if err != nil {
+			return ep, err
+		}
+		if nr.Error != "" {
+			return ep, &Error{Phase: "negotiate", Class: sample.Other, Msg: "server error: " + nr.Error}
+		}
+		if nr.URL != "" {
+			ep.base = nr.URL
+			if nr.AccessToken != "" {
+				ep.token = nr.AccessToken
+			}
+			continue
+		}
+		ep.cid = nr.ConnectionID
+		ep.id = nr.ConnectionID
+		if nr.NegotiateVersion >= 1 && nr.ConnectionToken != "" {
+			ep.id = nr.ConnectionToken
+		}
+		if ep.id == "" {
+			return ep, &Error{Phase: "negotiate", Class: sample.Other, Msg: "answer has neither connectionToken nor connectionId"}
+		}
+		if err := checkTransports(nr); err != nil {
+			return ep, err
+		}
+		return ep, nil
+	}
+}
+
+func checkTransports(nr *negotiateResponse) error {
+	var offered []string
+	for _, t := range nr.AvailableTransports {
+		if t.Transport == "WebSockets" {
+			for _, f := range t.TransferFormats {
+				if f == "Text" {
+					return nil
+				}
+			}
+		}
+		offered = append(offered, t.Transport+"("+strings.Join(t.TransferFormats, ",")+")")
+	}
+	if len(offered) == 0 {
+		offered = []string{"none"}
+	}
+	return &Error{Phase: "negotiate", Class: sample.Other,
+		Msg: "unsupported transport: server offers " + strings.Join(offered, ", ") + "; stampede speaks WebSockets with the JSON (Text) hub protocol only"}
+}
+
+func negotiateURL(hub string) (string, error) {
+	u, err := url.Parse(hub)
+	if err != nil {
+		return "", err
+	}
+	switch u.Scheme {
+	case "ws":
+		u.Scheme = "http"
+	case "wss":
+		u.Scheme = "https"
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	u.Path += "negotiate"
+	if u.RawPath != "" {
+		u.RawPath = ""
+	}
+	q := u.Query()
+	q.Set("negotiateVersion", "1")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// maxNegotiateBody bounds what we read of a negotiate answer; real ones
+// are a few hundred bytes, an error page may be large.
+const maxNegotiateBody = 1 << 20
+
+func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.Header, token string) (*negotiateResponse, error) {
+	nu, err := negotiateURL(hub)
+	if err != nil {
+		return nil, &Error{Phase: "negotiate", Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, nu, nil)
+	if err != nil {
+		return nil, &Error{Phase: "negotiate", Class: sample.Other, Msg: err.Error(), Err: err}
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		cl := httpc.Classify(err)
+		if errors.Is(err, context.Canceled) {
+			cl = sample.Interrupted
+		}
+		return nil, &Error{Phase: "negotiate", Class: cl, Msg: err.Error(), Err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxNegotiateBody))
+	if err != nil {
+		return nil, &Error{Phase: "negotiate", Class: httpc.Classify(err), Msg: "reading answer: " + err.Error(), Err: err}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		cl := sample.FromStatus(resp.StatusCode)
+		if cl == sample.OK {
+			cl = sample.Other
+		}
+		return nil, &Error{Phase: "negotiate", Class: cl, Msg: resp.Status}
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	trimmed := bytes.TrimSpace(body)
+	if !strings.Contains(ct, "json") && (len(trimmed) == 0 || trimmed[0] != '{') {
+		if ct == "" {
+			ct = "no content type"
+		}
+		return nil, &Error{Phase: "negotiate", Class: sample.Other, Msg: "expected JSON, got " + ct}
+	}
+	var nr negotiateResponse
+	if err := json.Unmarshal(body, &nr); err != nil {
+		return nil, &Error{Phase: "negotiate", Class: sample.Other, Msg: "expected JSON, got " + snippet(body), Err: err}
+	}
+	return &nr, nil
+}
+
+// wsURL is the WebSocket URL for the negotiated connection.
+func wsURL(ep endpoint) (string, error) {
+	u, err := url.Parse(ep.base)
+	if err != nil {
+		return "", err
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	}
+	q := u.Query()
+	if ep.id != "" {
+		q.Set("id", ep.id)
+	}
+	if ep.token != "" {
+		// Browsers cannot set headers on a WebSocket, so servers (and
+		// Azure SignalR Service) take the token from the query.
+		q.Set("access_token", ep.token)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// sharedHTTP is used for negotiate when the plan gives no client: one pool,
+// kept small, so a ramp of thousands of connections reuses a few sockets.
+var sharedHTTP = &http.Client{
+	Transport: &http.Transport{
+		Proxy:               nil,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   true,
+	},
+	// Negotiate redirects are JSON bodies, not HTTP 3xx; a 3xx is a
+	// misconfigured URL and should be reported, not followed.
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}

@@ -1,0 +1,138 @@
+package signalr
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/proto/ws"
+	"github.com/stampede-load/stampede/internal/sample"
+)
+
+// Recorder receives one outcome per timed operation. Names are stable
+// metric keys: "negotiate", "upgrade", "handshake", "invoke <Method>",
+// "send <Method>", "stream <Method>", "push <Target>" (latency from the
+// message's send timestamp), and "session" (a held connection: ok when we
+// closed it, else the disconnect's class, timed over its life). err is nil
+// when class is sample.OK. Implementations must be safe for concurrent use.
+type Recorder interface {
+	Record(name string, class sample.Class, d time.Duration, err error)
+}
+
+func (o *Options) record(name string, class sample.Class, d time.Duration, err error) {
+	if o.Recorder != nil {
+		o.Recorder.Record(name, class, d, err)
+	}
+}
+
+// Stats are the gauges and counters of one population of connections,
+// shared by all of them (atomics, no locks).
+type Stats struct {
+	ws.Counters              // messages and bytes in and out
+	Connecting  atomic.Int64 // negotiating, upgrading or handshaking now
+	Open        atomic.Int64 // handshaken and not yet ended
+	Opened      atomic.Int64 // ever handshaken
+	Disconnects [ws.NumReasons]atomic.Int64
+	OtherPushes atomic.Int64 // pushes to targets nobody listens for
+
+	pushes map[string]*PushStat // fixed at NewStats: read without locks
+}
+
+// PushStat counts server pushes to one target.
+type PushStat struct {
+	Target string
+	Count  atomic.Int64
+	name   string // "push <Target>", built once
+}
+
+// NewStats makes the counters for a population listening to targets.
+func NewStats(targets ...string) *Stats {
+	s := &Stats{pushes: make(map[string]*PushStat, len(targets))}
+	for _, t := range targets {
+		s.pushes[t] = &PushStat{Target: t, name: "push " + t}
+	}
+	return s
+}
+
+// Pushes returns how many pushes to target arrived.
+func (s *Stats) Pushes(target string) int64 {
+	if p := s.pushes[target]; p != nil {
+		return p.Count.Load()
+	}
+	return 0
+}
+
+// Targets lists the push counters, for reports.
+func (s *Stats) Targets() []*PushStat {
+	out := make([]*PushStat, 0, len(s.pushes))
+	for _, p := range s.pushes {
+		out = append(out, p)
+	}
+	return out
+}
+
+// CallMode says how a scripted call is made.
+type CallMode uint8
+
+const (
+	ModeInvoke CallMode = iota // await the Completion
+	ModeSend                   // fire and forget
+	ModeStream                 // StreamInvocation: items until the Completion
+)
+
+// Call is one scripted hub call, its arguments already rendered for this
+// connection (the tenant substituted, say).
+type Call struct {
+	Method  string
+	Args    []any
+	Mode    CallMode
+	Timeout time.Duration // 0: Options.InvokeTimeout
+}
+
+// Hold runs one persistent connection of a population: connect, make the
+// calls in order (joining groups, typically), then stay connected,
+// counting pushes, until ctx ends, and close cleanly. It returns nil when
+// the connection lasted; otherwise the first failure, already recorded.
+func Hold(ctx context.Context, hub string, hdr http.Header, o *Options, calls []Call) error {
+	c, err := Connect(ctx, hub, hdr, o)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for _, cl := range calls {
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if cl.Timeout > 0 {
+			cctx, cancel = context.WithTimeout(ctx, cl.Timeout)
+		}
+		switch cl.Mode {
+		case ModeSend:
+			err = c.Send(cl.Method, cl.Args...)
+		case ModeStream:
+			_, err = c.Stream(cctx, cl.Method, cl.Args, nil)
+		default:
+			_, err = c.Invoke(cctx, cl.Method, cl.Args...)
+		}
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				// The run ended while a call was in flight: not the
+				// hub's fault, and already recorded as interrupted.
+				c.Close()
+				return nil
+			}
+			c.Close()
+			return err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		c.Close()
+		o.record("session", sample.OK, time.Since(start), nil)
+		return nil
+	case <-c.Done():
+		d := c.Disconnect()
+		o.record("session", d.Class, time.Since(start), d)
+		return d
+	}
+}

@@ -1,0 +1,478 @@
+// Package ws holds WebSocket connections for load tests: many of them, mostly
+// idle. The client is gorilla/websocket configured so an idle connection
+// owns one small read buffer and one goroutine (the read loop); write
+// buffers come from a shared pool only while a message is written, and keep
+// -alive and silence detection share one timer per connection instead of
+// goroutines. With coder/websocket an idle connection cost about 15 KB
+// (two 4 KB bufio buffers it keeps for life, plus the net/http upgrade
+// reader); this layout costs about 7 KB of RSS for a SignalR connection
+// that joined a group (signalr/memory_test.go), under the 8 KB budget.
+package ws
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/stampede-load/stampede/internal/sample"
+)
+
+// MessageType is a WebSocket data message type.
+type MessageType int
+
+const (
+	Text   MessageType = websocket.TextMessage
+	Binary MessageType = websocket.BinaryMessage
+)
+
+// Options configure every connection of a population. They are shared and
+// must not change once the first connection is dialed.
+type Options struct {
+	Subprotocols []string
+	TLS          *tls.Config
+	// ConnectTimeout bounds TCP connect plus upgrade (default 10s).
+	ConnectTimeout time.Duration
+	// WriteTimeout bounds one send (default 10s).
+	WriteTimeout time.Duration
+	// ReadLimit is the largest message accepted; a larger one ends the
+	// connection as a protocol error (default 1 MiB).
+	ReadLimit int64
+	// ReadBufferSize is the per-connection read buffer, the one buffer an
+	// idle connection keeps (default 256; messages may be larger: a read
+	// bigger than the buffer bypasses it).
+	ReadBufferSize int
+	// KeepAlive sends something when nothing was sent for this long
+	// (0: never). KeepAliveMessage is what (nil: a WebSocket ping frame).
+	KeepAlive        time.Duration
+	KeepAliveMessage []byte
+	// IdleTimeout ends the connection as PingTimeout when nothing at all
+	// arrived for this long (0: never).
+	IdleTimeout time.Duration
+	// CloseTimeout bounds the wait for the peer's close frame (default 1s).
+	CloseTimeout time.Duration
+	// Backlog keeps up to this many messages that no waiter matched, so a
+	// WaitFor called just after the answer arrived still sees it. 0 keeps
+	// none: connections that only listen hold no message memory.
+	Backlog int
+	// Counters, when set, counts messages and bytes of every connection.
+	Counters *Counters
+	// NetDial replaces the TCP dialer (tests, source-address pools).
+	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (o *Options) connectTimeout() time.Duration { return orDefault(o.ConnectTimeout, 10*time.Second) }
+func (o *Options) writeTimeout() time.Duration   { return orDefault(o.WriteTimeout, 10*time.Second) }
+func (o *Options) closeTimeout() time.Duration   { return orDefault(o.CloseTimeout, time.Second) }
+
+func (o *Options) readLimit() int64 {
+	if o.ReadLimit > 0 {
+		return o.ReadLimit
+	}
+	return 1 << 20
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Counters are shared by a population; atomics, because the read loops of
+// thousands of connections add to them.
+type Counters struct {
+	MsgsIn, MsgsOut, BytesIn, BytesOut atomic.Int64
+}
+
+// Handler receives every data message on the connection's read goroutine.
+// data is valid only during the call. Returning an error ends the
+// connection; a *Disconnect keeps its reason and class, anything else is
+// a protocol error.
+type Handler interface {
+	Message(c *Conn, typ MessageType, data []byte) error
+	// Closed is called once when the connection ends; it may return a
+	// better-informed Disconnect (nil keeps d).
+	Closed(c *Conn, d *Disconnect) *Disconnect
+}
+
+// Timing is how long connecting took.
+type Timing struct {
+	TCP     time.Duration // TCP connect (and TLS)
+	Upgrade time.Duration // from dial start to the 101 answer, TCP included
+}
+
+// Conn is one WebSocket connection. Send, WaitFor and Close are safe from
+// any goroutine.
+type Conn struct {
+	ws *websocket.Conn
+	o  *Options
+	h  Handler
+
+	wmu       sync.Mutex
+	lastRead  atomic.Int64 // clock() at the last frame of any kind
+	lastWrite atomic.Int64
+	timer     *time.Timer
+	closing   atomic.Bool // Close was called: the peer's close frame is expected
+	ended     atomic.Bool
+	done      chan struct{}
+
+	mu      sync.Mutex // guards disc, waiters, backlog
+	disc    *Disconnect
+	waiters []*Waiter
+	nwait   atomic.Int32
+	backlog [][]byte
+
+	Timing Timing
+}
+
+var base = time.Now()
+
+// clock is monotonic nanoseconds; one int64 per timestamp keeps idle
+// connections small.
+func clock() int64 { return int64(time.Since(base)) }
+
+// writePool lends write buffers only while a message is being written.
+var writePool = &sync.Pool{}
+
+// Dial connects to url (ws://, wss://, http:// or https://) and starts the
+// read loop. hdr is sent with the upgrade request and may be nil. h may be
+// nil when the caller only sends and waits.
+func Dial(ctx context.Context, url string, hdr http.Header, o *Options, h Handler) (*Conn, error) {
+	switch {
+	case strings.HasPrefix(url, "http://"):
+		url = "ws://" + url[len("http://"):]
+	case strings.HasPrefix(url, "https://"):
+		url = "wss://" + url[len("https://"):]
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.connectTimeout())
+	defer cancel()
+	rb := o.ReadBufferSize
+	if rb <= 0 {
+		rb = 256
+	}
+	start := time.Now()
+	var tcp time.Duration
+	var stop func() bool
+	d := &websocket.Dialer{
+		TLSClientConfig: o.TLS,
+		ReadBufferSize:  rb,
+		WriteBufferPool: writePool,
+		Subprotocols:    o.Subprotocols,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var nc net.Conn
+			var err error
+			if o.NetDial != nil {
+				nc, err = o.NetDial(ctx, network, addr)
+			} else {
+				var nd net.Dialer
+				nc, err = nd.DialContext(ctx, network, addr)
+			}
+			tcp = time.Since(start)
+			if err == nil {
+				// gorilla only applies the deadline to the upgrade, so a
+				// run that is stopped would wait for it; cut the socket
+				// when the context ends.
+				stop = context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+			}
+			return nc, err
+		},
+	}
+	wc, resp, err := d.DialContext(ctx, url, hdr)
+	if stop != nil {
+		stop()
+	}
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, dialError(err, resp, ctx)
+	}
+	if ctx.Err() != nil {
+		// The deadline cut the socket just as the upgrade finished.
+		wc.NetConn().Close()
+		return nil, dialError(ctx.Err(), nil, ctx)
+	}
+	wc.NetConn().SetDeadline(time.Time{})
+	c := &Conn{ws: wc, o: o, h: h, done: make(chan struct{})}
+	c.Timing = Timing{TCP: tcp, Upgrade: time.Since(start)}
+	now := clock()
+	c.lastRead.Store(now)
+	c.lastWrite.Store(now)
+	wc.SetReadLimit(o.readLimit())
+	wc.SetPingHandler(c.onPing)
+	wc.SetPongHandler(c.onPong)
+	if o.KeepAlive > 0 || o.IdleTimeout > 0 {
+		// Armed only after the field is set, so tick never sees it nil.
+		c.timer = time.AfterFunc(time.Hour, c.tick)
+		c.timer.Reset(c.nextTick(now))
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+func (c *Conn) onPing(data string) error {
+	c.lastRead.Store(clock())
+	err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.o.writeTimeout()))
+	if err != nil && !errors.Is(err, websocket.ErrCloseSent) {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+func (c *Conn) onPong(string) error {
+	c.lastRead.Store(clock())
+	return nil
+}
+
+// Subprotocol is the subprotocol the server chose.
+func (c *Conn) Subprotocol() string { return c.ws.Subprotocol() }
+
+// Done is closed when the connection has ended.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Disconnect says why the connection ended; nil while it is open.
+func (c *Conn) Disconnect() *Disconnect {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.disc
+}
+
+// buffers for incoming messages are lent per message, so idle connections
+// hold none.
+var readPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooled keeps one huge message from pinning a huge buffer in the pool.
+const maxPooled = 64 << 10
+
+// readLoop reads one message and hands it on; see handle for why each
+// message gets a fresh goroutine. Its frame is kept tiny (the work is in
+// functions that are not inlined into it) because this is the frame that
+// sits parked in the netpoller on every idle connection.
+func (c *Conn) readLoop() {
+	typ, r, err := c.ws.NextReader()
+	if err != nil {
+		c.readEnded(err)
+		return
+	}
+	if c.handle(typ, r) {
+		// Handling a message (JSON decoding above all) grows this
+		// goroutine's stack to 4-8 KB, and the GC only halves a stack
+		// whose use is under a quarter, so a reader parked again here
+		// would keep 4 KB for good. A fresh goroutine parks in 2 KB; one
+		// spawn per message is cheap next to the decoding.
+		go c.readLoop()
+	}
+}
+
+// handle reads and dispatches one message; false means the connection
+// ended.
+//
+//go:noinline
+func (c *Conn) handle(typ int, r io.Reader) bool {
+	buf := readPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer putBuf(buf)
+	if _, err := buf.ReadFrom(r); err != nil {
+		c.readEnded(err)
+		return false
+	}
+	c.lastRead.Store(clock())
+	data := buf.Bytes()
+	if ct := c.o.Counters; ct != nil {
+		ct.MsgsIn.Add(1)
+		ct.BytesIn.Add(int64(len(data)))
+	}
+	if c.nwait.Load() > 0 || c.o.Backlog > 0 {
+		c.offer(data)
+	}
+	if c.h != nil {
+		if herr := c.h.Message(c, MessageType(typ), data); herr != nil {
+			var d *Disconnect
+			if !errors.As(herr, &d) {
+				d = &Disconnect{Reason: ProtocolError, Class: sample.Other, Text: herr.Error(), Err: herr}
+			}
+			c.end(d, true)
+			return false
+		}
+	}
+	return true
+}
+
+func putBuf(b *bytes.Buffer) {
+	if b.Cap() <= maxPooled {
+		readPool.Put(b)
+	}
+}
+
+//go:noinline
+func (c *Conn) readEnded(err error) {
+	if c.closing.Load() {
+		// We asked for the close; the peer's answer (or our own cut after
+		// CloseTimeout) is the normal end.
+		c.end(&Disconnect{Reason: ClientClose, Class: sample.OK}, false)
+		return
+	}
+	c.end(readDisconnect(err, c.o.readLimit()), false)
+}
+
+// end records the first reason the connection ended and tears it down.
+// polite sends a close frame first, for ends the peer did not start.
+func (c *Conn) end(d *Disconnect, polite bool) {
+	if !c.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.h != nil {
+		if d2 := c.h.Closed(c, d); d2 != nil {
+			d = d2
+		}
+	}
+	if polite {
+		code := websocket.CloseNormalClosure
+		if d.Reason == ProtocolError {
+			code = websocket.CloseProtocolError
+		}
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(100*time.Millisecond))
+	}
+	c.ws.NetConn().Close()
+	c.mu.Lock()
+	c.disc = d
+	ws := c.waiters
+	c.waiters = nil
+	c.backlog = nil
+	c.mu.Unlock()
+	for _, w := range ws {
+		close(w.ch)
+	}
+	close(c.done)
+}
+
+// Send writes one message.
+func (c *Conn) Send(typ MessageType, data []byte) error {
+	if c.ended.Load() {
+		return c.endedError("write")
+	}
+	c.wmu.Lock()
+	c.ws.SetWriteDeadline(time.Now().Add(c.o.writeTimeout()))
+	err := c.ws.WriteMessage(int(typ), data)
+	c.wmu.Unlock()
+	if err != nil {
+		if c.ended.Load() {
+			return c.endedError("write")
+		}
+		cl := Classify(err)
+		if cl == sample.Other {
+			cl = sample.ConnReset
+		}
+		c.end(&Disconnect{Reason: WriteFailed, Class: cl, Text: err.Error(), Err: err}, false)
+		return &Error{Op: "write", Class: cl, Msg: err.Error(), Err: err}
+	}
+	c.lastWrite.Store(clock())
+	if ct := c.o.Counters; ct != nil {
+		ct.MsgsOut.Add(1)
+		ct.BytesOut.Add(int64(len(data)))
+	}
+	return nil
+}
+
+func (c *Conn) endedError(op string) error {
+	d := c.Disconnect()
+	if d == nil {
+		<-c.done
+		d = c.Disconnect()
+	}
+	return &Error{Op: op, Class: d.Class, Msg: "connection ended: " + d.Error(), Err: d}
+}
+
+// Close sends a close frame with code and reason, waits up to CloseTimeout
+// for the peer's, then drops the socket.
+func (c *Conn) Close(code int, reason string) error {
+	if c.ended.Load() || !c.closing.CompareAndSwap(false, true) {
+		<-c.done
+		return nil
+	}
+	err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(c.o.closeTimeout()))
+	if err == nil {
+		t := time.NewTimer(c.o.closeTimeout())
+		select {
+		case <-c.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	c.end(&Disconnect{Reason: ClientClose, Class: sample.OK}, false)
+	<-c.done
+	return nil
+}
+
+// Abort drops the connection without a close handshake (end of run).
+func (c *Conn) Abort() {
+	c.closing.Store(true)
+	c.end(&Disconnect{Reason: ClientClose, Class: sample.OK}, false)
+}
+
+// Fail ends the connection with a reason a protocol layer decided on.
+func (c *Conn) Fail(d *Disconnect) { c.end(d, true) }
+
+// nextTick is how long until the timer has something to check.
+func (c *Conn) nextTick(now int64) time.Duration {
+	next := int64(1<<62 - 1)
+	if ka := c.o.KeepAlive; ka > 0 {
+		next = min(next, c.lastWrite.Load()+int64(ka))
+	}
+	if it := c.o.IdleTimeout; it > 0 {
+		next = min(next, c.lastRead.Load()+int64(it))
+	}
+	return max(time.Duration(next-now), 5*time.Millisecond)
+}
+
+// tick runs on the timer's goroutine: it fires rarely and does not hold a
+// goroutine between fires, which is what makes 18,000 idle connections
+// cheap.
+func (c *Conn) tick() {
+	if c.ended.Load() {
+		return
+	}
+	now := clock()
+	if it := c.o.IdleTimeout; it > 0 && now-c.lastRead.Load() >= int64(it) {
+		c.end(&Disconnect{Reason: PingTimeout, Class: sample.Timeout,
+			Text: "server sent nothing for " + it.String()}, true)
+		return
+	}
+	if ka := c.o.KeepAlive; ka > 0 && now-c.lastWrite.Load() >= int64(ka) {
+		var err error
+		if c.o.KeepAliveMessage != nil {
+			err = c.Send(Text, c.o.KeepAliveMessage)
+		} else {
+			err = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.o.writeTimeout()))
+			if err == nil {
+				c.lastWrite.Store(clock())
+			}
+		}
+		if err != nil {
+			if !c.ended.Load() {
+				c.end(&Disconnect{Reason: WriteFailed, Class: sample.ConnReset, Text: err.Error(), Err: err}, false)
+			}
+			return
+		}
+	}
+	if !c.ended.Load() {
+		c.timer.Reset(c.nextTick(clock()))
+	}
+}

@@ -1,0 +1,516 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// Comparison is two or more runs side by side, each judged against the
+// first (the baseline). Build it with Compare and render it with
+// CompareText, CompareMarkdown or CompareHTML.
+type Comparison struct {
+	Labels   []string
+	Runs     []*result.Result
+	Verdicts []Verdict // Verdicts[0] is the baseline's
+	Notes    []string  // caveats about comparing these runs at all
+	rows     []cmpRow
+	figs     []figures
+	// levelHead and levelRows are the seed's sweep table, present when
+	// every run has levels: one column per level, then "(V1) P95",
+	// "(V2) P95" … and "(V1) Requests Failed" … rows.
+	levelHead []string
+	levelRows [][]string
+}
+
+// cmpRow is one metric across the runs; Deltas[0] is always empty.
+type cmpRow struct {
+	Metric string
+	Cells  []string
+	Deltas []string
+	// Section starts a new block of rows (per-step figures) under a title.
+	Section string
+}
+
+// Compare builds the comparison of rs against rs[0]. labels name the runs
+// (the seed's V1, V2 …); nil means "run 1", "run 2" ….
+func Compare(rs []*result.Result, labels []string) (*Comparison, error) {
+	if len(rs) < 2 {
+		return nil, errors.New("compare needs at least two results")
+	}
+	if labels == nil {
+		for i := range rs {
+			labels = append(labels, fmt.Sprintf("run %d", i+1))
+		}
+	}
+	if len(labels) != len(rs) {
+		return nil, fmt.Errorf("%d labels for %d results", len(labels), len(rs))
+	}
+	seen := map[string]bool{}
+	for _, l := range labels {
+		if strings.TrimSpace(l) == "" {
+			return nil, errors.New("a label is empty")
+		}
+		if seen[l] {
+			return nil, fmt.Errorf("label %q is used twice", l)
+		}
+		seen[l] = true
+	}
+	c := &Comparison{Labels: labels, Runs: rs}
+	for i, r := range rs {
+		f, err := recompute(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", labels[i], err)
+		}
+		c.figs = append(c.figs, f)
+	}
+	if err := c.judge(); err != nil {
+		return nil, err
+	}
+	c.notes()
+	c.buildRows()
+	if err := c.buildLevels(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Comparison) judge() error {
+	c.Verdicts = []Verdict{{Outcome: Baseline}}
+	base := c.Runs[0]
+	for i, r := range c.Runs[1:] {
+		worse, better, notes, err := findings(base, r, "")
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Labels[i+1], err)
+		}
+		// In a sweep each level is its own test: a regression at one level
+		// is a regression even when the others hide it in the totals.
+		for _, lb := range base.Levels {
+			for _, lr := range r.Levels {
+				if lb.Vary != lr.Vary || lb.Value != lr.Value || lb.Result == nil || lr.Result == nil {
+					continue
+				}
+				w, b, n, err := findings(lb.Result, lr.Result, "at "+levelLabel(lb)+": ")
+				if err != nil {
+					return fmt.Errorf("%s: level %s: %w", c.Labels[i+1], levelLabel(lb), err)
+				}
+				worse, better, notes = append(worse, w...), append(better, b...), append(notes, n...)
+			}
+		}
+		c.Verdicts = append(c.Verdicts, judge(worse, better, notes))
+	}
+	return nil
+}
+
+// findings applies the verdict rule to b against a, prefixing each finding.
+func findings(a, b *result.Result, prefix string) (worse, better, notes []string, err error) {
+	ha, err := a.Totals.LatencyOK.Histogram()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("totals latency_ok: %w", err)
+	}
+	hb, err := b.Totals.LatencyOK.Histogram()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("totals latency_ok: %w", err)
+	}
+	// A sweep's top level may hold no requests of its own; saying so
+	// would only be noise next to the levels' findings.
+	if ha.TotalCount() == 0 && hb.TotalCount() == 0 && a.Totals.Requests == 0 && b.Totals.Requests == 0 {
+		return nil, nil, nil, nil
+	}
+	worse, better, notes = latencyFindings(ha, hb)
+	fw, fb := failureFindings(a.Totals.Requests, a.Totals.Failed, b.Totals.Requests, b.Totals.Failed)
+	worse, better = append(worse, fw...), append(better, fb...)
+	for _, l := range [][]string{worse, better, notes} {
+		for i := range l {
+			l[i] = prefix + l[i]
+		}
+	}
+	return worse, better, notes, nil
+}
+
+func (c *Comparison) notes() {
+	base := c.Runs[0]
+	for i, r := range c.Runs[1:] {
+		l := c.Labels[i+1]
+		if r.Run.Model != base.Run.Model {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s ran the %s model and %s the %s model: their latencies measure different things",
+				c.Labels[0], base.Run.Model, l, r.Run.Model))
+		}
+		if r.Plan.SHA256 != base.Plan.SHA256 {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s used a different plan from %s (%s vs %s)", l, c.Labels[0], planID(r), planID(base)))
+		}
+		if r.Run.Partial {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s is a partial result", l))
+		}
+	}
+	if base.Run.Partial {
+		c.Notes = append(c.Notes, fmt.Sprintf("%s (the baseline) is a partial result", c.Labels[0]))
+	}
+}
+
+func planID(r *result.Result) string {
+	id := r.Plan.Name
+	if sha := r.Plan.SHA256; sha != "" {
+		if len(sha) > 12 {
+			sha = sha[:12]
+		}
+		id += " " + sha
+	}
+	return strings.TrimSpace(id)
+}
+
+func (c *Comparison) buildRows() {
+	n := len(c.Runs)
+	add := func(section, metric string, cell func(i int) string, delta func(i int) string) {
+		row := cmpRow{Metric: metric, Section: section, Cells: make([]string, n), Deltas: make([]string, n)}
+		for i := range c.Runs {
+			row.Cells[i] = cell(i)
+			if i > 0 && delta != nil {
+				row.Deltas[i] = delta(i)
+			}
+		}
+		c.rows = append(c.rows, row)
+	}
+	base := c.Runs[0]
+	add("", "Load", func(i int) string { return c.Runs[i].Run.Model + ", " + loadLabel(c.Runs[i]) }, nil)
+	add("", "Duration", func(i int) string { return runDuration(c.Runs[i].Run.DurationS) }, nil)
+	add("", "Requests", func(i int) string { return fmt.Sprint(c.Runs[i].Totals.Requests) },
+		func(i int) string { return countDelta(base.Totals.Requests, c.Runs[i].Totals.Requests) })
+	add("", "Throughput", func(i int) string { return fmt.Sprintf("%.2f req/s", throughput(c.Runs[i])) },
+		func(i int) string { return rateDelta(throughput(base), throughput(c.Runs[i]), "req/s") })
+	lat := []struct {
+		name string
+		get  func(result.Latency) int64
+	}{
+		{"P50", func(l result.Latency) int64 { return l.P50US }},
+		{"P95", func(l result.Latency) int64 { return l.P95US }},
+		{"P99", func(l result.Latency) int64 { return l.P99US }},
+	}
+	for _, m := range lat {
+		add("", m.name, func(i int) string { return latencyOrDash(c.figs[i].ok, m.get(c.figs[i].ok)) },
+			func(i int) string { return durationDelta(c.figs[0].ok, c.figs[i].ok, m.get) })
+	}
+	add("", "Requests Failed", func(i int) string { return pct(c.Runs[i].Totals.Failed, c.Runs[i].Totals.Requests) },
+		func(i int) string {
+			return ppDelta(failRate(base.Totals.Requests, base.Totals.Failed), failRate(c.Runs[i].Totals.Requests, c.Runs[i].Totals.Failed))
+		})
+	var maps []map[string]int64
+	for _, r := range c.Runs {
+		maps = append(maps, r.Totals.ByClass)
+	}
+	for _, cl := range presentClasses(maps...) {
+		add("", classTitle(cl), func(i int) string {
+			t := c.Runs[i].Totals
+			return fmt.Sprintf("%d (%s)", t.ByClass[cl], pct(t.ByClass[cl], t.Requests))
+		}, func(i int) string { return countDelta(base.Totals.ByClass[cl], c.Runs[i].Totals.ByClass[cl]) })
+	}
+
+	// Steps, matched by the name reports show, in the order they first
+	// appear across the runs.
+	type stepAt struct {
+		step result.Step
+		lat  result.Latency
+		ok   bool
+	}
+	var order []string
+	byName := map[string][]stepAt{}
+	for i, r := range c.Runs {
+		names := stepNames(r.Steps)
+		for j, s := range r.Steps {
+			if byName[names[j]] == nil {
+				byName[names[j]] = make([]stepAt, n)
+				order = append(order, names[j])
+			}
+			byName[names[j]][i] = stepAt{s, c.figs[i].steps[j], true}
+		}
+	}
+	for _, name := range order {
+		at := byName[name]
+		section := "Step " + name
+		add(section, "P95", func(i int) string {
+			if !at[i].ok {
+				return "-"
+			}
+			return latencyOrDash(at[i].lat, at[i].lat.P95US)
+		}, func(i int) string {
+			if !at[0].ok || !at[i].ok {
+				return ""
+			}
+			return durationDelta(at[0].lat, at[i].lat, func(l result.Latency) int64 { return l.P95US })
+		})
+		add(section, "Requests Failed", func(i int) string {
+			if !at[i].ok {
+				return "-"
+			}
+			return pct(at[i].step.Failed, at[i].step.Requests)
+		}, func(i int) string {
+			if !at[0].ok || !at[i].ok {
+				return ""
+			}
+			return ppDelta(failRate(at[0].step.Requests, at[0].step.Failed), failRate(at[i].step.Requests, at[i].step.Failed))
+		})
+	}
+}
+
+func (c *Comparison) buildLevels() error {
+	per := make([]map[string]levelFigures, len(c.Runs))
+	var order []string
+	seen := map[string]bool{}
+	for i, r := range c.Runs {
+		if len(r.Levels) == 0 {
+			return nil
+		}
+		ls, err := levelsOf(r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Labels[i], err)
+		}
+		per[i] = map[string]levelFigures{}
+		for _, l := range ls {
+			per[i][l.label] = l
+			if !seen[l.label] {
+				seen[l.label] = true
+				order = append(order, l.label)
+			}
+		}
+	}
+	c.levelHead = append([]string{"Metric"}, order...)
+	for _, m := range []struct {
+		name string
+		get  func(levelFigures) string
+	}{
+		{"P95", func(l levelFigures) string { return l.p95 }},
+		{"Requests Failed", func(l levelFigures) string { return l.failed }},
+	} {
+		for i := range c.Runs {
+			row := []string{"(" + c.Labels[i] + ") " + m.name}
+			for _, label := range order {
+				cell := ""
+				if l, ok := per[i][label]; ok {
+					cell = m.get(l)
+				}
+				row = append(row, cell)
+			}
+			c.levelRows = append(c.levelRows, row)
+		}
+	}
+	return nil
+}
+
+// relative prints a change as a share of the baseline, or nothing when
+// the baseline is zero and a share would be infinite.
+func relative(from, to float64) string {
+	if from == 0 {
+		if to == 0 {
+			return ""
+		}
+		return " (new)"
+	}
+	r := (to - from) / from * 100
+	if math.Abs(r) < 10 {
+		return fmt.Sprintf(" (%+.1f%%)", r)
+	}
+	return fmt.Sprintf(" (%+.0f%%)", r)
+}
+
+func countDelta(from, to int64) string {
+	if from == to {
+		return "±0"
+	}
+	return fmt.Sprintf("%+d", to-from) + relative(float64(from), float64(to))
+}
+
+func rateDelta(from, to float64, unit string) string {
+	if math.Round(from*100) == math.Round(to*100) {
+		return "±0"
+	}
+	return fmt.Sprintf("%+.2f %s", to-from, unit) + relative(from, to)
+}
+
+func durationDelta(a, b result.Latency, get func(result.Latency) int64) string {
+	if a.Count == 0 || b.Count == 0 {
+		return ""
+	}
+	from, to := get(a), get(b)
+	if from == to {
+		return "±0"
+	}
+	d := Duration(to - from)
+	if to > from {
+		d = "+" + d
+	}
+	return d + relative(float64(from), float64(to))
+}
+
+func ppDelta(from, to float64) string {
+	if math.Round(from*10000) == math.Round(to*10000) {
+		return "±0"
+	}
+	return fmt.Sprintf("%+.2f pp", (to-from)*100)
+}
+
+// table lays the rows out as cells: Metric, then each run and, after the
+// baseline, its change against the baseline.
+func (c *Comparison) table() (head []string, rows [][]string) {
+	head = []string{"Metric", c.Labels[0]}
+	for _, l := range c.Labels[1:] {
+		head = append(head, l, "Δ "+l)
+	}
+	for _, r := range c.rows {
+		metric := r.Metric
+		if r.Section != "" {
+			metric = r.Section + ": " + r.Metric
+		}
+		row := []string{metric, r.Cells[0]}
+		for i := 1; i < len(r.Cells); i++ {
+			row = append(row, r.Cells[i], r.Deltas[i])
+		}
+		rows = append(rows, row)
+	}
+	return head, rows
+}
+
+// CompareText writes the comparison as an aligned plain-text table and the
+// verdicts with the findings behind them.
+func CompareText(w io.Writer, c *Comparison) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Comparing %d runs against %s:\n", len(c.Runs), c.Labels[0])
+	for i, r := range c.Runs {
+		fmt.Fprintf(&b, "  %s: %s\n", c.Labels[i], runLine(r))
+	}
+	b.WriteString("\n")
+	head, rows := c.table()
+	textTable(&b, head, rows)
+	b.WriteString("\nLatencies are over successful requests.\n\n")
+	if len(c.levelRows) > 0 {
+		b.WriteString("Levels:\n")
+		textTable(&b, c.levelHead, c.levelRows)
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Verdict (noise-aware, against %s):\n", c.Labels[0])
+	for i, v := range c.Verdicts[1:] {
+		fmt.Fprintf(&b, "  %s: %s\n", c.Labels[i+1], v.Outcome)
+		for _, f := range v.Findings {
+			fmt.Fprintf(&b, "    - %s\n", f)
+		}
+	}
+	if len(c.Notes) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range c.Notes {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// textTable aligns cells in columns two spaces apart.
+func textTable(b *bytes.Buffer, head []string, rows [][]string) {
+	widths := make([]int, len(head))
+	for _, row := range append([][]string{head}, rows...) {
+		for i, cell := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	line := func(row []string) {
+		var l strings.Builder
+		for i, cell := range row {
+			l.WriteString(cell)
+			if i < len(row)-1 {
+				l.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2))
+			}
+		}
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
+	}
+	line(head)
+	for _, row := range rows {
+		line(row)
+	}
+}
+
+// runLine identifies a run in one line: plan, start and verdict.
+func runLine(r *result.Result) string {
+	var parts []string
+	if r.Plan.Name != "" {
+		parts = append(parts, r.Plan.Name)
+	}
+	if s := startedLine(r); s != "" {
+		parts = append(parts, "started "+s)
+	}
+	vd := verdictOf(r)
+	if vd.State != "none" || r.Run.Partial {
+		parts = append(parts, vd.Text)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// CompareMarkdown writes the comparison table, the verdicts, and each
+// run's full summary folded the seed's way.
+func CompareMarkdown(w io.Writer, c *Comparison) error {
+	var b bytes.Buffer
+	title := c.Runs[0].Plan.Name
+	if title == "" {
+		title = strings.Join(c.Labels, " vs ")
+	}
+	fmt.Fprintf(&b, "# Load Test Comparison: %s\n\n", mdText(title))
+	fmt.Fprintf(&b, "Against **%s**:\n\n", mdText(c.Labels[0]))
+	for i, r := range c.Runs {
+		fmt.Fprintf(&b, "- **%s:** %s\n", mdText(c.Labels[i]), mdText(runLine(r)))
+	}
+	b.WriteString("\n")
+	head, rows := c.table()
+	mdTable(&b, head, rows)
+	b.WriteString("\nLatencies are over successful requests.\n\n")
+	if len(c.levelRows) > 0 {
+		b.WriteString("### Levels\n\n")
+		mdTable(&b, c.levelHead, c.levelRows)
+		b.WriteString("\n")
+	}
+	b.WriteString("### Verdict\n\n")
+	for i, v := range c.Verdicts[1:] {
+		fmt.Fprintf(&b, "- **%s: %s**\n", mdText(c.Labels[i+1]), v.Outcome)
+		for _, f := range v.Findings {
+			fmt.Fprintf(&b, "  - %s\n", mdText(f))
+		}
+	}
+	b.WriteString("\n")
+	if len(c.Notes) > 0 {
+		b.WriteString("**Notes:**\n\n")
+		for _, n := range c.Notes {
+			fmt.Fprintf(&b, "- %s\n", mdText(n))
+		}
+		b.WriteString("\n")
+	}
+	for i, r := range c.Runs {
+		full, err := textSummary(r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Labels[i], err)
+		}
+		mdDetails(&b, c.Labels[i], full)
+	}
+	_, err := w.Write(bytes.TrimRight(b.Bytes(), "\n"))
+	if err == nil {
+		_, err = io.WriteString(w, "\n")
+	}
+	return err
+}
+
+// okHistograms decodes each run's successful-request histogram.
+func (c *Comparison) okHistograms() ([]*hdr.Histogram, error) {
+	out := make([]*hdr.Histogram, len(c.Runs))
+	for i, r := range c.Runs {
+		h, err := r.Totals.LatencyOK.Histogram()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Labels[i], err)
+		}
+		out[i] = h
+	}
+	return out, nil
+}

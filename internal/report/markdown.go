@@ -1,0 +1,206 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"io"
+	"strings"
+
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// Markdown writes the seed's report layout: a summary table whose column is
+// named by the load ("40 users"), the per-step table, thresholds, the full
+// terminal summary folded in a <details> block, and the indicators as a
+// list. It renders on GitHub, GitLab and in most wikis.
+func Markdown(w io.Writer, r *result.Result) error {
+	v, err := recompute(r)
+	if err != nil {
+		return err
+	}
+	full, err := textSummary(r)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	title := r.Plan.Name
+	if title == "" {
+		title = "run"
+	}
+	fmt.Fprintf(&b, "# Load Test Results: %s\n\n", mdText(title))
+	mdHeader(&b, r)
+
+	label := loadLabel(r)
+	rows := [][]string{
+		{"Duration", runDuration(r.Run.DurationS)},
+		{"Requests", fmt.Sprint(r.Totals.Requests)},
+		{"Throughput", fmt.Sprintf("%.2f req/s", throughput(r))},
+		{"P50", latencyOrDash(v.ok, v.ok.P50US)},
+		{"P95", latencyOrDash(v.ok, v.ok.P95US)},
+		{"P99", latencyOrDash(v.ok, v.ok.P99US)},
+		{"Requests Failed", pct(r.Totals.Failed, r.Totals.Requests)},
+	}
+	for _, c := range presentClasses(r.Totals.ByClass) {
+		rows = append(rows, []string{classTitle(c), fmt.Sprint(r.Totals.ByClass[c])})
+	}
+	mdTable(&b, []string{"Metric", label}, rows)
+	b.WriteString("\nLatencies are over successful requests.\n\n")
+
+	if len(r.Steps) > 0 {
+		b.WriteString("### Steps\n\n")
+		var srows [][]string
+		for _, s := range stepRows(r, v.steps) {
+			srows = append(srows, []string{s.Name, s.Group, fmt.Sprint(s.Requests), s.SuccessPct, s.Failures, s.P50, s.P95, s.P99})
+		}
+		mdTable(&b, []string{"Step", "Group", "Requests", "Successful", "Failures", "P50", "P95", "P99"}, srows)
+		b.WriteString("\n")
+	}
+
+	if err := mdLevels(&b, r); err != nil {
+		return err
+	}
+
+	if len(r.Thresholds) > 0 {
+		b.WriteString("### Thresholds\n\n")
+		for _, t := range r.Thresholds {
+			mdThreshold(&b, t)
+		}
+		b.WriteString("\n")
+	}
+
+	mdDetails(&b, label, full)
+
+	if len(r.Indicators) > 0 {
+		b.WriteString("**Performance Indicators:**\n\n")
+		for _, in := range r.Indicators {
+			fmt.Fprintf(&b, "- %s %s\n", indicatorIcon(in), mdText(in.Message))
+		}
+	}
+	_, err = w.Write(bytes.TrimRight(b.Bytes(), "\n"))
+	if err == nil {
+		_, err = io.WriteString(w, "\n")
+	}
+	return err
+}
+
+func mdHeader(b *bytes.Buffer, r *result.Result) {
+	item := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(b, "- **%s:** %s\n", k, v)
+		}
+	}
+	if r.Plan.File != "" {
+		item("Plan", "`"+strings.ReplaceAll(r.Plan.File, "`", "'")+"`")
+	}
+	item("Target", mdText(r.Plan.Target))
+	item("Model", mdText(modelLine(r.Run)))
+	if s := startedLine(r); s != "" {
+		item("Started", s+", ran "+runDuration(r.Run.DurationS))
+	}
+	if s := r.Run.Segment; s.Count > 1 {
+		item("Segment", fmt.Sprintf("%d of %d", s.Index+1, s.Count))
+	}
+	if r.Run.Partial {
+		reason := r.Run.PartialReason
+		if reason == "" {
+			reason = "the run did not complete"
+		}
+		item("Partial result", mdText(reason))
+	}
+	item("Stopped early", mdText(r.Run.StopReason))
+	vd := verdictOf(r)
+	item("Verdict", vd.mark()+" "+vd.Text)
+	b.WriteString("\n")
+}
+
+func mdThreshold(b *bytes.Buffer, t result.Threshold) {
+	mark := "✗"
+	if t.Pass && t.Error == "" {
+		mark = "✓"
+	}
+	expr := "`" + strings.ReplaceAll(t.Expr, "`", "'") + "`"
+	switch {
+	case t.Error != "":
+		fmt.Fprintf(b, "- %s %s (error: %s)\n", mark, expr, mdText(t.Error))
+	case t.Value != "":
+		fmt.Fprintf(b, "- %s %s (measured %s)\n", mark, expr, mdText(t.Value))
+	default:
+		fmt.Fprintf(b, "- %s %s\n", mark, expr)
+	}
+}
+
+// mdDetails folds a terminal summary the way the seed does.
+func mdDetails(b *bytes.Buffer, summary, body string) {
+	fmt.Fprintf(b, "<details>\n<summary>%s</summary>\n<pre>\n%s\n</pre>\n</details>\n\n", html.EscapeString(summary), html.EscapeString(body))
+}
+
+func indicatorIcon(in result.Indicator) string {
+	if in.Severity == "info" {
+		return "ℹ️"
+	}
+	return "⚠️"
+}
+
+func mdTable(b *bytes.Buffer, head []string, rows [][]string) {
+	line := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + mdText(c) + " |")
+		}
+		b.WriteString("\n")
+	}
+	line(head)
+	b.WriteString("|")
+	for range head {
+		b.WriteString(" --- |")
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		line(r)
+	}
+}
+
+// mdText makes free text (step names, messages) safe inside Markdown: a
+// "|" would split a table cell and "<" could open an HTML tag.
+var mdEscaper = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "\n", " ")
+
+func mdText(s string) string { return mdEscaper.Replace(s) }
+
+// mdLevels writes a multi-level run the way the seed's tables are laid
+// out: one column per level, then each level's summary folded.
+func mdLevels(b *bytes.Buffer, r *result.Result) error {
+	if len(r.Levels) == 0 {
+		return nil
+	}
+	ls, err := levelsOf(r)
+	if err != nil {
+		return err
+	}
+	b.WriteString("### Levels\n\n")
+	head := []string{"Metric"}
+	p95, failed, rps, slo := []string{"P95"}, []string{"Requests Failed"}, []string{"Throughput"}, []string{"SLO"}
+	hasSLO := false
+	for _, l := range ls {
+		head = append(head, l.label)
+		p95, failed, rps, slo = append(p95, l.p95), append(failed, l.failed), append(rps, l.rps), append(slo, l.pass)
+		hasSLO = hasSLO || l.pass != ""
+	}
+	rows := [][]string{p95, failed, rps}
+	if hasSLO {
+		rows = append(rows, slo)
+	}
+	mdTable(b, head, rows)
+	b.WriteString("\n")
+	for i, l := range r.Levels {
+		if l.Result == nil {
+			continue
+		}
+		full, err := textSummary(l.Result)
+		if err != nil {
+			return fmt.Errorf("level %d: %w", i+1, err)
+		}
+		mdDetails(b, ls[i].label, full)
+	}
+	return nil
+}
