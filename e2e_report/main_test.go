@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -60,12 +61,23 @@ type outcome struct {
 	code           int
 }
 
+// command runs the binary in its own process group, so a run that hangs is
+// killed along with the demo target it started, and its output pipes
+// cannot keep the test waiting.
+func command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = modRoot
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
 func stampede(t *testing.T, args ...string) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = modRoot
+	cmd := command(ctx, args...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -116,9 +128,10 @@ func allRuns(t *testing.T) (healthy, slow, open string) {
 			if r.demo != "" {
 				args = append(args, "--demo", r.demo)
 			}
-			cmd := exec.Command(bin, args...)
-			cmd.Dir = modRoot
-			out, err := cmd.CombinedOutput()
+			// A 5 s plan: a minute is a hang, not a slow machine.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			out, err := command(ctx, args...).CombinedOutput()
+			cancel()
 			var ee *exec.ExitError
 			// Exit 1 is a failed threshold: the slow run is meant to fail.
 			if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {

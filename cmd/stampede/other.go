@@ -94,7 +94,19 @@ GET /votes/{district}/count, GET /healthz, GET /__stats.
 --options makes it misbehave like real systems, e.g.
   pool=4,service=20ms,jitter=5ms,wait=500ms   a small database pool that saturates and times out (503)
   rate_limit=100                               429 above 100 requests/s
-  error_rate=0.01                              every 100th request answers 500`,
+  error_rate=0.01                              every 100th request answers 500
+
+With a real PostgreSQL database instead of the simulated pool (the seeds'
+database bottlenecks, visible in a postgres monitor):
+  db=postgres://user:pass@127.0.0.1:5432/db     keep parties and votes in PostgreSQL
+                                               (a URL or key=value DSN without commas;
+                                               the password is never printed)
+  db_pool=4                                    size of the demo's connection pool (default 8):
+                                               small pools run out first
+  missing_index=true                           leave out the composite index, so the
+                                               duplicate-vote check scans the table
+  db_seed=200000                               filler votes the table starts with
+                                               (default 200000), so a scan costs what it would`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := demo.ParseOptions(opts)

@@ -32,6 +32,8 @@ func newRunCmd() *cobra.Command {
 		out      string
 		demoOpts string
 		quiet    bool
+		monitors []string
+		dist     distFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run PLAN",
@@ -44,12 +46,17 @@ grace period), prints the partial summary and writes a result marked
 partial. A second Ctrl-C writes the partial result at once and exits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet)
+			if dist.workers > 0 {
+				return runWorkers(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet, dist)
+			}
+			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet, dist, monitors)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "result file (default stampede-<name>-<time>.json)")
 	cmd.Flags().StringVar(&demoOpts, "demo", "", `demo target settings when the plan says target: demo, e.g. "pool=4,service=20ms,wait=500ms"`)
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
+	cmd.Flags().StringArrayVar(&monitors, "monitor", nil, monitorFlagHelp)
+	dist.add(cmd.Flags()) // --segment, --start-at, --workers (segments.go)
 	return cmd
 }
 
@@ -65,11 +72,16 @@ func loadPlan(path string) (*plan.Plan, error) {
 		return nil, fail(exitUsage, fmt.Errorf("cannot read plan: %v", err))
 	}
 	var problems []string
-	for _, t := range p.Thresholds {
+	check := append([]plan.Located{}, p.Thresholds...)
+	if p.Gates != nil {
+		check = append(check, p.Gates.SLO...)
+	}
+	for _, t := range check {
 		if _, err := gate.Parse(t.Value); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", t.Pos, err))
 		}
 	}
+	problems = append(problems, run.CheckMonitors(p)...)
 	if len(problems) > 0 {
 		return nil, fail(exitUsage, fmt.Errorf("invalid plan:\n%s", strings.Join(problems, "\n")))
 	}
@@ -123,7 +135,7 @@ func finish(res *result.Result, p *plan.Plan) {
 	res.Indicators = gate.Indicators(res)
 }
 
-func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet bool) error {
+func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet bool, dist distFlags, monitors []string) error {
 	p, err := loadPlan(planPath)
 	if err != nil {
 		return err
@@ -144,6 +156,12 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	defer cancel()
 
 	opts := run.Options{Version: version, TLS: tlsConf}
+	if err := dist.apply(&opts, stderr, p); err != nil {
+		return err
+	}
+	if err := monitorOptions(&opts, stderr, p, monitors); err != nil {
+		return err
+	}
 	if p.Target == "demo" {
 		dopts, err := demo.ParseOptions(demoOpts)
 		if err != nil {
@@ -216,6 +234,7 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 		return fail(exitRun, err)
 	}
 	finish(res, p)
+	dist.unjudge(res, stderr)
 	write(res)
 	if err := report.Text(stdout, res); err != nil {
 		return fail(exitRun, err)
@@ -227,6 +246,9 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 		return fail(exitRun, fmt.Errorf("the result could not be saved to %s: %v", out, werr))
 	}
 	fmt.Fprintf(stderr, "result saved to %s\n", out)
+	if err := dist.emitResult(stdout, res); err != nil {
+		return fail(exitRun, err)
+	}
 	switch {
 	case res.Run.Partial:
 		return fail(exitRun, nil)
@@ -237,7 +259,8 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 }
 
 func describeDemo(o demo.Options) string {
-	if s := o.String(); s != "" {
+	// Redacted: the options may hold the demo database's password.
+	if s := o.Redacted(); s != "" {
 		return s
 	}
 	return "default settings"

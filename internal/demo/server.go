@@ -75,6 +75,8 @@ type Stats struct {
 	InjectedErrors uint64 `json:"injected_errors"`
 	// VotesStored counts accepted votes (201).
 	VotesStored uint64 `json:"votes_stored"`
+	// Kitchen is the restaurant side (hub.go), once it has been used.
+	Kitchen *HubStats `json:"kitchen,omitempty"`
 }
 
 // Server is the demo service. Create it with New; it is safe for concurrent use.
@@ -111,6 +113,13 @@ type Server struct {
 	// db, when set (Open with Options.DB), serves the data routes from
 	// PostgreSQL instead of the simulated pool and the maps above.
 	db *pgStore
+
+	// The restaurant side: kitchen hub and orders (hub.go, orders.go).
+	kitOnce   sync.Once
+	kitMu     sync.Mutex
+	kit       *kitchen
+	kitErr    error
+	kitClosed bool
 }
 
 // New returns a Server for opts, with zero fields set to their defaults.
@@ -146,7 +155,7 @@ func (s *Server) Options() Options { return s.opts }
 
 // Handler returns the service's routes. Routing is done by hand rather than
 // with http.ServeMux so that 404/405 answers are counted like everything else.
-func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.route) }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.total.Add(1)
@@ -410,6 +419,12 @@ func (s *Server) Stats() Stats {
 		InjectedErrors: s.injected.Load(),
 		VotesStored:    s.stored.Load(),
 	}
+	s.kitMu.Lock()
+	if s.kit != nil {
+		ks := s.kit.stats()
+		st.Kitchen = &ks
+	}
+	s.kitMu.Unlock()
 	for i := range s.byRoute {
 		if n := s.byRoute[i].Load(); n > 0 {
 			st.Requests[routeNames[i]] = n

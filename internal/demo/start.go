@@ -61,6 +61,7 @@ func Start(ctx context.Context, addr string, opts Options) (url string, stop fun
 				srv.Close()
 			}
 			stopErr = errors.Join(err, <-served)
+			app.CloseHub()
 			app.Close()
 		})
 	}

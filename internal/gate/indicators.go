@@ -95,6 +95,7 @@ func Indicators(r *result.Result) []result.Indicator {
 		warn("generator_cpu", fmt.Sprintf("Generator CPU was at %.2f%%%s - the generator was CPU bound, so the target may have had more to give; use more cores or split the run into segments", g.CPUUtil*percent, cores),
 			map[string]float64{"cpu_util": g.CPUUtil, "cores": float64(g.Cores), "cpu_s": g.CPUSeconds})
 	}
+	out = append(out, monitorIndicators(r)...)
 	if r.Run.Partial {
 		reason := r.Run.PartialReason
 		if reason == "" {

@@ -71,7 +71,7 @@ func Parse(expr string) (Threshold, error) {
 			return fail(`expected a step name before ":"`)
 		}
 	}
-	i := strings.IndexAny(rest, "<>=!")
+	i := opIndex(rest)
 	if i < 0 {
 		return fail("expected a comparison: METRIC OP VALUE with OP one of < <= > >= ==, such as p95 < 500ms")
 	}
@@ -96,6 +96,9 @@ func Parse(expr string) (Threshold, error) {
 		return fail("expected a value after %q", t.Op)
 	}
 	kind, ok := metricKind(t.Metric)
+	if !ok && isMonitorMetric(t.Metric) {
+		return parseMonitor(t, value)
+	}
 	if !ok {
 		if s := suggest(t.Metric, knownMetrics()); s != "" {
 			return fail("unknown metric %q; did you mean %q?", t.Metric, s)
@@ -351,6 +354,9 @@ func merged(ls []result.Latency) (*hdr.Histogram, error) {
 // Measure returns the metric's value in the threshold's unit and as the
 // report would print it.
 func (t Threshold) Measure(r *result.Result) (float64, string, error) {
+	if t.Kind == Monitor {
+		return t.measureMonitor(r)
+	}
 	s, err := scopeOf(r, t.Step)
 	if err != nil {
 		return 0, "", err

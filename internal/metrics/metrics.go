@@ -32,6 +32,10 @@ type Recorder struct {
 	// Gauges the engine keeps current; sampled at each interval edge.
 	Active   atomic.Int64
 	InFlight atomic.Int64
+	// Connections is the number of open persistent connections; it goes
+	// into the series only when TrackConnections is set before the run.
+	Connections      atomic.Int64
+	TrackConnections bool
 
 	mu     sync.Mutex // guards the series below
 	series result.Series
@@ -232,6 +236,9 @@ func (r *Recorder) Tick(t float64, target float64) {
 	}
 	s.LagP99US = append(s.LagP99US, lag99)
 	s.Target = append(s.Target, target)
+	if r.TrackConnections {
+		s.Connections = append(s.Connections, r.Connections.Load())
+	}
 }
 
 // Snapshot is the recorder's state merged across shards.
@@ -334,6 +341,7 @@ func copySeries(s result.Series) result.Series {
 	c.Dropped = append([]int64(nil), s.Dropped...)
 	c.LagP99US = append([]int64(nil), s.LagP99US...)
 	c.Target = append([]float64(nil), s.Target...)
+	c.Connections = append([]int64(nil), s.Connections...)
 	c.Failed = map[string][]int64{}
 	n := len(s.T)
 	for k, v := range s.Failed {

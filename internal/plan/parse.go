@@ -716,6 +716,9 @@ func (p *parser) scenario(e kv) *Scenario {
 	if requests == 0 && failed == 0 && !s.persistent() {
 		p.errf(e.k, "%s has no request step: expected steps with at least one of %s", what, strings.Join(methods, ", "))
 	}
+	if s.persistent() {
+		p.finishConnection(s, f) // connection.go
+	}
 	s.Captures = len(sc.capOrder)
 	s.CaptureNames = sc.capOrder
 	for i := range sc.dataUsed {

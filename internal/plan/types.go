@@ -39,6 +39,8 @@ type Plan struct {
 	HTTP       HTTPOptions
 	// Gates is the plan's scaling gates (gates.go); nil without a gates key.
 	Gates *Gates
+	// Monitors are the server-side metric sources (monitors.go).
+	Monitors []MonitorSpec
 }
 
 // Located is a string value with the place it was written.

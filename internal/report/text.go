@@ -67,6 +67,7 @@ func Text(w io.Writer, r *result.Result) error {
 	latencyBlock(&b, "Latency Statistics (all requests):", v.all, "no requests")
 	thresholds(&b, r.Thresholds)
 	generator(&b, r.Generator, v.lag)
+	serverMetrics(&b, r)
 	indicators(&b, r.Indicators)
 	_, err = w.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n\n")))
 	if err == nil && b.Len() > 0 {

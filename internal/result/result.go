@@ -25,6 +25,15 @@ type Result struct {
 	// Levels holds one complete result per level of a gates, sweep or
 	// capacity run, in the order they ran.
 	Levels []Level `json:"levels,omitempty"`
+	// Connections summarises the persistent-connection scenarios
+	// (connections.go); nil when the plan has none.
+	Connections *Connections `json:"connections,omitempty"`
+	// Monitors holds the server-side series sampled beside the load, keyed
+	// like "postgres.connections.active", on the clock of Series.
+	Monitors map[string]MonitorSeries `json:"monitors,omitempty"`
+	// MonitorProblems are monitors that could not start, failed samples
+	// and monitors that did not stop in time.
+	MonitorProblems []MonitorProblem `json:"monitor_problems,omitempty"`
 }
 
 // Level is one level of a multi-level run (gates, sweep, capacity search).
@@ -142,6 +151,9 @@ type Series struct {
 	// Target is the intended users (closed) or arrivals/s (open) at the
 	// interval's start.
 	Target []float64 `json:"target"`
+	// Connections is the number of persistent connections (WebSocket,
+	// SignalR) open at the interval's end; absent without any.
+	Connections []int64 `json:"connections,omitempty"`
 }
 
 // Generator is the load generator's account of its own health.

@@ -30,7 +30,7 @@ func (r *runner) runClosed() {
 		if !now.Before(end) {
 			break
 		}
-		want := sched.UsersAt(stages, now.Sub(r.start))
+		want := r.segShare(sched.UsersAt(stages, now.Sub(r.start))) // this segment's share
 		for len(running) < want {
 			cu := closedUser{u: r.newUser(), quit: make(chan struct{})}
 			running = append(running, cu)

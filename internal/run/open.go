@@ -79,7 +79,7 @@ func (s *idleStack) push(w *worker) bool {
 // shifting the schedule.
 func (r *runner) runOpen() {
 	sch := sched.NewArrivals(r.plan.Load.Stages)
-	maxWorkers := r.plan.Load.MaxInFlight
+	maxWorkers := r.segShare(r.plan.Load.MaxInFlight)
 	var idle idleStack
 	var all []*worker
 	dropShard := r.rec.Shard(0)
@@ -90,7 +90,13 @@ func (r *runner) runOpen() {
 	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for k := int64(0); ; k++ {
+	precise := newPreciseSleeper()
+	if precise != nil {
+		defer precise.close()
+	}
+	// A segment fires arrivals k ≡ index (mod count) of the one global
+	// schedule, at that schedule's times (segment.go).
+	for k := r.seg().First(); ; k += r.seg().Step() {
 		at, ok := sch.Time(k)
 		if !ok {
 			// Wait out the rest of the last stage.
@@ -98,19 +104,8 @@ func (r *runner) runOpen() {
 			return
 		}
 		due := r.start.Add(at)
-		if d := time.Until(due); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-r.soft:
-				return
-			}
-		} else {
-			select {
-			case <-r.soft:
-				return
-			default:
-			}
+		if !r.waitUntil(due, timer, precise) {
+			return
 		}
 		a := arrival{sc: r.prog.ScenarioFor(k), intended: due}
 		if w := idle.pop(); w != nil {
@@ -129,6 +124,37 @@ func (r *runner) runOpen() {
 			continue
 		}
 		dropShard.RecordUnfinished(a.sc.FirstRequestStep(), sample.Dropped)
+	}
+}
+
+// preciseBelow is the wait under which the dispatcher sleeps on a timerfd
+// (see preciseSleeper) instead of a Go timer.
+const preciseBelow = 2 * time.Millisecond
+
+// waitUntil sleeps until due; false means the run stopped meanwhile.
+func (r *runner) waitUntil(due time.Time, timer *time.Timer, precise *preciseSleeper) bool {
+	d := time.Until(due)
+	if d > preciseBelow || (d > 0 && precise == nil) {
+		wait := d
+		if precise != nil {
+			wait = d - preciseBelow/2
+		}
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-r.soft:
+			return false
+		}
+		d = time.Until(due)
+	}
+	if d > 0 && precise != nil {
+		precise.sleep(d)
+	}
+	select {
+	case <-r.soft:
+		return false
+	default:
+		return true
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/collect"
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/plan"
@@ -58,6 +60,21 @@ type Options struct {
 	// result of the run so far, for a caller that must exit at once (a
 	// second Ctrl-C).
 	Started func(snapshot func(reason string) *result.Result)
+	// Monitors are the server-side collectors to run beside the load
+	// (monitors.go); nil means the plan's. The generator's own process is
+	// always recorded as well.
+	Monitors []collect.Spec
+	// MonitorWarning, when set, hears each monitor that could not start
+	// (the run goes on without it).
+	MonitorWarning func(msg string)
+	// Segment is this process's part of a distributed test (segment.go);
+	// the zero value runs the whole test.
+	Segment Segment
+	// StartAt, when set, is the wall-clock instant every segment starts
+	// at; the run waits for it, and fails with ErrLateStart when it comes
+	// up more than StartGrace (default DefaultStartGrace) after it.
+	StartAt    time.Time
+	StartGrace time.Duration
 }
 
 // ErrUnreachable means the target refused or did not answer before any
@@ -79,11 +96,16 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if base == "" {
 		base = p.Target
 	}
+	if err := checkSegment(p, o.Segment); err != nil {
+		return nil, err
+	}
 	prog, err := vu.Compile(p, base, "stampede/"+o.Version, o.TLS)
 	if err != nil {
 		return nil, err
 	}
+	prog.SetSegment(o.Segment.Norm().Index, o.Segment.Norm().Count)
 	raiseFDLimit()
+	tuneGC(p)
 	if !o.SkipPreflight {
 		if err := preflight(base); err != nil {
 			return nil, err
@@ -99,11 +121,18 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 			TLS:               o.TLS,
 			NewConnPerRequest: p.HTTP.Reuse == plan.ReusePerRequest,
 			SourceAddrs:       p.HTTP.SourceAddresses,
-			MaxConnsPerHost:   p.HTTP.MaxConnsPerHost,
+			MaxConnsPerHost:   segmentConnCap(p.HTTP.MaxConnsPerHost, o.Segment),
 		}),
 		soft: make(chan struct{}),
 	}
 	defer r.shared.Close()
+	if err := r.startMonitors(ctx); err != nil {
+		return nil, err
+	}
+	defer r.stopMonitors()
+	if err := waitStart(ctx, o); err != nil {
+		return nil, err
+	}
 	return r.run(ctx)
 }
 
@@ -127,6 +156,8 @@ type runner struct {
 	base   string
 	rec    *metrics.Recorder
 	shared *httpc.Shared
+	mon    *monitors
+	conns  *connRunner // connections.go; nil without connection scenarios
 
 	start   time.Time
 	stopped time.Time // when no new work could start any more
@@ -166,7 +197,7 @@ func (r *runner) stop(reason string, partial bool) {
 }
 
 func (r *runner) newUser() *vu.User {
-	id := r.nextID.Add(1)
+	id := r.userID(r.nextID.Add(1))
 	u := r.prog.NewUser(id, r.shared.NewTransport(), r.rec)
 	if t := r.plan.TenantOf(id); t > 0 {
 		u.SetTenant(t)
@@ -179,7 +210,11 @@ func (r *runner) newUser() *vu.User {
 
 func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	r.cpu0 = cpuTime()
-	r.start = time.Now()
+	r.start = r.loadStart(ctx)
+	if !r.opts.StartAt.IsZero() {
+		r.start = r.opts.StartAt // one global schedule for every segment
+	}
+	r.startConnections() // connections.go
 	total := r.plan.Load.Duration()
 	if r.opts.Started != nil {
 		r.opts.Started(func(reason string) *result.Result {
@@ -204,6 +239,8 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	}()
 
 	switch {
+	case !r.prog.HasRequests():
+		r.runIdle() // connection scenarios only
 	case r.plan.Load.Model == plan.Open:
 		r.runOpen()
 	case len(r.plan.Waves) > 0:
@@ -231,8 +268,10 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	for _, u := range r.users {
 		u.Close()
 	}
+	r.stopConnections()
 	close(tickStop)
 	<-tickDone
+	r.finishMonitors(ctx)
 	return r.build(false), nil
 }
 
@@ -251,12 +290,12 @@ func (r *runner) ticker(stop <-chan struct{}, done chan<- struct{}) {
 			t.Stop()
 			// The last, partial interval.
 			el := time.Since(r.start)
-			r.rec.Tick(float64(n-1)*iv.Seconds(), sched.TargetAt(r.plan.Load.Stages, el))
+			r.rec.Tick(float64(n-1)*iv.Seconds(), r.segTarget(el))
 			return
 		case <-t.C:
 		}
 		at := time.Duration(n-1) * iv
-		r.rec.Tick(at.Seconds(), sched.TargetAt(r.plan.Load.Stages, at))
+		r.rec.Tick(at.Seconds(), r.segTarget(at))
 		n++
 		if r.opts.Progress != nil {
 			r.opts.Progress(r.progress(&lastReq))
@@ -325,6 +364,23 @@ func raiseFDLimit() {
 	}
 }
 
+// manyUsers is the user count from which memory per user matters more than
+// the garbage collector's CPU.
+const manyUsers = 1000
+
+// tuneGC keeps the heap tight when a run holds many users. The request
+// path allocates (almost) nothing, so a lower GOGC costs little CPU, while
+// the default lets the heap grow to twice what thousands of idle users
+// need. A GOGC set by the user wins.
+func tuneGC(p *plan.Plan) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return
+	}
+	if p.Load.Model == plan.Closed && sched.MaxTarget(p.Load.Stages) >= manyUsers {
+		debug.SetGCPercent(25)
+	}
+}
+
 // FDLimit is the process's open-files limit after raising it.
 func FDLimit() uint64 {
 	var l syscall.Rlimit
@@ -381,7 +437,7 @@ func (r *runner) build(checkpoint bool) *result.Result {
 		Run: result.RunInfo{
 			Started: r.start, Ended: now, DurationS: dur,
 			Model: r.plan.Load.Model.String(), Paced: r.plan.Load.Pace > 0,
-			Segment: result.Segment{Index: 0, Count: 1},
+			Segment: r.resultSegment(),
 			Partial: partial != "", PartialReason: partial, StopReason: why,
 		},
 		Totals:     snap.Totals,
@@ -401,9 +457,9 @@ func (r *runner) build(checkpoint bool) *result.Result {
 		res.Run.LatencyFrom = "send"
 	}
 	if r.plan.Load.Model == plan.Open {
-		res.Run.PeakRate = sched.MaxTarget(r.plan.Load.Stages)
+		res.Run.PeakRate = sched.MaxTarget(r.plan.Load.Stages) / float64(r.seg().Count)
 	} else {
-		res.Run.MaxUsers = int(sched.MaxTarget(r.plan.Load.Stages))
+		res.Run.MaxUsers = r.segShare(int(sched.MaxTarget(r.plan.Load.Stages)))
 	}
 	cpu := (cpuTime() - r.cpu0).Seconds()
 	cores := runtime.GOMAXPROCS(0)
@@ -416,5 +472,7 @@ func (r *runner) build(checkpoint bool) *result.Result {
 		g.CPUUtil = cpu / (dur * float64(cores))
 	}
 	res.Generator = g
+	r.monitorsInto(res, checkpoint)
+	r.connectionsInto(res)
 	return res
 }

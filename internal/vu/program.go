@@ -66,7 +66,11 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 	weights := make([]int, len(p.Scenarios))
 	for si, ps := range p.Scenarios {
 		sc := &Scenario{Scenario: ps, Index: si, firstReq: -1}
-		weights[si] = ps.Weight
+		if ps.Connection == nil {
+			// Connection scenarios (WebSocket, SignalR) run as populations
+			// of their own (run/connections.go), never as HTTP users.
+			weights[si] = ps.Weight
+		}
 		if ps.Captures > prog.maxCaptures {
 			prog.maxCaptures = ps.Captures
 		}
@@ -99,6 +103,22 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 	prog.order = smoothOrder(weights)
 	return prog, nil
 }
+
+// SetSegment makes the feeders hand out segment index of count's stripe
+// of every data source (rows index, index+count, ...), so the segments of
+// a distributed run never take the same unique row.
+func (p *Program) SetSegment(index, count int) {
+	if count < 1 {
+		index, count = 0, 1
+	}
+	for _, f := range p.Feeders {
+		f.Stride, f.Offset = int64(count), int64(index)
+	}
+}
+
+// HasRequests reports whether any scenario sends requests; a plan of
+// connection scenarios only starts no HTTP users.
+func (p *Program) HasRequests() bool { return len(p.order) > 0 }
 
 // ScenarioFor returns the scenario of user or arrival number k (from 0).
 func (p *Program) ScenarioFor(k int64) *Scenario {
@@ -188,10 +208,13 @@ func smoothOrder(weights []int) []int {
 	cur := make([]int, len(weights))
 	out := make([]int, 0, total)
 	for len(out) < total {
-		best := 0
+		best := -1
 		for i, w := range weights {
+			if w == 0 { // a connection scenario
+				continue
+			}
 			cur[i] += w
-			if cur[i] > cur[best] {
+			if best < 0 || cur[i] > cur[best] {
 				best = i
 			}
 		}

@@ -116,7 +116,7 @@ func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
 // the request steps on a worker goroutine and think on its own small stack.
 func (u *User) Begin(sc *Scenario, intended time.Time) error {
 	for _, di := range sc.DataUsed {
-		row, err := u.prog.Feeders[di].Next(u.rng)
+		row, err := u.prog.Feeders[di].NextFor(u.env.Tenant, u.rng)
 		if err != nil {
 			return err
 		}

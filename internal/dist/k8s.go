@@ -1,0 +1,337 @@
+package dist
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stampede-load/stampede/internal/plan"
+)
+
+// Kubernetes: one test as an Indexed Job. Pod i runs
+// `stampede run /plan/PLAN --segment $(JOB_COMPLETION_INDEX)/N --start-at T
+// --emit-result`; the plan and its data files come from a ConfigMap; the
+// result comes back through the pod's log (emit.go). The objects are built
+// from the typed API structs, so a field name or type that does not exist
+// does not compile.
+
+// Names and defaults of the manifest.
+const (
+	ContainerName = "stampede"
+	PlanMount     = "/plan"
+	// DefaultImage is what the Dockerfile at the repository root builds;
+	// push it where the cluster can pull it and pass --image.
+	DefaultImage = "ghcr.io/stampede-load/stampede:latest"
+	// DefaultK8sStartGrace lets a pod that came up a little after the
+	// start time still run (it follows the global schedule, catching up).
+	DefaultK8sStartGrace = 10 * time.Second
+	// maxConfigMap is the API server's limit on a ConfigMap (1 MiB),
+	// less room for the object's metadata.
+	maxConfigMap = 1000 * 1024
+
+	LabelRun = "stampede.io/run"
+)
+
+// K8s describes the manifest of one distributed run.
+type K8s struct {
+	// Name names the ConfigMap and the Job (default: from the plan name).
+	Name      string
+	Namespace string
+	Image     string
+	Segments  int
+	StartAt   time.Time
+	// StartGrace is how late a pod may start (DefaultK8sStartGrace).
+	StartGrace time.Duration
+	// PlanFile is the plan's path here; the plan's data and TLS files are
+	// taken relative to its directory.
+	PlanFile string
+	// CPU and Memory, when set, are each pod's requests and limits
+	// ("2", "1Gi"): a load generator should own its share of a node.
+	CPU, Memory string
+	// EnvFromSecret, when set, fills ${ENV} references of the plan from
+	// this Secret's keys.
+	EnvFromSecret string
+	// PullPolicy is the image pull policy ("" leaves the cluster default).
+	PullPolicy string
+}
+
+// Manifest is what `stampede k8s` writes and applies.
+type Manifest struct {
+	ConfigMap *corev1.ConfigMap
+	Job       *batchv1.Job
+}
+
+var dnsUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// JobName turns a plan name into a DNS-1123 label short enough for the
+// Job's pod names (Job names are at most 63 characters; the pods' hostnames
+// add the index).
+func JobName(planName string) string {
+	s := dnsUnsafe.ReplaceAllString(strings.ToLower(planName), "-")
+	s = strings.Trim(s, "-")
+	if s == "" {
+		s = "run"
+	}
+	s = "stampede-" + s
+	if len(s) > 52 {
+		s = strings.TrimRight(s[:52], "-")
+	}
+	return s
+}
+
+// planFiles are the files a plan reads besides itself, relative to its
+// directory: data sources and TLS files.
+func planFiles(p *plan.Plan) []string {
+	var files []string
+	for _, ds := range p.Data {
+		files = append(files, ds.File)
+	}
+	for _, f := range []string{p.TLS.CAFile, p.TLS.CertFile, p.TLS.KeyFile} {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// configKey makes a ConfigMap key of a relative path (keys allow only
+// [-._a-zA-Z0-9]); the volume maps each key back to its path.
+func configKey(i int, rel string) string {
+	return fmt.Sprintf("f%d-%s", i, regexp.MustCompile(`[^-._a-zA-Z0-9]+`).ReplaceAllString(filepath.Base(rel), "_"))
+}
+
+// BuildManifest builds the ConfigMap and the Indexed Job for p.
+func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
+	if k.Segments < 1 {
+		return nil, fmt.Errorf("segments: %d, expected at least 1", k.Segments)
+	}
+	if k.StartAt.IsZero() {
+		return nil, errors.New("no start time: every segment needs the same --start-at")
+	}
+	if k.Name == "" {
+		k.Name = JobName(p.Name)
+	}
+	if k.Image == "" {
+		k.Image = DefaultImage
+	}
+	if k.StartGrace <= 0 {
+		k.StartGrace = DefaultK8sStartGrace
+	}
+	if p.Target == "demo" {
+		return nil, errors.New("target: demo runs the demo inside each process; a cluster run needs a real target URL in the plan")
+	}
+	planDir := filepath.Dir(k.PlanFile)
+	planName := filepath.Base(k.PlanFile)
+	src, err := os.ReadFile(k.PlanFile)
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{
+		"app.kubernetes.io/name":      "stampede",
+		"app.kubernetes.io/component": "load-generator",
+		LabelRun:                      k.Name,
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: k.Namespace, Labels: labels},
+		Data:       map[string]string{"plan.yaml": string(src)},
+	}
+	items := []corev1.KeyToPath{{Key: "plan.yaml", Path: planName}}
+	size := len(src)
+	for i, f := range planFiles(p) {
+		rel, err := filepath.Rel(planDir, f)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+			return nil, fmt.Errorf("%s is outside the plan's directory %s: the pods see only the plan's directory; move the file beside the plan (or bake it into the image)", f, planDir)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		size += len(b)
+		key := configKey(i, rel)
+		if strings.HasSuffix(strings.ToLower(rel), ".gz") || !isText(b) {
+			if cm.BinaryData == nil {
+				cm.BinaryData = map[string][]byte{}
+			}
+			cm.BinaryData[key] = b
+		} else {
+			cm.Data[key] = string(b)
+		}
+		items = append(items, corev1.KeyToPath{Key: key, Path: filepath.ToSlash(rel)})
+	}
+	if size > maxConfigMap {
+		return nil, fmt.Errorf("the plan and its files are %d KiB, more than a ConfigMap holds (1 MiB): gzip the CSV files (.csv.gz), or bake them into the image", size/1024)
+	}
+
+	n := int32(k.Segments)
+	args := []string{
+		"run", PlanMount + "/" + planName,
+		"--segment", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", k.Segments),
+		"--start-at", k.StartAt.UTC().Format(time.RFC3339Nano),
+		"--start-grace", k.StartGrace.String(),
+		"--emit-result", "-q", "-o", "/tmp/result.json",
+	}
+	container := corev1.Container{
+		Name:  ContainerName,
+		Image: k.Image,
+		Args:  args,
+		Env: []corev1.EnvVar{{
+			// The Job controller sets this too; declaring it makes the
+			// $(JOB_COMPLETION_INDEX) in args expand by construction.
+			Name: "JOB_COMPLETION_INDEX",
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+				FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}},
+		}},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "plan", MountPath: PlanMount, ReadOnly: true},
+			{Name: "tmp", MountPath: "/tmp"},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             ptr(true),
+			AllowPrivilegeEscalation: ptr(false),
+			ReadOnlyRootFilesystem:   ptr(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	if k.PullPolicy != "" {
+		container.ImagePullPolicy = corev1.PullPolicy(k.PullPolicy)
+	}
+	if k.EnvFromSecret != "" {
+		container.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: k.EnvFromSecret}}}}
+	}
+	if k.CPU != "" || k.Memory != "" {
+		rl := corev1.ResourceList{}
+		if k.CPU != "" {
+			q, err := resource.ParseQuantity(k.CPU)
+			if err != nil {
+				return nil, fmt.Errorf("cpu %q: %v", k.CPU, err)
+			}
+			rl[corev1.ResourceCPU] = q
+		}
+		if k.Memory != "" {
+			q, err := resource.ParseQuantity(k.Memory)
+			if err != nil {
+				return nil, fmt.Errorf("memory %q: %v", k.Memory, err)
+			}
+			rl[corev1.ResourceMemory] = q
+		}
+		container.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
+	}
+	// The Job may run until every pod could have started late and run the
+	// whole plan; past that it is stuck, and the API server stops it.
+	deadline := int64((time.Until(k.StartAt) + k.StartGrace + p.Load.Duration() + p.Load.Grace + 10*time.Minute).Seconds())
+	job := &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: k.Namespace, Labels: labels,
+			Annotations: map[string]string{
+				"stampede.io/plan":     planName,
+				"stampede.io/segments": fmt.Sprint(k.Segments),
+				"stampede.io/start-at": k.StartAt.UTC().Format(time.RFC3339Nano),
+			}},
+		Spec: batchv1.JobSpec{
+			CompletionMode: ptr(batchv1.IndexedCompletion),
+			Completions:    ptr(n),
+			Parallelism:    ptr(n),
+			// A pod that never got to run (evicted or preempted before its
+			// container started) may be replaced once; a replacement that
+			// comes up after the start time plus grace refuses to run.
+			BackoffLimitPerIndex: ptr(int32(1)),
+			// Every segment runs to its end even if another failed: the
+			// merged result is then partial and names the failed ones.
+			MaxFailedIndexes:     nil,
+			PodReplacementPolicy: ptr(batchv1.Failed),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+				{
+					// Once stampede ran, its segment is never retried: it may
+					// have sent part of its share, and a retry would send it
+					// again, shifted in time. Its log still holds its
+					// (partial) result.
+					Action: batchv1.PodFailurePolicyActionFailIndex,
+					OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+						ContainerName: ptr(ContainerName),
+						Operator:      batchv1.PodFailurePolicyOnExitCodesOpNotIn,
+						Values:        []int32{0},
+					},
+				},
+				{
+					// Disrupted before the container ran: replace, without
+					// counting against the per-index backoff.
+					Action: batchv1.PodFailurePolicyActionIgnore,
+					OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
+						{Type: corev1.DisruptionTarget, Status: ptr(corev1.ConditionTrue)},
+					},
+				},
+			}},
+			ActiveDeadlineSeconds: ptr(max(deadline, 60)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					TerminationGracePeriodSeconds: ptr(int64(p.Load.Grace.Seconds()) + 10),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr(true),
+						RunAsUser:      ptr(int64(65532)),
+						RunAsGroup:     ptr(int64(65532)),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{container},
+					Volumes: []corev1.Volume{
+						{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: k.Name},
+							Items:                items,
+						}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+				},
+			},
+		},
+	}
+	return &Manifest{ConfigMap: cm, Job: job}, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func isText(b []byte) bool {
+	return bytes.IndexByte(b, 0) < 0 && strings.ToValidUTF8(string(b), "\uFFFD") == string(b)
+}
+
+// YAML renders the manifest as a multi-document YAML file for kubectl
+// apply -f. Keys come out sorted, so the output is stable.
+func (m *Manifest) YAML() ([]byte, error) {
+	var b bytes.Buffer
+	for i, obj := range []any{m.ConfigMap, m.Job} {
+		y, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(y)
+	}
+	return b.Bytes(), nil
+}
+
+// sortedKeys is for messages and tests.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

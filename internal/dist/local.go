@@ -1,0 +1,235 @@
+// Package dist runs one test as N segments and brings them back together:
+// N processes on this machine (--workers), or N pods of a Kubernetes
+// Indexed Job (k8s.go). Both keep the same contract — each segment is
+// `stampede run PLAN --segment i/N --start-at T`, computes its own share
+// (package segment), writes a normal result, and the results merge
+// exactly into one (package merge), judged once as a whole.
+package dist
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/dist/segment"
+	"github.com/stampede-load/stampede/internal/merge"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// DefaultLead is how far ahead of now local workers are told to start:
+// time enough for every process to load the plan and check the target.
+const DefaultLead = 3 * time.Second
+
+// Local describes N segment processes of one plan on this machine.
+type Local struct {
+	// Bin is the stampede executable the workers run (os.Executable()).
+	Bin  string
+	Plan string
+	// Workers is the number of segments.
+	Workers int
+	// StartAt is the shared start instant (default now + DefaultLead).
+	StartAt time.Time
+	// Dir receives seg-<i>.json and seg-<i>.log for each segment.
+	Dir string
+	// Args are added to every worker's command line (after the plan).
+	Args []string
+	// Env is added to the workers' environment.
+	Env []string
+}
+
+// Outcome is how one segment went.
+type Outcome struct {
+	Segment segment.Segment
+	// File is the segment's result file; Result is nil when it could not
+	// be read (the segment then counts as missing in the merge).
+	File   string
+	Log    string
+	Result *result.Result
+	// ExitCode is the worker's exit status (-1 when it did not run).
+	ExitCode int
+	// Err says why the segment failed; nil for a clean exit.
+	Err error
+}
+
+// Failed reports whether the segment did not finish cleanly.
+func (o Outcome) Failed() bool { return o.Err != nil || o.Result == nil }
+
+// Args returns the command line of worker i (without the executable).
+func (l Local) WorkerArgs(i int, startAt time.Time) []string {
+	args := []string{"run", l.Plan,
+		"--segment", segment.Segment{Index: i, Count: l.Workers}.String(),
+		"--start-at", startAt.UTC().Format(time.RFC3339Nano),
+		"-o", filepath.Join(l.Dir, fmt.Sprintf("seg-%d.json", i)),
+		"-q"}
+	return append(args, l.Args...)
+}
+
+// Run starts the workers, forwards each signal received on sigs to all of
+// them (they run in their own process group, so a terminal's Ctrl-C
+// reaches them only this way, once), and waits for all of them.
+func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error) {
+	if l.Workers < 1 {
+		return nil, fmt.Errorf("workers: %d, expected at least 1", l.Workers)
+	}
+	if err := os.MkdirAll(l.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	startAt := l.StartAt
+	if startAt.IsZero() {
+		startAt = time.Now().Add(DefaultLead)
+	}
+	outs := make([]Outcome, l.Workers)
+	cmds := make([]*exec.Cmd, l.Workers)
+	logs := make([]*os.File, l.Workers)
+	var wg sync.WaitGroup
+	for i := range outs {
+		o := &outs[i]
+		o.Segment = segment.Segment{Index: i, Count: l.Workers}
+		o.File = filepath.Join(l.Dir, fmt.Sprintf("seg-%d.json", i))
+		o.Log = filepath.Join(l.Dir, fmt.Sprintf("seg-%d.log", i))
+		o.ExitCode = -1
+		os.Remove(o.File) // a stale file must not pass for this run's
+		f, err := os.Create(o.Log)
+		if err != nil {
+			o.Err = err
+			continue
+		}
+		logs[i] = f
+		cmd := exec.CommandContext(ctx, l.Bin, l.WorkerArgs(i, startAt)...)
+		cmd.Stdout, cmd.Stderr = f, f
+		cmd.Env = append(os.Environ(), l.Env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			o.Err = fmt.Errorf("start: %w", err)
+			f.Close()
+			continue
+		}
+		cmds[i] = cmd
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := cmd.Wait()
+			o.ExitCode = cmd.ProcessState.ExitCode()
+			if err != nil {
+				o.Err = fmt.Errorf("exit status %d", o.ExitCode)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case s, ok := <-sigs:
+			if !ok {
+				sigs = nil
+				continue
+			}
+			for _, c := range cmds {
+				if c != nil && c.Process != nil {
+					c.Process.Signal(s)
+				}
+			}
+		}
+	}
+	for i := range outs {
+		if logs[i] != nil {
+			logs[i].Close()
+		}
+		o := &outs[i]
+		if r, err := result.Read(o.File); err == nil {
+			o.Result = r
+		} else if o.Err == nil {
+			o.Err = fmt.Errorf("no result: %v", err)
+		}
+		if o.Err != nil {
+			if tail := lastLines(o.Log, 3); tail != "" {
+				o.Err = fmt.Errorf("%w: %s", o.Err, tail)
+			}
+		}
+	}
+	return outs, nil
+}
+
+// lastLines is the end of a worker's log, to say why it failed.
+func lastLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// ErrNoSegments means no segment left a readable result.
+var ErrNoSegments = errors.New("no segment produced a result")
+
+// Merge merges the segments that left a result. A segment that failed or
+// left none makes the merged result partial, and the reason names it and
+// says why; merge itself names segments with no result at all.
+func Merge(outs []Outcome) (*result.Result, error) {
+	var rs []*result.Result
+	var names []string
+	var failed []string
+	for _, o := range outs {
+		if o.Result != nil {
+			rs = append(rs, o.Result)
+			names = append(names, fmt.Sprintf("segment %d/%d", o.Segment.Index, o.Segment.Count))
+		}
+		if o.Err != nil {
+			failed = append(failed, fmt.Sprintf("segment %s failed (%v)", o.Segment, o.Err))
+		}
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoSegments, strings.Join(failed, "; "))
+	}
+	m, err := merge.Options{Names: names}.Results(rs)
+	if err != nil {
+		return nil, err
+	}
+	if len(failed) > 0 {
+		m.Run.Partial = true
+		m.Run.PartialReason = joinReasons(strings.Join(failed, "; "), m.Run.PartialReason)
+	}
+	return m, nil
+}
+
+func joinReasons(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// SummaryOfOutcomes is one line per segment, for the terminal.
+func SummaryOfOutcomes(w io.Writer, outs []Outcome) {
+	var b bytes.Buffer
+	for _, o := range outs {
+		state := "ok"
+		if o.Err != nil {
+			state = "FAILED: " + o.Err.Error()
+		}
+		reqs := int64(0)
+		if o.Result != nil {
+			reqs = o.Result.Totals.Requests
+		}
+		fmt.Fprintf(&b, "  segment %s: %d requests, %s (%s)\n", o.Segment, reqs, state, o.Log)
+	}
+	w.Write(b.Bytes())
+}

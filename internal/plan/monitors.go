@@ -1,0 +1,310 @@
+package plan
+
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Monitor kinds, as written in a plan. They match package collect's, which
+// turns a MonitorSpec into a running monitor (plan imports no other package
+// of ours, so the names are repeated here).
+const (
+	MonitorPostgres   = "postgres"
+	MonitorRedis      = "redis"
+	MonitorPrometheus = "prometheus"
+	MonitorProcess    = "process"
+	MonitorHost       = "host"
+)
+
+// MonitorKinds lists the kinds in the order help text gives them.
+var MonitorKinds = []string{MonitorPostgres, MonitorRedis, MonitorPrometheus, MonitorProcess, MonitorHost}
+
+// MonitorSelf is the name of the generator's own process monitor, which
+// every run records; a plan may not use it for another process.
+const MonitorSelf = "self"
+
+// minMonitorInterval keeps a typo like 1ms from turning a monitor into
+// load; it is collect.MinInterval.
+const minMonitorInterval = 100 * time.Millisecond
+
+// MonitorSpec is one entry of the plan's monitors list: a server-side
+// metric source sampled beside the load. Target has ${ENV} expanded (the
+// plan's Source keeps the reference, so a password from the environment
+// reaches no result file).
+type MonitorSpec struct {
+	Kind string
+	// Target is the postgres URL or DSN, redis address, metrics URL, or
+	// process name or pid; empty for host.
+	Target string
+	// Name tells two monitors of one kind apart in series keys
+	// ("postgres[orders].connections.active").
+	Name     string
+	Interval time.Duration // 0: the default (1s)
+	Timeout  time.Duration // 0: the interval
+	// Required makes a monitor that cannot start stop the run before any
+	// load is sent, instead of a warning.
+	Required bool
+	// Select (prometheus) keeps only the metrics these selectors match.
+	Select []string
+	// Queries (postgres) are extra series: name → SQL returning one number.
+	Queries map[string]string
+	// Pos is where the entry's kind key (or the bare kind) is written.
+	Pos Pos
+}
+
+// Label is the prefix of the monitor's series keys, as package collect
+// builds it: "postgres", "postgres[orders]", "process[nginx]".
+func (m MonitorSpec) Label() string {
+	name := m.Name
+	if m.Kind == MonitorProcess && name == "" {
+		name = m.Target
+	}
+	if name == "" {
+		return m.Kind
+	}
+	return m.Kind + "[" + name + "]"
+}
+
+var monitorOptions = []string{"name", "required", "interval", "timeout", "select", "queries"}
+
+var monitorQueryNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+func init() {
+	topExtensions = append(topExtensions, topExtension{key: "monitors", parse: (*parser).monitors})
+}
+
+func (p *parser) monitors(n *yaml.Node) {
+	items, _ := p.list(n, "monitors")
+	firstLine := map[string]int{}
+	for _, it := range items {
+		m, ok := p.monitor(it)
+		if !ok {
+			continue
+		}
+		l := m.Label()
+		if m.Kind == MonitorProcess && (m.Name == MonitorSelf || m.Name == "" && m.Target == MonitorSelf) {
+			p.errAt(m.Pos, "monitor name %s is reserved for the generator's own process, which every run records: give this process another name", q(MonitorSelf))
+			continue
+		}
+		if line, dup := firstLine[l]; dup {
+			p.errAt(m.Pos, "monitor %s given twice (first at line %d): give one of them a name, such as name: replica", l, line)
+			continue
+		}
+		firstLine[l] = m.Pos.Line
+		p.plan.Monitors = append(p.plan.Monitors, m)
+	}
+}
+
+// monitor reads one entry: a bare kind ("host"), or a mapping with exactly
+// one kind key holding the target and any options beside it.
+func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
+	n = deref(n)
+	m := MonitorSpec{Pos: p.pos(n)}
+	if n.Kind == yaml.ScalarNode && !isNull(n) {
+		s, ok := p.text(n, "monitor")
+		if !ok {
+			return m, false
+		}
+		switch kind := strings.TrimSpace(s); {
+		case kind == MonitorHost:
+			m.Kind = kind
+			return m, true
+		case isMonitorKind(kind):
+			p.errf(n, "monitor %s needs a target: write - %s: %s", kind, kind, monitorExample(kind))
+		default:
+			p.errf(n, "unknown monitor %s: %s", q(s), monitorKindHint(s))
+		}
+		return m, false
+	}
+	if n.Kind != yaml.MappingNode {
+		p.errf(n, "bad monitor: expected host or a mapping such as {redis: 127.0.0.1:6379}, found %s", kindName(n))
+		return m, false
+	}
+	f := p.fields(n, "monitor", append(append([]string{}, MonitorKinds...), monitorOptions...))
+	var kinds []kv
+	for _, k := range MonitorKinds {
+		if e, ok := f[k]; ok {
+			kinds = append(kinds, e)
+		}
+	}
+	switch {
+	case len(kinds) == 0:
+		if p.hintedKind(n) {
+			return m, false
+		}
+		p.errf(n, "monitor has no kind: expected one of %s as a key, such as {redis: 127.0.0.1:6379}", strings.Join(MonitorKinds, ", "))
+		return m, false
+	case len(kinds) > 1:
+		p.errf(kinds[1].k, "one monitor per list item: this one has both %s and %s (start the second with its own -)", kinds[0].key, kinds[1].key)
+		return m, false
+	}
+	e := kinds[0]
+	m.Kind, m.Pos = e.key, p.pos(e.k)
+	ok := true
+	target, tok := p.text(e.v, m.Kind)
+	target = strings.TrimSpace(target)
+	switch {
+	case !tok:
+		ok = false
+	case m.Kind == MonitorHost && target != "":
+		p.errf(e.v, "monitor host takes no target (it watches this machine): write - host")
+		ok = false
+	case m.Kind != MonitorHost && target == "":
+		p.errf(e.k, "monitor %s needs a target, such as %s: %s", m.Kind, m.Kind, monitorExample(m.Kind))
+		ok = false
+	}
+	m.Target = target
+
+	if e, has := f["name"]; has {
+		if s, tok := p.text(e.v, "monitor name"); tok {
+			m.Name = strings.TrimSpace(s)
+			if m.Name == "" {
+				p.errf(e.v, "empty monitor name: leave the key out or give a name such as primary")
+				ok = false
+			}
+		} else {
+			ok = false
+		}
+	}
+	if m.Kind == MonitorProcess && m.Name == "" && strings.ContainsAny(m.Target, "[] \t") {
+		p.errf(e.v, "process %s cannot key a series: add name: with a short name for it", q(m.Target))
+		ok = false
+	}
+	if e, has := f["required"]; has {
+		b, bok := p.boolean(e.v, "required")
+		m.Required, ok = b, ok && bok
+	}
+	if e, has := f["interval"]; has {
+		d, dok := p.duration(e.v, "interval", false)
+		if dok && d < minMonitorInterval {
+			p.errf(e.v, "bad interval %s: monitors sample at most every %v", q(d.String()), minMonitorInterval)
+			dok = false
+		}
+		m.Interval, ok = d, ok && dok
+	}
+	if e, has := f["timeout"]; has {
+		d, dok := p.duration(e.v, "timeout", false)
+		m.Timeout, ok = d, ok && dok
+	}
+	if e, has := f["select"]; has {
+		if m.Kind != MonitorPrometheus {
+			p.errf(e.k, "select applies only to prometheus monitors, not %s", m.Kind)
+			ok = false
+		} else if !p.monitorSelect(&m, e.v) {
+			ok = false
+		}
+	}
+	if e, has := f["queries"]; has {
+		if m.Kind != MonitorPostgres {
+			p.errf(e.k, "queries apply only to postgres monitors, not %s", m.Kind)
+			ok = false
+		} else if !p.monitorQueries(&m, e.v) {
+			ok = false
+		}
+	}
+	return m, ok
+}
+
+// hintedKind reports whether an unknown key of this mapping was already
+// taken for a kind ("postgress" → did you mean postgres?), so the entry is
+// not also reported as having no kind.
+func (p *parser) hintedKind(n *yaml.Node) bool {
+	for _, k := range MonitorKinds {
+		if !p.missing(n, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// monitorSelect accepts one selector or a list of them.
+func (p *parser) monitorSelect(m *MonitorSpec, n *yaml.Node) bool {
+	n = deref(n)
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		var ok bool
+		if items, ok = p.list(n, "select"); !ok {
+			return false
+		}
+	}
+	ok := true
+	for _, it := range items {
+		s, tok := p.text(it, "selector")
+		s = strings.TrimSpace(s)
+		switch {
+		case !tok:
+			ok = false
+		case s == "":
+			p.errf(deref(it), `empty selector: expected a metric name such as node_load1, or one with labels such as 'node_cpu_seconds_total{mode="idle"}'`)
+			ok = false
+		default:
+			m.Select = append(m.Select, s)
+		}
+	}
+	return ok
+}
+
+// monitorQueries reads name: SQL pairs.
+func (p *parser) monitorQueries(m *MonitorSpec, n *yaml.Node) bool {
+	list, ok := p.mapping(n, "queries")
+	if !ok {
+		return false
+	}
+	if len(list) == 0 {
+		p.errf(deref(n), `no queries: expected name: SQL pairs such as {votes: "SELECT count(*) FROM votes"}`)
+		return false
+	}
+	m.Queries = make(map[string]string, len(list))
+	for _, e := range list {
+		if !monitorQueryNameRE.MatchString(e.key) {
+			p.errf(e.k, "bad query name %s: expected lower-case letters, digits and _, starting with a letter (it names the series postgres.query.NAME)", q(e.key))
+			ok = false
+			continue
+		}
+		s, tok := p.text(e.v, "query "+q(e.key))
+		if !tok {
+			ok = false
+			continue
+		}
+		if strings.TrimSpace(s) == "" {
+			p.errf(e.v, "query %s is empty: expected SQL that returns one number", q(e.key))
+			ok = false
+			continue
+		}
+		m.Queries[e.key] = s
+	}
+	return ok
+}
+
+func isMonitorKind(s string) bool {
+	for _, k := range MonitorKinds {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+func monitorKindHint(s string) string {
+	if h := suggest(s, MonitorKinds); h != "" {
+		return "did you mean " + q(h) + "?"
+	}
+	return "expected one of " + strings.Join(MonitorKinds, ", ")
+}
+
+func monitorExample(kind string) string {
+	switch kind {
+	case MonitorPostgres:
+		return "postgres://user:${PGPASSWORD}@127.0.0.1:5432/db"
+	case MonitorRedis:
+		return "127.0.0.1:6379"
+	case MonitorPrometheus:
+		return "http://127.0.0.1:9100/metrics"
+	case MonitorProcess:
+		return "nginx (a process name) or 1234 (a pid)"
+	}
+	return ""
+}

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// selfLabel is the generator's own process, which every run records; the
+// Generator line speaks for it, so the server table leaves it out.
+const selfLabel = "process[self]"
+
+// MonitorRow is one server metric summarised over the steady part.
+type MonitorRow struct {
+	Label, Metric string // "postgres[main]", "connections.active"
+	Unit          string
+	Min, Avg, Max float64
+}
+
+// MonitorTable summarises r's server series over the steady part of the
+// run (result.SteadyWindow), grouped by monitor and sorted. Series at zero
+// throughout are counted in zero rather than listed; series without a
+// sample in the window (a monitor that died) in missing.
+func MonitorTable(r *result.Result) (rows []MonitorRow, from, to float64, zero, missing int) {
+	from, to = r.SteadyWindow()
+	for key, s := range r.Monitors {
+		label, metric := splitMonitorKey(key)
+		if label == selfLabel {
+			continue
+		}
+		st := s.Stats(from, to)
+		switch {
+		case st.N == 0:
+			missing++
+		case st.Min == 0 && st.Max == 0:
+			zero++
+		default:
+			rows = append(rows, MonitorRow{Label: label, Metric: metric, Unit: s.Unit, Min: st.Min, Avg: st.Avg, Max: st.Max})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Label != rows[j].Label {
+			return rows[i].Label < rows[j].Label
+		}
+		return rows[i].Metric < rows[j].Metric
+	})
+	return rows, from, to, zero, missing
+}
+
+// splitMonitorKey splits "postgres[db.main].connections.active" into its
+// monitor label and metric; a name in brackets may itself hold dots.
+func splitMonitorKey(key string) (label, metric string) {
+	i := strings.IndexAny(key, ".[")
+	if i < 0 {
+		return key, ""
+	}
+	if key[i] == '[' {
+		j := strings.IndexByte(key[i:], ']')
+		if j < 0 {
+			return key, ""
+		}
+		i += j + 1
+		if i >= len(key) || key[i] != '.' {
+			return key[:i], strings.TrimPrefix(key[i:], ".")
+		}
+	}
+	return key[:i], key[i+1:]
+}
+
+// serverMetrics writes the server table and the monitors' problems.
+func serverMetrics(b *bytes.Buffer, r *result.Result) {
+	rows, from, to, zero, missing := MonitorTable(r)
+	if len(rows) > 0 || zero > 0 || missing > 0 {
+		title := fmt.Sprintf("Server Metrics (steady part %s-%s):", seconds(from), seconds(to))
+		width := len(title) - 1
+		for _, row := range rows {
+			width = max(width, len(row.Metric)+4)
+		}
+		fmt.Fprintf(b, "%-*s %12s %12s %12s\n", width+2, title, "Min", "Avg", "Max")
+		label := ""
+		for _, row := range rows {
+			if row.Label != label {
+				label = row.Label
+				fmt.Fprintf(b, "  %s\n", label)
+			}
+			fmt.Fprintf(b, "    %-*s %12s %12s %12s\n", width-2, row.Metric,
+				result.FormatMonitorValue(row.Unit, row.Min), result.FormatMonitorValue(row.Unit, row.Avg), result.FormatMonitorValue(row.Unit, row.Max))
+		}
+		var notes []string
+		if zero > 0 {
+			notes = append(notes, fmt.Sprintf("%d series at zero throughout not shown", zero))
+		}
+		if missing > 0 {
+			notes = append(notes, fmt.Sprintf("%d series without a sample in the steady part", missing))
+		}
+		if len(notes) > 0 {
+			fmt.Fprintf(b, "  (%s)\n", strings.Join(notes, "; "))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.MonitorProblems) == 0 {
+		return
+	}
+	b.WriteString("Monitor Problems:\n")
+	for _, p := range r.MonitorProblems {
+		mark := "⚠"
+		if p.Severity == "error" {
+			mark = "✗"
+		}
+		when := "at " + seconds(p.T)
+		if p.Count > 1 {
+			when = fmt.Sprintf("%d times, %s-%s", p.Count, seconds(p.T), seconds(p.LastT))
+		}
+		fmt.Fprintf(b, "  %s %s: %s (%s)\n", mark, p.Monitor, p.Message, when)
+	}
+	b.WriteString("\n")
+}
+
+// seconds writes a time on the run clock: "12s", "-0.8s".
+func seconds(t float64) string {
+	if t == float64(int64(t)) {
+		return fmt.Sprintf("%ds", int64(t))
+	}
+	return fmt.Sprintf("%.1fs", t)
+}

@@ -1,0 +1,41 @@
+package result
+
+// Connections summarises the persistent-connection scenarios of a run
+// (WebSocket and SignalR populations). Their timed operations (negotiate,
+// upgrade, handshake, invoke METHOD, push TARGET, session, ...) are steps
+// of their scenario in Result.Steps, with Group "signalr" or "websocket",
+// and are not part of Totals, which stay the HTTP requests'.
+type Connections struct {
+	Scenarios []ConnScenario `json:"scenarios"`
+}
+
+// ConnScenario is one population of connections.
+type ConnScenario struct {
+	Scenario string `json:"scenario"`
+	Protocol string `json:"protocol"` // "signalr" or "websocket"
+	// Target is the connections the scenario holds at the profile's peak
+	// (this segment's share).
+	Target int `json:"target"`
+	// Attempts is every connection attempt; each either Opened or Failed,
+	// and Failed sums over ByClass.
+	Attempts int64            `json:"attempts"`
+	Opened   int64            `json:"opened"`
+	Failed   int64            `json:"failed"`
+	ByClass  map[string]int64 `json:"by_class"`
+	// PeakOpen is the most connections open at once; OpenAtEnd those
+	// still open when the run ended (and were then closed by us).
+	PeakOpen  int64 `json:"peak_open"`
+	OpenAtEnd int64 `json:"open_at_end"`
+	// Disconnects counts connections that ended, by reason: client_close
+	// (the script or the run ended them), server_close, ping_timeout,
+	// network_reset, protocol_error, write_failed.
+	Disconnects map[string]int64 `json:"disconnects,omitempty"`
+	// Pushes counts server pushes per listened target (SignalR);
+	// OtherPushes those to targets the plan does not listen to.
+	Pushes      map[string]int64 `json:"pushes,omitempty"`
+	OtherPushes int64            `json:"other_pushes,omitempty"`
+	MessagesIn  int64            `json:"messages_in"`
+	MessagesOut int64            `json:"messages_out"`
+	BytesIn     int64            `json:"bytes_in"`
+	BytesOut    int64            `json:"bytes_out"`
+}

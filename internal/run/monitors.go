@@ -1,0 +1,193 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/collect"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// maxMonitorLead bounds how long the load waits for the monitors' first
+// sample, however long a monitor's interval.
+const maxMonitorLead = 5 * time.Second
+
+// MonitorError means a required monitor could not start; no load was sent.
+type MonitorError struct {
+	// Err names each required monitor that failed and why, credentials
+	// removed.
+	Err error
+}
+
+func (e *MonitorError) Error() string {
+	return fmt.Sprintf("a required monitor could not start, so no load was sent:\n%v", e.Err)
+}
+
+func (e *MonitorError) Unwrap() error { return e.Err }
+
+// PlanMonitors turns the plan's monitors into collector specs.
+func PlanMonitors(p *plan.Plan) []collect.Spec {
+	out := make([]collect.Spec, 0, len(p.Monitors))
+	for _, m := range p.Monitors {
+		out = append(out, SpecOf(m))
+	}
+	return out
+}
+
+// SpecOf turns one plan monitor into a collector spec.
+func SpecOf(m plan.MonitorSpec) collect.Spec {
+	return collect.Spec{
+		Kind: m.Kind, Target: m.Target, Name: m.Name,
+		Interval: m.Interval, Timeout: m.Timeout, Required: m.Required,
+		Select: m.Select, Queries: m.Queries,
+	}
+}
+
+// CheckMonitors validates the plan's monitors as the collectors will (URL
+// forms, selector syntax), without connecting to anything. Each problem
+// starts with the monitor's file:line:col.
+func CheckMonitors(p *plan.Plan) []string {
+	var out []string
+	for _, m := range p.Monitors {
+		if err := SpecOf(m).Validate(); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", m.Pos, err))
+		}
+	}
+	return out
+}
+
+// monitors is a run's collectors and the clock they share with the load.
+type monitors struct {
+	set           *collect.Set
+	startProblems []result.MonitorProblem
+
+	// The run clock starts lead after the first reading of it, which
+	// collect.Start makes only once every monitor has connected: so the
+	// first samples land one interval before the load, however long
+	// connecting took, and both sides share one zero.
+	lead time.Duration
+	once sync.Once
+	zero time.Time
+}
+
+func (m *monitors) clock() float64 {
+	return time.Since(m.zeroTime()).Seconds()
+}
+
+func (m *monitors) zeroTime() time.Time {
+	m.once.Do(func() { m.zero = time.Now().Add(m.lead) })
+	return m.zero
+}
+
+// startMonitors connects the monitors the options (or else the plan) name,
+// plus the generator's own process, and starts sampling. A monitor that
+// cannot connect is a warning, unless it is required: then nothing keeps
+// running and the error is a *MonitorError.
+func (r *runner) startMonitors(ctx context.Context) error {
+	specs := r.opts.Monitors
+	if specs == nil {
+		specs = PlanMonitors(r.plan)
+	}
+	m := &monitors{}
+	if at := r.opts.StartAt; !at.IsZero() {
+		// A segment of a distributed test: every segment's clock, the
+		// monitors' included, counts from the agreed start.
+		m.once.Do(func() { m.zero = at })
+	}
+	for _, s := range specs {
+		iv := s.Interval
+		if iv <= 0 {
+			iv = collect.DefaultInterval
+		}
+		m.lead = min(max(m.lead, iv), maxMonitorLead)
+	}
+	all := append(append(make([]collect.Spec, 0, len(specs)+1), specs...), collect.SelfSpec())
+	set, problems, err := collect.Start(ctx, all, m.clock)
+	if err != nil {
+		if set == nil && problems == nil {
+			// An invalid spec: a usage error the caller should have caught.
+			return err
+		}
+		return &MonitorError{Err: err}
+	}
+	m.set, m.startProblems = set, problems
+	if r.opts.MonitorWarning != nil {
+		for _, p := range problems {
+			r.opts.MonitorWarning(p.Message)
+		}
+	}
+	r.mon = m
+	return nil
+}
+
+// loadStart waits for the run clock's zero, one monitor interval after the
+// monitors' first samples, and returns it; without monitors, now.
+func (r *runner) loadStart(ctx context.Context) time.Time {
+	if r.mon == nil {
+		return time.Now()
+	}
+	zero := r.mon.zeroTime()
+	if d := time.Until(zero); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			// Interrupted before the load: start it (and stop it at
+			// once) on the shared clock all the same.
+			t.Stop()
+		}
+	}
+	return zero
+}
+
+// monitorsInto adds the monitor series and problems to a result: a
+// snapshot for checkpoints, everything once the run is over. Stopping
+// never waits long on a stuck monitor (collect.Set.Stop).
+func (r *runner) monitorsInto(res *result.Result, checkpoint bool) {
+	if r.mon == nil {
+		return
+	}
+	var series map[string]result.MonitorSeries
+	var probs []result.MonitorProblem
+	if checkpoint {
+		series, probs = r.mon.set.Snapshot()
+	} else {
+		series, probs = r.mon.set.Stop()
+	}
+	if len(series) > 0 {
+		res.Monitors = series
+	}
+	all := append(append([]result.MonitorProblem(nil), r.mon.startProblems...), probs...)
+	if len(all) > 0 {
+		res.MonitorProblems = all
+	}
+}
+
+// finishMonitors lets the monitors sample one more interval after the
+// load, so the drain shows and a short run still has its last points,
+// then stops them. An interrupted run stops them at once.
+func (r *runner) finishMonitors(ctx context.Context) {
+	if r.mon == nil {
+		return
+	}
+	if r.mon.lead > 0 && ctx.Err() == nil {
+		t := time.NewTimer(r.mon.lead)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	r.stopMonitors()
+}
+
+// stopMonitors ends sampling; it is safe without monitors and more than
+// once.
+func (r *runner) stopMonitors() {
+	if r.mon != nil {
+		r.mon.set.Stop()
+	}
+}

@@ -1,0 +1,123 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/dist/segment"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/sched"
+)
+
+// Segment is this run's part of a distributed test (package segment has
+// the arithmetic). The zero value is the whole test.
+type Segment = segment.Segment
+
+// DefaultStartGrace is how late after Options.StartAt a segment may still
+// start; a later one refuses to run (ErrLateStart).
+const DefaultStartGrace = 2 * time.Second
+
+// ErrLateStart means a segment came up after its start time plus the grace
+// period. Running it would shift its share of the load against the other
+// segments', so it does not run at all.
+var ErrLateStart = errors.New("segment started too late")
+
+// checkSegment refuses what a segment cannot split exactly yet.
+func checkSegment(p *plan.Plan, seg Segment) error {
+	seg = seg.Norm()
+	if err := seg.Validate(); err != nil {
+		return err
+	}
+	if seg.IsWhole() {
+		return nil
+	}
+	if p.Load.Model == plan.Open && p.Load.MaxInFlight < seg.Count {
+		return fmt.Errorf("segment %s: max_in_flight %d is smaller than the %d segments, so some would have no slot: raise it to at least %d",
+			seg, p.Load.MaxInFlight, seg.Count, seg.Count)
+	}
+	if len(p.Waves) > 0 {
+		return fmt.Errorf("segment %s: plans with tenant waves cannot be split into segments yet (each segment would run every wave's users)", seg)
+	}
+	return nil
+}
+
+// waitStart waits until o.StartAt. It fails with ErrLateStart when the
+// instant passed more than the grace period ago, and with ctx's error when
+// the wait is cancelled.
+func waitStart(ctx context.Context, o Options) error {
+	if o.StartAt.IsZero() {
+		return nil
+	}
+	grace := o.StartGrace
+	if grace <= 0 {
+		grace = DefaultStartGrace
+	}
+	late := time.Since(o.StartAt)
+	if late > grace {
+		return fmt.Errorf("%w: segment %s came up %v after the start time %s (grace %v); it did not run, so its share is missing rather than shifted",
+			ErrLateStart, o.Segment.Norm(), late.Round(time.Millisecond), o.StartAt.Format(time.RFC3339Nano), grace)
+	}
+	if late >= 0 {
+		return nil
+	}
+	t := time.NewTimer(-late)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cancelled while waiting for the start time %s: %w", o.StartAt.Format(time.RFC3339), ctx.Err())
+	}
+}
+
+func (r *runner) seg() Segment { return r.opts.Segment.Norm() }
+
+// segShare is this segment's part of a count of users or slots.
+func (r *runner) segShare(v int) int { return r.seg().ShareInt(v) }
+
+// userID maps the local-th user this process starts to its id in the whole
+// test, which decides its scenario and tenant (segment.UserID).
+func (r *runner) userID(local int64) int64 {
+	s := r.seg()
+	if s.IsWhole() {
+		return local
+	}
+	var peak int64
+	if r.plan.Load.Model == plan.Open {
+		peak = int64(r.plan.Load.MaxInFlight)
+	} else {
+		peak = segment.PeakUsers(r.plan.Load.Stages)
+	}
+	return s.UserID(local, peak)
+}
+
+func (r *runner) resultSegment() result.Segment {
+	s := r.seg()
+	return result.Segment{Index: s.Index, Count: s.Count}
+}
+
+// segUsersAt is this segment's part of the users the profile runs at t.
+func (r *runner) segUsersAt(stages []plan.Stage, t time.Duration) int {
+	return r.segShare(sched.UsersAt(stages, t))
+}
+
+// segTarget is this segment's part of the profile's target at t, for the
+// series (merging the segments' series then sums to the whole's target).
+func (r *runner) segTarget(t time.Duration) float64 {
+	if r.plan.Load.Model == plan.Open {
+		return sched.TargetAt(r.plan.Load.Stages, t) / float64(r.seg().Count)
+	}
+	return float64(r.segUsersAt(r.plan.Load.Stages, t))
+}
+
+// segmentConnCap is a segment's part of a per-host connection cap; a cap
+// stays a cap (at least 1) however many segments share it.
+func segmentConnCap(c int, seg Segment) int {
+	if c <= 0 {
+		return c
+	}
+	return max(1, seg.Norm().ShareInt(c))
+}
