@@ -154,19 +154,25 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	if err != nil {
 		return fail(exitRun, err)
 	}
+	return mergeAndJudge(stdout, stderr, outs, func(m *result.Result) { finish(m, p) }, out)
+}
+
+// mergeAndJudge merges the segments' results, judges the plan's thresholds
+// on the whole, saves and prints it: the end of --workers and of k8s --apply.
+func mergeAndJudge(stdout, stderr io.Writer, outs []dist.Outcome, judge func(*result.Result), out string) error {
 	dist.SummaryOfOutcomes(stderr, outs)
 	m, err := dist.Merge(outs)
 	if err != nil {
 		return fail(exitRun, err)
 	}
-	finish(m, p)
+	judge(m)
 	if err := result.Write(out, m); err != nil {
 		return fail(exitRun, fmt.Errorf("the merged result could not be saved to %s: %v", out, err))
 	}
 	if err := report.Text(stdout, m); err != nil {
 		return fail(exitRun, err)
 	}
-	fmt.Fprintf(stderr, "merged result of %d segments saved to %s\n", d.workers, out)
+	fmt.Fprintf(stderr, "merged result of %d segments saved to %s\n", len(outs), out)
 	switch {
 	case m.Run.Partial:
 		return fail(exitRun, fmt.Errorf("the merged result is partial: %s", m.Run.PartialReason))

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -65,6 +64,9 @@ type K8s struct {
 	EnvFromSecret string
 	// PullPolicy is the image pull policy ("" leaves the cluster default).
 	PullPolicy string
+	// Now is when the manifest is made (default time.Now()); the Job's
+	// deadline counts from it.
+	Now time.Time
 }
 
 // Manifest is what `stampede k8s` writes and applies.
@@ -233,7 +235,10 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 	}
 	// The Job may run until every pod could have started late and run the
 	// whole plan; past that it is stuck, and the API server stops it.
-	deadline := int64((time.Until(k.StartAt) + k.StartGrace + p.Load.Duration() + p.Load.Grace + 10*time.Minute).Seconds())
+	if k.Now.IsZero() {
+		k.Now = time.Now()
+	}
+	deadline := int64((k.StartAt.Sub(k.Now) + k.StartGrace + p.Load.Duration() + p.Load.Grace + 10*time.Minute).Seconds())
 	job := &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: k.Namespace, Labels: labels,
@@ -272,7 +277,7 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 					// counting against the per-index backoff.
 					Action: batchv1.PodFailurePolicyActionIgnore,
 					OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
-						{Type: corev1.DisruptionTarget, Status: ptr(corev1.ConditionTrue)},
+						{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue},
 					},
 				},
 			}},
@@ -324,14 +329,4 @@ func (m *Manifest) YAML() ([]byte, error) {
 		b.Write(y)
 	}
 	return b.Bytes(), nil
-}
-
-// sortedKeys is for messages and tests.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -60,10 +60,16 @@ type Outcome struct {
 	Err error
 }
 
+// Name is how messages call the segment: "segment 2 of 4 (index 1)", in
+// the words of package merge, with the index pods and --segment use.
+func (o Outcome) Name() string {
+	return fmt.Sprintf("segment %d of %d (index %d)", o.Segment.Index+1, o.Segment.Count, o.Segment.Index)
+}
+
 // Failed reports whether the segment did not finish cleanly.
 func (o Outcome) Failed() bool { return o.Err != nil || o.Result == nil }
 
-// Args returns the command line of worker i (without the executable).
+// WorkerArgs returns the command line of worker i (without the executable).
 func (l Local) WorkerArgs(i int, startAt time.Time) []string {
 	args := []string{"run", l.Plan,
 		"--segment", segment.Segment{Index: i, Count: l.Workers}.String(),
@@ -187,10 +193,10 @@ func Merge(outs []Outcome) (*result.Result, error) {
 	for _, o := range outs {
 		if o.Result != nil {
 			rs = append(rs, o.Result)
-			names = append(names, fmt.Sprintf("segment %d/%d", o.Segment.Index, o.Segment.Count))
+			names = append(names, o.Name())
 		}
 		if o.Err != nil {
-			failed = append(failed, fmt.Sprintf("segment %s failed (%v)", o.Segment, o.Err))
+			failed = append(failed, fmt.Sprintf("%s failed (%v)", o.Name(), o.Err))
 		}
 	}
 	if len(rs) == 0 {
@@ -229,7 +235,7 @@ func SummaryOfOutcomes(w io.Writer, outs []Outcome) {
 		if o.Result != nil {
 			reqs = o.Result.Totals.Requests
 		}
-		fmt.Fprintf(&b, "  segment %s: %d requests, %s (%s)\n", o.Segment, reqs, state, o.Log)
+		fmt.Fprintf(&b, "  %s: %d requests, %s (%s)\n", o.Name(), reqs, state, o.Log)
 	}
 	w.Write(b.Bytes())
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/stampede-load/stampede/internal/result"
@@ -121,8 +122,10 @@ func serverMetrics(b *bytes.Buffer, r *result.Result) {
 
 // seconds writes a time on the run clock: "12s", "-0.8s".
 func seconds(t float64) string {
-	if t == float64(int64(t)) {
-		return fmt.Sprintf("%ds", int64(t))
+	s := strconv.FormatFloat(t, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	if s == "-0" {
+		s = "0"
 	}
-	return fmt.Sprintf("%.1fs", t)
+	return s + "s"
 }

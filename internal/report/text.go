@@ -63,6 +63,7 @@ func Text(w io.Writer, r *result.Result) error {
 	summary(&b, r)
 	errorBreakdown(&b, r.Totals.ByClass)
 	requestTypes(&b, r.Steps, v.steps)
+	connections(&b, r) // connections.go
 	latencyBlock(&b, "Latency Statistics (successful requests only):", v.ok, "no successful requests")
 	latencyBlock(&b, "Latency Statistics (all requests):", v.all, "no requests")
 	thresholds(&b, r.Thresholds)

@@ -3,6 +3,7 @@ package result
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // minSteadyIntervals is the shortest plateau taken as the steady part; a
@@ -74,6 +75,14 @@ func FormatMonitorValue(unit string, v float64) string {
 }
 
 func formatNum(v float64) string {
+	s := formatNumSigned(v)
+	if strings.HasPrefix(s, "-") && strings.Trim(s, "-0.") == "" {
+		return s[1:] // a rounding speck below zero reads as "-0.00"
+	}
+	return s
+}
+
+func formatNumSigned(v float64) string {
 	a := math.Abs(v)
 	switch {
 	case a == math.Trunc(a) && a < 1e15:

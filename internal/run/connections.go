@@ -39,7 +39,7 @@ const (
 	pollEvery        = 250 * time.Millisecond
 	// closeParallel bounds the concurrent polite closes at the end of a
 	// run, each of which may wait for the peer's close frame.
-	closeParallel = 2048
+	closeParallel = 4096
 )
 
 type slotState uint8
@@ -135,7 +135,7 @@ func (r *runner) startConnections() {
 		ids[i] = map[string]int{}
 		for _, name := range connSteps(sc) {
 			ids[i][name] = len(infos)
-			infos = append(infos, metrics.StepInfo{Scenario: sc.Name, Name: name, Group: sc.Connection.Kind})
+			infos = append(infos, metrics.StepInfo{Scenario: sc.Name, Name: name, Group: groupName[sc.Connection.Kind]})
 		}
 	}
 	cr.rec = metrics.New(infos, r.opts.Interval.Seconds())
@@ -162,6 +162,9 @@ func (r *runner) startConnections() {
 	r.conns = cr
 	go cr.loop()
 }
+
+// groupName is the report group of a protocol's steps.
+var groupName = map[string]string{plan.KindSignalR: "SignalR", plan.KindWebSocket: "WebSocket"}
 
 // tenantOfSlot gives per_tenant populations K consecutive slots per
 // tenant (a restaurant's devices come up together on a ramp) and spreads a
@@ -500,13 +503,12 @@ func (p *population) holdOver(ctx context.Context, s *slot) {
 func (p *population) closeSlot(_ context.Context, s *slot) {
 	switch {
 	case s.sr != nil:
-		s.sr.Close()
-		d := s.sr.Disconnect()
-		if d != nil && d.Reason != ws.ClientClose {
-			// It ended on its own before our close got there.
+		if d := s.sr.Disconnect(); d != nil {
+			// It ended on its own before we came to close it.
 			p.rec.Record("session", d.Class, time.Since(s.since), d)
 		} else {
 			p.rec.Record("session", sample.OK, time.Since(s.since), nil)
+			s.sr.Close()
 		}
 	case s.wc != nil:
 		p.closeWS(s, 1000, "")
@@ -516,14 +518,14 @@ func (p *population) closeSlot(_ context.Context, s *slot) {
 }
 
 func (p *population) closeWS(s *slot, code int, reason string) {
-	s.wc.Close(code, reason)
-	d := s.wc.Disconnect()
-	if d != nil && d.Reason != ws.ClientClose {
+	if d := s.wc.Disconnect(); d != nil {
+		// It ended on its own before we came to close it.
 		p.rec.Record("session", d.Class, time.Since(s.since), d)
 	} else {
 		p.rec.Record("session", sample.OK, time.Since(s.since), nil)
+		s.wc.Close(code, reason)
 	}
-	p.wsEnded(d)
+	p.wsEnded(s.wc.Disconnect())
 }
 
 func (p *population) connectWS(ctx context.Context, s *slot) {

@@ -64,10 +64,12 @@ type monitors struct {
 	set           *collect.Set
 	startProblems []result.MonitorProblem
 
-	// The run clock starts lead after the first reading of it, which
+	// The monitors' clock starts lead after its first reading, which
 	// collect.Start makes only once every monitor has connected: so the
 	// first samples land one interval before the load, however long
-	// connecting took, and both sides share one zero.
+	// connecting took. The load starts at that zero, or as soon after it
+	// as it can; monitorsInto moves the series onto the load's clock by
+	// the difference, so both sides share one zero exactly.
 	lead time.Duration
 	once sync.Once
 	zero time.Time
@@ -123,24 +125,23 @@ func (r *runner) startMonitors(ctx context.Context) error {
 	return nil
 }
 
-// loadStart waits for the run clock's zero, one monitor interval after the
-// monitors' first samples, and returns it; without monitors, now.
+// loadStart waits for the monitors' zero, one interval after their first
+// samples, and returns the load's start: now.
 func (r *runner) loadStart(ctx context.Context) time.Time {
 	if r.mon == nil {
 		return time.Now()
 	}
-	zero := r.mon.zeroTime()
-	if d := time.Until(zero); d > 0 {
+	if d := time.Until(r.mon.zeroTime()); d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			// Interrupted before the load: start it (and stop it at
-			// once) on the shared clock all the same.
+			// once) all the same.
 			t.Stop()
 		}
 	}
-	return zero
+	return time.Now()
 }
 
 // monitorsInto adds the monitor series and problems to a result: a
@@ -157,10 +158,29 @@ func (r *runner) monitorsInto(res *result.Result, checkpoint bool) {
 	} else {
 		series, probs = r.mon.set.Stop()
 	}
+	all := append(append([]result.MonitorProblem(nil), r.mon.startProblems...), probs...)
+	// Onto the load's clock: t = 0 where the load started.
+	if off := r.start.Sub(r.mon.zeroTime()).Seconds(); off != 0 {
+		shifted := make(map[string]result.MonitorSeries, len(series))
+		for k, s := range series {
+			t := make([]float64, len(s.T))
+			for i, v := range s.T {
+				t[i] = v - off
+			}
+			s.T = t
+			shifted[k] = s
+		}
+		series = shifted
+		for i := range all {
+			all[i].T -= off
+			if all[i].LastT != 0 {
+				all[i].LastT -= off
+			}
+		}
+	}
 	if len(series) > 0 {
 		res.Monitors = series
 	}
-	all := append(append([]result.MonitorProblem(nil), r.mon.startProblems...), probs...)
 	if len(all) > 0 {
 		res.MonitorProblems = all
 	}

@@ -121,6 +121,9 @@ type Conn struct {
 	partialLen atomic.Int64 // its length, for Closed on other goroutines
 
 	state atomic.Int32 // stateNew, stateOpen, stateEnded
+	// closing is set by Close before the Close message goes out: a server
+	// that hangs up on reading it ends a connection we were ending.
+	closing atomic.Bool
 
 	mu     sync.Mutex
 	hs     chan error // handshake outcome, nil once delivered
@@ -394,6 +397,7 @@ func (c *Conn) Send(method string, args ...any) error {
 // close frame.
 func (c *Conn) Close() error {
 	if c.ws.Disconnect() == nil {
+		c.closing.Store(true)
 		c.send(closeRecord)
 	}
 	return c.ws.Close(1000, "")
@@ -433,7 +437,11 @@ func (c *Conn) Closed(_ *ws.Conn, d *ws.Disconnect) *ws.Disconnect {
 	hs := c.hs
 	c.hs = nil
 	c.mu.Unlock()
-	if sd != nil {
+	if c.closing.Load() && (d.Reason == ws.NetworkReset || d.Reason == ws.ServerClose && sd == nil) {
+		// The server answered our Close message by hanging up (with or
+		// without a close frame): the end we asked for.
+		d = &ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK}
+	} else if sd != nil {
 		d = sd
 	} else if n := c.partialLen.Load(); n > 0 && d.Reason != ws.ClientClose {
 		d = &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Code: d.Code, Err: d,

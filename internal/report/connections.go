@@ -1,0 +1,73 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/sample"
+)
+
+// connections writes the persistent-connection populations (WebSocket,
+// SignalR): how many connected, how they ended, what the server pushed.
+// Their timed operations are in the Request Type Breakdown as steps.
+func connections(b *bytes.Buffer, r *result.Result) {
+	c := r.Connections
+	if c == nil || len(c.Scenarios) == 0 {
+		return
+	}
+	b.WriteString("Connections:\n")
+	for _, s := range c.Scenarios {
+		line := fmt.Sprintf("  %s (%s): %d attempts, %d opened, %d failed", s.Scenario, s.Protocol, s.Attempts, s.Opened, s.Failed)
+		if fl := failureList(s.ByClass, sample.OK); s.Failed > 0 && len(fl) > 0 {
+			line += " (" + strings.Join(fl, ", ") + ")"
+		}
+		fmt.Fprintf(b, "%s; peak %d open of %d\n", line, s.PeakOpen, s.Target)
+		if len(s.Disconnects) > 0 {
+			fmt.Fprintf(b, "    Disconnects: %s\n", connCounts(s.Disconnects))
+		}
+		if len(s.Pushes) > 0 || s.OtherPushes > 0 {
+			p := connCounts(s.Pushes)
+			if s.OtherPushes > 0 {
+				if p != "" {
+					p += ", "
+				}
+				p += fmt.Sprintf("%d to other targets", s.OtherPushes)
+			}
+			fmt.Fprintf(b, "    Pushes: %s\n", p)
+		}
+		fmt.Fprintf(b, "    Messages: %d in (%s), %d out (%s)\n", s.MessagesIn, connBytes(s.BytesIn), s.MessagesOut, connBytes(s.BytesOut))
+	}
+	b.WriteString("\n")
+}
+
+// connCounts lists name counts, largest first, then by name.
+func connCounts(m map[string]int64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if m[names[i]] != m[names[j]] {
+			return m[names[i]] > m[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, m[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func connBytes(n int64) string {
+	switch {
+	case n >= 10<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 10<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
