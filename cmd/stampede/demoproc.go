@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// demoOptionsEnv carries the demo's options to the child process.
+const demoOptionsEnv = "STAMPEDE_DEMO_OPTIONS"
+
 // startDemoProcess serves the demo target from a child process rather than
 // in ours: on a shared machine the target's CPU would otherwise be counted
 // as the generator's, and the generator-health figures would lie.
@@ -18,7 +21,10 @@ func startDemoProcess(options string) (url string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(exe, "demo", "--addr", "127.0.0.1:0", "--options", options, "--print-url")
+	cmd := exec.Command(exe, "demo", "--addr", "127.0.0.1:0", "--print-url")
+	// Options travel in the environment, not argv, because they may hold a
+	// database password and argv is visible to every user in ps.
+	cmd.Env = append(os.Environ(), demoOptionsEnv+"="+options)
 	// The child must not outlive us, even if we are killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Stderr = os.Stderr

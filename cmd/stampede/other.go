@@ -109,6 +109,9 @@ database bottlenecks, visible in a postgres monitor):
                                                (default 200000), so a scan costs what it would`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts == "" {
+				opts = os.Getenv(demoOptionsEnv)
+			}
 			o, err := demo.ParseOptions(opts)
 			if err != nil {
 				return fail(exitUsage, fmt.Errorf("--options: %v", err))
