@@ -84,9 +84,9 @@ type population struct {
 	wsOp atomic.Int64 // open WebSocket connections
 	disc [ws.NumReasons]atomic.Int64
 
-	opened, failed atomic.Int64
-	byClass                  [sample.NumClasses]atomic.Int64
-	peak, openAtEnd          atomic.Int64
+	opened, failed  atomic.Int64
+	byClass         [sample.NumClasses]atomic.Int64
+	peak, openAtEnd atomic.Int64
 }
 
 func (p *population) open() int64 {

@@ -389,7 +389,7 @@ func TestTenantOfSlot(t *testing.T) {
 		want      int
 	}{
 		{per, 0, 3, 1}, {per, 1, 3, 1}, {per, 2, 3, 2}, {per, 5, 3, 3}, // K consecutive per tenant
-		{per, 6, 3, 1},                                                 // wraps
+		{per, 6, 3, 1},                                       // wraps
 		{fixed, 0, 3, 1}, {fixed, 1, 3, 2}, {fixed, 3, 3, 1}, // spread over the pool
 		{fixed, 4, 0, 0}, // no pool
 	} {

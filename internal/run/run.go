@@ -364,8 +364,8 @@ func raiseFDLimit() {
 	}
 }
 
-// manyUsers is the user count from which memory per user matters more than
-// the garbage collector's CPU.
+// manyUsers is the count of users plus held connections from which memory
+// per user matters more than the garbage collector's CPU.
 const manyUsers = 1000
 
 // tuneGC keeps the heap tight when a run holds many users. The request
@@ -376,7 +376,16 @@ func tuneGC(p *plan.Plan) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return
 	}
-	if p.Load.Model == plan.Closed && sched.MaxTarget(p.Load.Stages) >= manyUsers {
+	held := 0
+	if p.Load.Model == plan.Closed {
+		held = int(sched.MaxTarget(p.Load.Stages))
+	}
+	for _, sc := range p.Scenarios {
+		if sc.Connection != nil {
+			held += sc.Connection.Count(p.Tenants)
+		}
+	}
+	if held >= manyUsers {
 		debug.SetGCPercent(25)
 	}
 }
