@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/e2etest"
+
 	"github.com/stampede-load/stampede/internal/result"
 )
 
 // classesRun is one run of the status-class plan, shared by
 // TestClassCounts and TestReport.
 type classesRun struct {
-	out      outcome
+	out      e2etest.Outcome
 	resPath  string
 	byPath   map[string]int64 // server-side counts
 	failSafe string           // set when the run itself could not be made
@@ -50,7 +52,7 @@ func getClassesRun(t *testing.T) classesRun {
 			fmt.Fprintf(&b, "  %s:\n    weight: 1\n    steps:\n      - think: 5ms\n      - {name: %s, get: %s, expect: {status: 200}}\n", c.scenario, c.scenario, c.path)
 		}
 		b.WriteString("load:\n  stages:\n    - {duration: 2s, users: 8}\n")
-		dir := filepath.Join(shared, "classes")
+		dir := filepath.Join(e2etest.Shared, "classes")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			classes.failSafe = err.Error()
 			return
@@ -64,7 +66,7 @@ func getClassesRun(t *testing.T) classesRun {
 		// A subtest-free run: use t only for the process helpers' fatal
 		// paths, which end this test and leave failSafe explaining why.
 		classes.failSafe = "the run did not finish (see the first test that ran it)"
-		classes.out = stampede(t, 30*time.Second, dir, "run", planPath, "-o", classes.resPath)
+		classes.out = e2etest.Stampede(t, 30*time.Second, dir, "run", planPath, "-o", classes.resPath)
 		classes.byPath = map[string]int64{}
 		for _, c := range classPaths {
 			classes.byPath[c.path] = counts.get(c.path)
@@ -83,10 +85,10 @@ func getClassesRun(t *testing.T) classesRun {
 func TestClassCounts(t *testing.T) {
 	t.Parallel()
 	cr := getClassesRun(t)
-	if cr.out.code != 0 {
+	if cr.out.Code != 0 {
 		t.Fatalf("a plan without thresholds: want exit 0, got:\n%s", cr.out)
 	}
-	res := readResult(t, cr.resPath)
+	res := e2etest.ReadResult(t, cr.resPath)
 	checkSums(t, res)
 	if res.Run.Partial {
 		t.Errorf("complete run marked partial: %q", res.Run.PartialReason)
@@ -130,7 +132,7 @@ func TestClassCounts(t *testing.T) {
 	}
 
 	// The text summary on stdout.
-	s := cr.out.stdout
+	s := cr.out.Stdout
 	if got, want := summaryInt(t, s, "Rate Limited (429):"), cr.byPath["/limited"]; got != want {
 		t.Errorf("summary: Rate Limited (429): %d, want %d", got, want)
 	}
@@ -153,11 +155,11 @@ func TestClassCounts(t *testing.T) {
 func TestReport(t *testing.T) {
 	t.Parallel()
 	cr := getClassesRun(t)
-	res := readResult(t, cr.resPath)
+	res := e2etest.ReadResult(t, cr.resPath)
 
 	t.Run("text", func(t *testing.T) {
-		o := stampede(t, 20*time.Second, "", "report", cr.resPath, "--format", "text")
-		if o.code != 0 {
+		o := e2etest.Stampede(t, 20*time.Second, "", "report", cr.resPath, "--format", "text")
+		if o.Code != 0 {
 			t.Fatalf("report --format text:\n%s", o)
 		}
 		for label, want := range map[string]int64{
@@ -167,27 +169,27 @@ func TestReport(t *testing.T) {
 			"Server Errors (5xx):": cr.byPath["/unavailable"],
 			"Client Errors (4xx):": cr.byPath["/missing"],
 		} {
-			if got := summaryInt(t, o.stdout, label); got != want {
+			if got := summaryInt(t, o.Stdout, label); got != want {
 				t.Errorf("report: %s %d, want %d", label, got, want)
 			}
 		}
 		// The run's own summary and the report agree line for line on the
 		// counts (the report is the same renderer over the same file).
 		for _, label := range []string{"Total Requests:", "Successful:", "Failed:", "Rate Limited (429):", "Server Errors (5xx):", "Client Errors (4xx):"} {
-			if a, b := summaryInt(t, cr.out.stdout, label), summaryInt(t, o.stdout, label); a != b {
+			if a, b := summaryInt(t, cr.out.Stdout, label), summaryInt(t, o.Stdout, label); a != b {
 				t.Errorf("%s run summary %d, report %d", label, a, b)
 			}
 		}
 	})
 
 	t.Run("json", func(t *testing.T) {
-		o := stampede(t, 20*time.Second, "", "report", cr.resPath, "--format", "json")
-		if o.code != 0 {
+		o := e2etest.Stampede(t, 20*time.Second, "", "report", cr.resPath, "--format", "json")
+		if o.Code != 0 {
 			t.Fatalf("report --format json:\n%s", o)
 		}
 		var got result.Result
-		if err := json.Unmarshal([]byte(o.stdout), &got); err != nil {
-			t.Fatalf("report --format json is not JSON: %v\n%.2000s", err, o.stdout)
+		if err := json.Unmarshal([]byte(o.Stdout), &got); err != nil {
+			t.Fatalf("report --format json is not JSON: %v\n%.2000s", err, o.Stdout)
 		}
 		if got.Totals.Requests != res.Totals.Requests || got.Totals.Failed != res.Totals.Failed {
 			t.Errorf("json report totals %d/%d, result %d/%d", got.Totals.Requests, got.Totals.Failed, res.Totals.Requests, res.Totals.Failed)
@@ -208,15 +210,15 @@ func TestReport(t *testing.T) {
 		if err := os.WriteFile(bad, b[:len(b)/2], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		o := stampede(t, 20*time.Second, "", "report", bad, "--format", "text")
-		if o.code != 2 {
-			t.Errorf("report of a truncated file: exit %d, want 2\n%s", o.code, o)
+		o := e2etest.Stampede(t, 20*time.Second, "", "report", bad, "--format", "text")
+		if o.Code != 2 {
+			t.Errorf("report of a truncated file: exit %d, want 2\n%s", o.Code, o)
 		}
-		if !strings.Contains(o.stderr, bad) && !strings.Contains(o.stderr, "truncated.json") {
-			t.Errorf("stderr does not name the file %s:\n%s", bad, o.stderr)
+		if !strings.Contains(o.Stderr, bad) && !strings.Contains(o.Stderr, "truncated.json") {
+			t.Errorf("stderr does not name the file %s:\n%s", bad, o.Stderr)
 		}
-		if strings.Contains(o.stderr, "goroutine") {
-			t.Errorf("stack trace on stderr:\n%s", o.stderr)
+		if strings.Contains(o.Stderr, "goroutine") {
+			t.Errorf("stack trace on stderr:\n%s", o.Stderr)
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
 // TestOpenDropped: in the open model an arrival with no free worker is
@@ -14,7 +16,7 @@ func TestOpenDropped(t *testing.T) {
 	t.Parallel()
 	srv, seen := hangServer(t)
 	const maxInFlight = 3
-	plan := writePlan(t, fmt.Sprintf(`name: dropped
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: dropped
 target: %s
 scenarios:
   s: {steps: [{name: hang, get: /hang, timeout: 400ms}]}
@@ -23,11 +25,11 @@ load:
   max_in_flight: %d
 `, srv.URL, maxInFlight), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	tt := res.Totals
 	t.Logf("requests %d, by_class %v, server %d", tt.Requests, tt.ByClass, seen.Load())
@@ -45,7 +47,7 @@ load:
 	if n := seen.Load(); timeouts > n || timeouts < n-maxInFlight {
 		t.Errorf("%d timeouts, server saw %d requests", timeouts, n)
 	}
-	if got := summaryInt(t, o.stdout, "Dropped:"); got != dropped {
+	if got := summaryInt(t, o.Stdout, "Dropped:"); got != dropped {
 		t.Errorf("summary Dropped: %d, result %d", got, dropped)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
 // TestTimeout: a server that never answers makes every request a
@@ -14,7 +16,7 @@ func TestTimeout(t *testing.T) {
 	t.Parallel()
 	srv, seen := hangServer(t)
 	const users = 3
-	plan := writePlan(t, fmt.Sprintf(`name: hang
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: hang
 target: %s
 scenarios:
   s:
@@ -24,11 +26,11 @@ load:
   stages: [{duration: 2s, users: %d}]
 `, srv.URL, users), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	n := seen.Load()
 	tt := res.Totals
@@ -53,7 +55,7 @@ func TestConnReset(t *testing.T) {
 	t.Parallel()
 	addr, seen := resetServer(t)
 	const users = 2
-	plan := writePlan(t, fmt.Sprintf(`name: reset
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: reset
 target: http://%s
 scenarios:
   s:
@@ -64,11 +66,11 @@ load:
   stages: [{duration: 2s, users: %d}]
 `, addr, users), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	n := seen.Load()
 	tt := res.Totals
@@ -78,8 +80,8 @@ load:
 	if got := tt.ByClass["conn_reset"]; got > n || got < n-users {
 		t.Errorf("conn_reset %d, server read %d request heads (%d users in flight at most)", got, n, users)
 	}
-	if !strings.Contains(o.stdout, "Connection Errors") {
-		t.Errorf("summary has no Connection Errors line:\n%s", o.stdout)
+	if !strings.Contains(o.Stdout, "Connection Errors") {
+		t.Errorf("summary has no Connection Errors line:\n%s", o.Stdout)
 	}
 }
 
@@ -89,8 +91,8 @@ load:
 func TestConnRefused(t *testing.T) {
 	t.Parallel()
 	srv, counts := statusServer(t)
-	port := closedPort(t)
-	plan := writePlan(t, fmt.Sprintf(`name: refused
+	port := e2etest.ClosedPort(t)
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: refused
 target: %s
 scenarios:
   s:
@@ -102,11 +104,11 @@ load:
   stages: [{duration: 2s, users: 2}]
 `, srv.URL, port), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	first := stepOf(t, res, "s", "first")
 	refused := stepOf(t, res, "s", "refused")
@@ -125,8 +127,8 @@ load:
 // before any load with exit 3 and a plain sentence, no stack trace.
 func TestUnreachableAtStart(t *testing.T) {
 	t.Parallel()
-	port := closedPort(t)
-	plan := writePlan(t, fmt.Sprintf(`name: unreachable
+	port := e2etest.ClosedPort(t)
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: unreachable
 target: http://127.0.0.1:%d
 scenarios:
   s: {steps: [{get: /}]}
@@ -134,11 +136,11 @@ load:
   stages: [{duration: 2s, users: 1}]
 `, port), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 20*time.Second, "", "run", plan, "-o", out)
-	if o.code != 3 {
+	o := e2etest.Stampede(t, 20*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 3 {
 		t.Fatalf("want exit 3:\n%s", o)
 	}
-	stderr := strings.TrimSpace(o.stderr)
+	stderr := strings.TrimSpace(o.Stderr)
 	if stderr == "" {
 		t.Fatal("nothing on stderr")
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
 // TestInterrupt: Ctrl-C stops the run, lets requests in flight finish,
@@ -14,7 +16,7 @@ import (
 func TestInterrupt(t *testing.T) {
 	t.Parallel()
 	srv, _ := statusServer(t)
-	plan := writePlan(t, fmt.Sprintf(`name: interrupt
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: interrupt
 target: %s
 scenarios:
   s:
@@ -26,19 +28,19 @@ load:
   grace: 2s
 `, srv.URL), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	p := start(t, "", "run", plan, "-o", out)
+	p := e2etest.Start(t, "", nil, "run", plan, "-o", out)
 	time.Sleep(1500 * time.Millisecond)
 	sent := time.Now()
-	p.signal(t, os.Interrupt)
-	o := p.wait(t, 15*time.Second)
+	p.Signal(t, os.Interrupt)
+	o := p.Wait(t, 15*time.Second)
 	took := time.Since(sent)
-	if o.code != 3 {
-		t.Errorf("exit %d after Ctrl-C, want 3\n%s", o.code, o)
+	if o.Code != 3 {
+		t.Errorf("exit %d after Ctrl-C, want 3\n%s", o.Code, o)
 	}
 	if took > 2*time.Second+3*time.Second {
 		t.Errorf("exit %v after Ctrl-C; grace is 2s", took)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	if !res.Run.Partial {
 		t.Errorf("result not partial after Ctrl-C")
 	}
@@ -49,11 +51,11 @@ load:
 		t.Errorf("no requests counted in 1.5s")
 	}
 	checkSums(t, res)
-	if !strings.Contains(o.stdout, "PARTIAL") {
-		t.Errorf("summary does not say PARTIAL:\n%s", o.stdout)
+	if !strings.Contains(o.Stdout, "PARTIAL") {
+		t.Errorf("summary does not say PARTIAL:\n%s", o.Stdout)
 	}
-	if strings.Contains(o.stderr, "goroutine") {
-		t.Errorf("stack trace on stderr:\n%s", o.stderr)
+	if strings.Contains(o.Stderr, "goroutine") {
+		t.Errorf("stack trace on stderr:\n%s", o.Stderr)
 	}
 }
 
@@ -62,7 +64,7 @@ load:
 func TestInterruptTwice(t *testing.T) {
 	t.Parallel()
 	srv, seen := hangServer(t)
-	plan := writePlan(t, fmt.Sprintf(`name: interrupt-twice
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: interrupt-twice
 target: %s
 defaults: {timeout: 30s}
 scenarios:
@@ -72,29 +74,29 @@ load:
   grace: 30s
 `, srv.URL), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	p := start(t, "", "run", plan, "-o", out)
+	p := e2etest.Start(t, "", nil, "run", plan, "-o", out)
 	time.Sleep(1500 * time.Millisecond)
 	sent := time.Now()
-	p.signal(t, os.Interrupt)
+	p.Signal(t, os.Interrupt)
 	time.Sleep(150 * time.Millisecond)
-	p.signal(t, os.Interrupt)
-	o := p.wait(t, 15*time.Second)
+	p.Signal(t, os.Interrupt)
+	o := p.Wait(t, 15*time.Second)
 	took := time.Since(sent)
 	if took > 3*time.Second {
 		t.Errorf("exit %v after the first Ctrl-C, want within 3s", took)
 	}
-	if o.code != 3 {
-		t.Errorf("exit %d, want 3\n%s", o.code, o)
+	if o.Code != 3 {
+		t.Errorf("exit %d, want 3\n%s", o.Code, o)
 	}
 	if seen.Load() == 0 {
 		t.Errorf("the server saw no request before Ctrl-C")
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	if !res.Run.Partial || res.Run.PartialReason == "" {
 		t.Errorf("partial %v, reason %q: want a partial result with a reason", res.Run.Partial, res.Run.PartialReason)
 	}
 	checkSums(t, res)
-	if strings.Contains(o.stderr, "goroutine") {
-		t.Errorf("stack trace on stderr:\n%s", o.stderr)
+	if strings.Contains(o.Stderr, "goroutine") {
+		t.Errorf("stack trace on stderr:\n%s", o.Stderr)
 	}
 }

@@ -8,253 +8,23 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/e2etest"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-var (
-	// bin is the stampede binary built by TestMain.
-	bin string
-	// modRoot is the module root (where go.mod is).
-	modRoot string
-	// shared is a directory that lives as long as the test binary, for
-	// results more than one test reads.
-	shared string
-)
-
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-func testMain(m *testing.M) int {
-	root, err := moduleRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: cannot find the module root:", err)
-		return 1
-	}
-	modRoot = root
-	dir, err := os.MkdirTemp("", "stampede-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	shared = dir
-	bin = filepath.Join(dir, "stampede")
-	args := []string{"build", "-o", bin}
-	if os.Getenv("STAMPEDE_E2E_RACE") != "" {
-		args = append(args, "-race")
-	}
-	args = append(args, "./cmd/stampede")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/stampede: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// moduleRoot asks the go command for go.mod, and walks up from the test's
-// directory when that fails.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err == nil {
-		if p := strings.TrimSpace(string(out)); p != "" && p != os.DevNull {
-			return filepath.Dir(p), nil
-		}
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// ---------------------------------------------------------------------------
-// Running the binary.
-
-// outcome is what one finished stampede process left behind.
-type outcome struct {
-	code    int
-	stdout  string
-	stderr  string
-	elapsed time.Duration
-}
-
-func (o outcome) String() string {
-	return fmt.Sprintf("exit %d after %v\n--- stdout ---\n%s--- stderr ---\n%s", o.code, o.elapsed.Round(time.Millisecond), o.stdout, o.stderr)
-}
-
-// stampede runs the binary with args in dir (the module root when empty)
-// and fails the test if it does not end within limit.
-func stampede(t *testing.T, limit time.Duration, dir string, args ...string) outcome {
-	t.Helper()
-	p := start(t, dir, args...)
-	return p.wait(t, limit)
-}
-
-// proc is a running stampede process.
-type proc struct {
-	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
-	started        time.Time
-	done           chan struct{}
-	err            error
-}
-
-func start(t *testing.T, dir string, args ...string) *proc {
-	t.Helper()
-	if dir == "" {
-		dir = modRoot
-	}
-	p := &proc{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Dir = dir
-	p.cmd.Stdout = p.stdout
-	p.cmd.Stderr = p.stderr
-	p.cmd.Env = append(os.Environ(), "STAMPEDE_DEBUG=")
-	p.started = time.Now()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start stampede: %v", err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-func (p *proc) signal(t *testing.T, sig os.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %v: %v", sig, err)
-	}
-}
-
-// wait waits for the process to end, killing it and failing the test after
-// limit.
-func (p *proc) wait(t *testing.T, limit time.Duration) outcome {
-	t.Helper()
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	select {
-	case <-p.done:
-	case <-timer.C:
-		p.cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump helps
-		time.Sleep(200 * time.Millisecond)
-		p.cmd.Process.Kill()
-		<-p.done
-		o := p.outcome()
-		t.Fatalf("stampede %s did not end within %v\n%s", strings.Join(p.cmd.Args[1:], " "), limit, o)
-	}
-	o := p.outcome()
-	if p.err != nil {
-		var ee *exec.ExitError
-		if !errors.As(p.err, &ee) {
-			t.Fatalf("stampede: %v\n%s", p.err, o)
-		}
-	}
-	return o
-}
-
-func (p *proc) outcome() outcome {
-	o := outcome{stdout: p.stdout.String(), stderr: p.stderr.String(), elapsed: time.Since(p.started)}
-	if p.cmd.ProcessState != nil {
-		o.code = p.cmd.ProcessState.ExitCode()
-	}
-	return o
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// ---------------------------------------------------------------------------
-// Plans and results.
-
-// writePlan writes a plan (and any extra files, name → content) to a fresh
-// directory and returns the plan's path.
-func writePlan(t *testing.T, yaml string, extra map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range extra {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(dir, "plan.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func readResult(t *testing.T, path string) *result.Result {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read result: %v", err)
-	}
-	var res result.Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatalf("result %s is not valid JSON: %v\n%.2000s", path, err, b)
-	}
-	if res.Schema != result.Schema {
-		t.Errorf("schema = %q, want %q", res.Schema, result.Schema)
-	}
-	return &res
-}
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e")) }
 
 // stepOf returns the step of the given scenario and name (name "" matches
 // the scenario's only step).
@@ -530,23 +300,4 @@ func stallServer(t *testing.T, period, stall time.Duration) (*httptest.Server, *
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, &seen
-}
-
-// closedPort returns a loopback port that was just listened on and closed,
-// so nothing listens there. It is picked below the ephemeral range
-// (32768..60999 on Linux), so no other test's listener or outgoing
-// connection gets it in the meantime.
-func closedPort(t *testing.T) int {
-	t.Helper()
-	for i := 0; i < 100; i++ {
-		port := 20000 + rand.IntN(12000)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return port
-	}
-	t.Fatal("no free port in 20000..32000")
-	return 0
 }

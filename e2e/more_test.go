@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
 // TestCheckAndCapture: an unmet expectation on a 200 is `check`, a capture
@@ -14,7 +16,7 @@ import (
 func TestCheckAndCapture(t *testing.T) {
 	t.Parallel()
 	srv, counts := statusServer(t)
-	plan := writePlan(t, fmt.Sprintf(`name: checks
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: checks
 target: %s
 scenarios:
   check:
@@ -32,11 +34,11 @@ load:
   stages: [{duration: 1s, users: 2}]
 `, srv.URL), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	body, cp := stepOf(t, res, "check", "body"), stepOf(t, res, "capture", "cap")
 	if n := counts.get("/ok"); body.Requests+cp.Requests != n || n == 0 {
@@ -63,7 +65,7 @@ load:
 func TestThresholdFails(t *testing.T) {
 	t.Parallel()
 	srv, _ := statusServer(t)
-	plan := writePlan(t, fmt.Sprintf(`name: threshold
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: threshold
 target: %s
 scenarios:
   s:
@@ -75,19 +77,19 @@ load:
 thresholds: ["error_rate < 1%%", "p95 < 10s"]
 `, srv.URL), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-	if o.code != 1 {
+	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 1 {
 		t.Fatalf("want exit 1 (a threshold failed):\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	if len(res.Thresholds) != 2 {
 		t.Fatalf("thresholds %+v, want 2", res.Thresholds)
 	}
 	if res.Thresholds[0].Pass || res.Thresholds[0].Expr != "error_rate < 1%" {
 		t.Errorf("threshold 0 = %+v, want error_rate failing", res.Thresholds[0])
 	}
-	if !strings.Contains(o.stdout, "✗ error_rate < 1%") {
-		t.Errorf("summary lacks \"✗ error_rate < 1%%\":\n%s", o.stdout)
+	if !strings.Contains(o.Stdout, "✗ error_rate < 1%") {
+		t.Errorf("summary lacks \"✗ error_rate < 1%%\":\n%s", o.Stdout)
 	}
 }
 
@@ -96,7 +98,7 @@ thresholds: ["error_rate < 1%%", "p95 < 10s"]
 func TestCheckpoint(t *testing.T) {
 	t.Parallel()
 	srv, _ := statusServer(t)
-	plan := writePlan(t, fmt.Sprintf(`name: checkpoint
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: checkpoint
 target: %s
 scenarios:
   s:
@@ -108,31 +110,31 @@ load:
   grace: 1s
 `, srv.URL), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	p := start(t, "", "run", plan, "-o", out)
+	p := e2etest.Start(t, "", nil, "run", plan, "-o", out)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(out); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			p.signal(t, os.Interrupt)
-			t.Fatalf("no checkpoint in %s after 10s of a 20s run\n%s", out, p.wait(t, 10*time.Second))
+			p.Signal(t, os.Interrupt)
+			t.Fatalf("no checkpoint in %s after 10s of a 20s run\n%s", out, p.Wait(t, 10*time.Second))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	if !res.Run.Partial || res.Run.PartialReason == "" {
 		t.Errorf("checkpoint: partial %v reason %q, want a partial result with a reason", res.Run.Partial, res.Run.PartialReason)
 	}
 	if res.Totals.Requests == 0 {
 		t.Errorf("checkpoint has no requests")
 	}
-	p.signal(t, os.Interrupt)
-	o := p.wait(t, 10*time.Second)
-	if o.code != 3 {
-		t.Errorf("exit %d after Ctrl-C, want 3\n%s", o.code, o)
+	p.Signal(t, os.Interrupt)
+	o := p.Wait(t, 10*time.Second)
+	if o.Code != 3 {
+		t.Errorf("exit %d after Ctrl-C, want 3\n%s", o.Code, o)
 	}
-	final := readResult(t, out)
+	final := e2etest.ReadResult(t, out)
 	if final.Totals.Requests < res.Totals.Requests {
 		t.Errorf("final result has %d requests, the checkpoint before it %d", final.Totals.Requests, res.Totals.Requests)
 	}
@@ -147,7 +149,7 @@ func TestInterruptGrace(t *testing.T) {
 	t.Parallel()
 	srv, _ := hangServer(t)
 	const users = 2
-	plan := writePlan(t, fmt.Sprintf(`name: grace
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: grace
 target: %s
 defaults: {timeout: 30s}
 scenarios:
@@ -157,18 +159,18 @@ load:
   grace: 1s
 `, srv.URL, users), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	p := start(t, "", "run", plan, "-o", out)
+	p := e2etest.Start(t, "", nil, "run", plan, "-o", out)
 	time.Sleep(1200 * time.Millisecond)
 	sent := time.Now()
-	p.signal(t, os.Interrupt)
-	o := p.wait(t, 15*time.Second)
+	p.Signal(t, os.Interrupt)
+	o := p.Wait(t, 15*time.Second)
 	if took := time.Since(sent); took > 1*time.Second+3*time.Second {
 		t.Errorf("exit %v after Ctrl-C; grace is 1s", took)
 	}
-	if o.code != 3 {
-		t.Errorf("exit %d, want 3\n%s", o.code, o)
+	if o.Code != 3 {
+		t.Errorf("exit %d, want 3\n%s", o.Code, o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	if !res.Run.Partial {
 		t.Errorf("not partial")

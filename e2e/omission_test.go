@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
 // TestCoordinatedOmission: against a server that stalls for the last 0.5s
@@ -18,7 +20,7 @@ func TestCoordinatedOmission(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
 		t.Parallel()
 		srv, seen := stallServer(t, 2*time.Second, 500*time.Millisecond)
-		plan := writePlan(t, fmt.Sprintf(`name: stall-open
+		plan := e2etest.WritePlan(t, fmt.Sprintf(`name: stall-open
 target: %s
 defaults: {timeout: 5s}
 scenarios:
@@ -28,11 +30,11 @@ load:
   max_in_flight: 1000
 `, srv.URL), nil)
 		out := filepath.Join(t.TempDir(), "r.json")
-		o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-		if o.code != 0 {
+		o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+		if o.Code != 0 {
 			t.Fatalf("want exit 0:\n%s", o)
 		}
-		res := readResult(t, out)
+		res := e2etest.ReadResult(t, out)
 		checkSums(t, res)
 		if res.Run.Model != "open" || res.Run.LatencyFrom != "intended" {
 			t.Errorf("model %q latency_from %q, want open/intended", res.Run.Model, res.Run.LatencyFrom)
@@ -52,15 +54,15 @@ load:
 		if tt.LatencyOK.P99US < 300_000 {
 			t.Errorf("open model p99 = %dµs; the 0.5s stalls must show (≥ 300ms)", tt.LatencyOK.P99US)
 		}
-		if !strings.Contains(o.stdout, "intended start") {
-			t.Errorf("summary does not say latencies are from the intended start:\n%s", o.stdout)
+		if !strings.Contains(o.Stdout, "intended start") {
+			t.Errorf("summary does not say latencies are from the intended start:\n%s", o.Stdout)
 		}
 	})
 
 	t.Run("closed", func(t *testing.T) {
 		t.Parallel()
 		srv, _ := stallServer(t, 2*time.Second, 500*time.Millisecond)
-		plan := writePlan(t, fmt.Sprintf(`name: stall-closed
+		plan := e2etest.WritePlan(t, fmt.Sprintf(`name: stall-closed
 target: %s
 defaults: {timeout: 5s}
 scenarios:
@@ -72,19 +74,19 @@ load:
   stages: [{duration: 4s, users: 2}]
 `, srv.URL), nil)
 		out := filepath.Join(t.TempDir(), "r.json")
-		o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-		if o.code != 0 {
+		o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+		if o.Code != 0 {
 			t.Fatalf("want exit 0:\n%s", o)
 		}
-		res := readResult(t, out)
+		res := e2etest.ReadResult(t, out)
 		checkSums(t, res)
 		if res.Run.Model != "closed" || res.Run.LatencyFrom != "send" {
 			t.Errorf("model %q latency_from %q, want closed/send", res.Run.Model, res.Run.LatencyFrom)
 		}
 		tt := res.Totals
 		t.Logf("requests %d, p50 %dµs p99 %dµs max %dµs", tt.Requests, tt.LatencyOK.P50US, tt.LatencyOK.P99US, tt.LatencyOK.MaxUS)
-		if !strings.Contains(o.stdout, "service times") {
-			t.Errorf("closed-model summary lacks the \"service times\" note:\n%s", o.stdout)
+		if !strings.Contains(o.Stdout, "service times") {
+			t.Errorf("closed-model summary lacks the \"service times\" note:\n%s", o.Stdout)
 		}
 		if tt.Failed != 0 {
 			t.Errorf("failures: %v", tt.ByClass)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
 // TestBadPlan: plan mistakes end with exit 2 before any traffic, with the
@@ -17,7 +19,7 @@ func TestBadPlan(t *testing.T) {
 	t.Run("typo key", func(t *testing.T) {
 		t.Parallel()
 		srv, counts := statusServer(t)
-		plan := writePlan(t, fmt.Sprintf(`name: typo
+		plan := e2etest.WritePlan(t, fmt.Sprintf(`name: typo
 target: %s
 scenarois:
   s: {steps: [{get: /ok}]}
@@ -25,19 +27,19 @@ load:
   stages: [{duration: 1s, users: 1}]
 `, srv.URL), nil)
 		for _, cmd := range []string{"run", "validate"} {
-			o := stampede(t, 20*time.Second, "", cmd, plan, "-o", filepath.Join(t.TempDir(), "r.json"))
+			o := e2etest.Stampede(t, 20*time.Second, "", cmd, plan, "-o", filepath.Join(t.TempDir(), "r.json"))
 			if cmd == "validate" {
-				o = stampede(t, 20*time.Second, "", cmd, plan)
+				o = e2etest.Stampede(t, 20*time.Second, "", cmd, plan)
 			}
-			if o.code != 2 {
-				t.Errorf("%s: exit %d, want 2\n%s", cmd, o.code, o)
+			if o.Code != 2 {
+				t.Errorf("%s: exit %d, want 2\n%s", cmd, o.Code, o)
 			}
 			// file:line:col of the typo (line 3, column 1).
-			if !regexp.MustCompile(regexp.QuoteMeta(plan) + `:3:1\b`).MatchString(o.stderr) {
-				t.Errorf("%s: stderr lacks %s:3:1:\n%s", cmd, plan, o.stderr)
+			if !regexp.MustCompile(regexp.QuoteMeta(plan) + `:3:1\b`).MatchString(o.Stderr) {
+				t.Errorf("%s: stderr lacks %s:3:1:\n%s", cmd, plan, o.Stderr)
 			}
-			if !strings.Contains(o.stderr, "did you mean") || !strings.Contains(o.stderr, "scenarios") {
-				t.Errorf("%s: stderr lacks `did you mean \"scenarios\"`:\n%s", cmd, o.stderr)
+			if !strings.Contains(o.Stderr, "did you mean") || !strings.Contains(o.Stderr, "scenarios") {
+				t.Errorf("%s: stderr lacks `did you mean \"scenarios\"`:\n%s", cmd, o.Stderr)
 			}
 		}
 		if n := counts.get("/ok"); n != 0 {
@@ -48,7 +50,7 @@ load:
 	t.Run("missing csv", func(t *testing.T) {
 		t.Parallel()
 		srv, _ := statusServer(t)
-		plan := writePlan(t, fmt.Sprintf(`name: nocsv
+		plan := e2etest.WritePlan(t, fmt.Sprintf(`name: nocsv
 target: %s
 data:
   ids: {file: no-such-file.csv, pick: sequential}
@@ -57,15 +59,15 @@ scenarios:
 load:
   stages: [{duration: 1s, users: 1}]
 `, srv.URL), nil)
-		o := stampede(t, 20*time.Second, "", "run", plan, "-o", filepath.Join(t.TempDir(), "r.json"))
-		if o.code != 2 {
-			t.Errorf("exit %d, want 2\n%s", o.code, o)
+		o := e2etest.Stampede(t, 20*time.Second, "", "run", plan, "-o", filepath.Join(t.TempDir(), "r.json"))
+		if o.Code != 2 {
+			t.Errorf("exit %d, want 2\n%s", o.Code, o)
 		}
-		if !strings.Contains(o.stderr, "no-such-file.csv") {
-			t.Errorf("stderr does not name the missing file:\n%s", o.stderr)
+		if !strings.Contains(o.Stderr, "no-such-file.csv") {
+			t.Errorf("stderr does not name the missing file:\n%s", o.Stderr)
 		}
-		if !regexp.MustCompile(regexp.QuoteMeta(plan) + `:\d+:\d+`).MatchString(o.stderr) {
-			t.Errorf("stderr lacks the plan's file:line:col:\n%s", o.stderr)
+		if !regexp.MustCompile(regexp.QuoteMeta(plan) + `:\d+:\d+`).MatchString(o.Stderr) {
+			t.Errorf("stderr lacks the plan's file:line:col:\n%s", o.Stderr)
 		}
 	})
 }
@@ -75,7 +77,7 @@ load:
 func TestUniqueDataExhausted(t *testing.T) {
 	t.Parallel()
 	srv, counts := statusServer(t)
-	plan := writePlan(t, fmt.Sprintf(`name: unique
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: unique
 target: %s
 data:
   voters: {file: voters.csv, pick: unique}
@@ -88,11 +90,11 @@ load:
   stages: [{duration: 3s, users: 2}]
 `, srv.URL), map[string]string{"voters.csv": "id,district\nv1,d1\nv2,d1\nv3,d2\nv4,d2\nv5,d3\n"})
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	st := stepOf(t, res, "s", "vote")
 	if st.Requests != 5 || st.Successful != 5 {
@@ -116,11 +118,11 @@ func TestQuickstart(t *testing.T) {
 	}
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "quickstart.json")
-	o := stampede(t, 60*time.Second, modRoot, "run", "examples/quickstart.yaml", "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 60*time.Second, e2etest.ModRoot, "run", "examples/quickstart.yaml", "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("quickstart: want exit 0\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	if res.Totals.Requests == 0 {
 		t.Errorf("no requests")

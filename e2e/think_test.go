@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
 // TestClosedLatencyExcludesThink: in the closed model latencies are service
@@ -17,7 +19,7 @@ import (
 func TestClosedLatencyExcludesThink(t *testing.T) {
 	t.Parallel()
 	srv, counts := statusServer(t)
-	plan := writePlan(t, fmt.Sprintf(`name: think-first
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: think-first
 target: %s
 scenarios:
   s:
@@ -28,11 +30,11 @@ load:
   stages: [{duration: 1s, users: 2}]
 `, srv.URL), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
-	o := stampede(t, 30*time.Second, "", "run", plan, "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	checkSums(t, res)
 	if res.Run.LatencyFrom != "send" {
 		t.Fatalf("latency_from %q, want send", res.Run.LatencyFrom)

@@ -7,7 +7,6 @@ package e2econn
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,85 +23,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/e2etest"
+
 	"github.com/coder/websocket"
 
 	"github.com/stampede-load/stampede/internal/demo"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-var (
-	bin     string
-	modRoot string
-)
-
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-func testMain(m *testing.M) int {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
-		fmt.Fprintln(os.Stderr, "e2e_conn: cannot find go.mod:", err)
-		return 1
-	}
-	modRoot = filepath.Dir(strings.TrimSpace(string(out)))
-	dir, err := os.MkdirTemp("", "stampede-e2e-conn-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "stampede")
-	args := []string{"build", "-o", bin}
-	if os.Getenv("STAMPEDE_E2E_RACE") != "" {
-		args = append(args, "-race")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/stampede")...)
-	cmd.Dir = modRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e_conn: go build: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-type outcome struct {
-	code           int
-	stdout, stderr string
-}
-
-func (o outcome) String() string {
-	return fmt.Sprintf("exit %d\n--- stdout ---\n%s--- stderr ---\n%s", o.code, o.stdout, o.stderr)
-}
-
-// stampede runs the binary in dir and fails the test if it is still
-// running after limit.
-func stampede(t *testing.T, limit time.Duration, dir string, args ...string) outcome {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	o := outcome{stdout: so.String(), stderr: se.String()}
-	if ctx.Err() != nil {
-		t.Fatalf("stampede %v did not end within %v\n%s", args, limit, o)
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("stampede: %v", err)
-	}
-	o.code = cmd.ProcessState.ExitCode()
-	return o
-}
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_conn")) }
 
 // demoProcess serves `stampede demo` in a process of its own, as a real
 // hub would be, and returns its base URL.
 func demoProcess(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(bin, "demo", "--addr", "127.0.0.1:0", "--print-url")
+	cmd := exec.Command(e2etest.Bin, "demo", "--addr", "127.0.0.1:0", "--print-url")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -146,22 +81,6 @@ func hubStats(t *testing.T, url string) *demo.HubStats {
 	return st.Kitchen
 }
 
-func readResult(t *testing.T, path string) *result.Result {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r result.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Check(); err != nil {
-		t.Fatalf("result invariants: %v", err)
-	}
-	return &r
-}
-
 func step(t *testing.T, r *result.Result, scenario, name string) result.Step {
 	t.Helper()
 	for _, s := range r.Steps {
@@ -197,7 +116,7 @@ func conns(t *testing.T, r *result.Result, scenario string) result.ConnScenario 
 // about 5 seconds.
 func shortExample(t *testing.T, url string) string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(modRoot, "examples", "restaurants.yaml"))
+	src, err := os.ReadFile(filepath.Join(e2etest.ModRoot, "examples", "restaurants.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +140,11 @@ func TestRestaurantsExactPushes(t *testing.T) {
 	url := demoProcess(t)
 	plan := shortExample(t, url)
 	out := filepath.Join(t.TempDir(), "res.json")
-	o := stampede(t, 60*time.Second, filepath.Dir(plan), "run", plan, "-o", out, "-q")
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 60*time.Second, filepath.Dir(plan), "run", plan, "-o", out, "-q")
+	if o.Code != 0 {
 		t.Fatalf("want exit 0\n%s", o)
 	}
-	r := readResult(t, out)
+	r := e2etest.ReadResult(t, out)
 	hub := hubStats(t, url)
 	cs := conns(t, r, "kitchen-display")
 	if cs.Opened != 40 || cs.Failed != 0 || cs.PeakOpen != 40 || cs.Target != 40 {
@@ -273,8 +192,8 @@ func TestRestaurantsExactPushes(t *testing.T) {
 		"push OrderPlaced: " + fmt.Sprint(pushes) + " total",
 		"✓ push OrderPlaced: p99 < 1s",
 	} {
-		if !strings.Contains(o.stdout, want) {
-			t.Errorf("summary lacks %q\n%s", want, o.stdout)
+		if !strings.Contains(o.Stdout, want) {
+			t.Errorf("summary lacks %q\n%s", want, o.Stdout)
 		}
 	}
 }
@@ -285,11 +204,11 @@ func TestRestaurantsExampleAsShipped(t *testing.T) {
 		t.Skip("15 s run")
 	}
 	out := filepath.Join(t.TempDir(), "res.json")
-	o := stampede(t, 90*time.Second, modRoot, "run", "examples/restaurants.yaml", "-o", out)
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 90*time.Second, e2etest.ModRoot, "run", "examples/restaurants.yaml", "-o", out)
+	if o.Code != 0 {
 		t.Fatalf("want exit 0\n%s", o)
 	}
-	r := readResult(t, out)
+	r := e2etest.ReadResult(t, out)
 	cs := conns(t, r, "kitchen-display")
 	orders := step(t, r, "customer", "POST order")
 	if cs.Opened != 40 || cs.Pushes["OrderPlaced"] != 2*orders.Successful || orders.Successful < 100 {
@@ -323,8 +242,8 @@ load: {stages: [{duration: 1500ms, users: 1}]}
 thresholds: ["negotiate: error_rate < 1%"]
 `), 0o644)
 	out := filepath.Join(dir, "res.json")
-	o := stampede(t, 30*time.Second, dir, "run", plan, "-o", out, "-q")
-	r := readResult(t, out)
+	o := e2etest.Stampede(t, 30*time.Second, dir, "run", plan, "-o", out, "-q")
+	r := e2etest.ReadResult(t, out)
 	cs := conns(t, r, "display")
 	if cs.Opened != 0 || cs.Failed < 10 || cs.ByClass["conn_refused"] != cs.Failed {
 		t.Errorf("connections %+v", cs)
@@ -333,11 +252,11 @@ thresholds: ["negotiate: error_rate < 1%"]
 	if neg.ByClass["conn_refused"] != cs.Failed || neg.Requests != cs.Failed {
 		t.Errorf("negotiate %+v, connection failures %d", neg, cs.Failed)
 	}
-	if !regexp.MustCompile(`display \(signalr\): \d+ attempts, 0 opened, \d+ failed \(\d+ conn refused\)`).MatchString(o.stdout) {
-		t.Errorf("summary does not show the refused connections\n%s", o.stdout)
+	if !regexp.MustCompile(`display \(signalr\): \d+ attempts, 0 opened, \d+ failed \(\d+ conn refused\)`).MatchString(o.Stdout) {
+		t.Errorf("summary does not show the refused connections\n%s", o.Stdout)
 	}
 	// Thresholds apply to connection steps as to HTTP ones.
-	if o.code != 1 || !strings.Contains(o.stdout, "✗ negotiate: error_rate < 1% (measured 100.00%)") {
+	if o.Code != 1 || !strings.Contains(o.Stdout, "✗ negotiate: error_rate < 1% (measured 100.00%)") {
 		t.Errorf("want exit 1 and the failed threshold\n%s", o)
 	}
 }
@@ -410,11 +329,11 @@ load: {stages: [{duration: 2s, users: 1}]}
 thresholds: ["subscribed: error_rate < 1%", "acked: p99 < 500ms"]
 `), 0o644)
 	out := filepath.Join(dir, "res.json")
-	o := stampede(t, 30*time.Second, dir, "run", plan, "-o", out, "-q")
-	if o.code != 0 {
+	o := e2etest.Stampede(t, 30*time.Second, dir, "run", plan, "-o", out, "-q")
+	if o.Code != 0 {
 		t.Fatalf("want exit 0\n%s", o)
 	}
-	r := readResult(t, out)
+	r := e2etest.ReadResult(t, out)
 	cs := conns(t, r, "desk")
 	if cs.Failed != 0 || cs.Opened < 12 || cs.PeakOpen != 4 {
 		t.Errorf("connections %+v", cs)
@@ -436,7 +355,7 @@ thresholds: ["subscribed: error_rate < 1%", "acked: p99 < 500ms"]
 	if bye < 12 || bye < len(es.closes)-4 {
 		t.Errorf("closes the server saw: %v", es.closes)
 	}
-	if !strings.Contains(o.stdout, "desk (websocket):") {
-		t.Errorf("summary:\n%s", o.stdout)
+	if !strings.Contains(o.Stdout, "desk (websocket):") {
+		t.Errorf("summary:\n%s", o.Stdout)
 	}
 }

@@ -5,41 +5,22 @@
 package e2edist
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/e2etest"
+
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-var bin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "stampede-e2e-dist-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "stampede")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "../cmd/stampede")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	cancel()
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_dist")) }
 
 // counter is the target: it counts requests and every id it was sent.
 type counter struct {
@@ -101,18 +82,8 @@ thresholds: ["rps > 75", "error_rate < 1%%"]
 
 func runBin(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		code = cmd.ProcessState.ExitCode()
-	}
-	return code, out.String(), errb.String()
+	o := e2etest.Stampede(t, time.Minute, dir, args...)
+	return o.Code, o.Stdout, o.Stderr
 }
 
 func TestWorkersAddUpToOneProcess(t *testing.T) {

@@ -4,101 +4,30 @@
 package e2e_levels
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/e2etest"
+
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-var bin string
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_levels")) }
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-func testMain(m *testing.M) int {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	if err != nil || root == "." {
-		fmt.Fprintln(os.Stderr, "e2e_levels: cannot find the module root:", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "stampede-e2e-levels-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "stampede")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/stampede")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e_levels: go build: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-type outcome struct {
-	code           int
-	stdout, stderr string
-}
-
-func (o outcome) String() string {
-	return fmt.Sprintf("exit %d\n--- stdout ---\n%s--- stderr ---\n%s", o.code, o.stdout, o.stderr)
-}
-
-func stampede(t *testing.T, limit time.Duration, dir string, args ...string) outcome {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	o := outcome{stdout: so.String(), stderr: se.String()}
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("stampede %v did not end within %v\n%s", args, limit, o)
-	case errors.As(err, &ee):
-		o.code = ee.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return o
-}
-
+// writePlan also gives the plan's directory: the commands run there and
+// write their results beside the plan.
 func writePlan(t *testing.T, src string) (dir, path string) {
 	t.Helper()
-	dir = t.TempDir()
-	path = filepath.Join(dir, "plan.yaml")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir, path
-}
-
-func readResult(t *testing.T, path string) *result.Result {
-	t.Helper()
-	r, err := result.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	path = e2etest.WritePlan(t, src, nil)
+	return filepath.Dir(path), path
 }
 
 // The demo's database pool has 2 connections of 20ms each (100 queries/s)
@@ -129,11 +58,11 @@ gates:
 func TestGatesThirdFailsOnPool(t *testing.T) {
 	dir, plan := writePlan(t, gatesPlan)
 	out := filepath.Join(dir, "gates.json")
-	o := stampede(t, time.Minute, dir, "gates", plan, "-o", out, "--demo", "pool=2,service=20ms,wait=100ms", "-q")
-	if o.code != 1 {
+	o := e2etest.Stampede(t, time.Minute, dir, "gates", plan, "-o", out, "--demo", "pool=2,service=20ms,wait=100ms", "-q")
+	if o.Code != 1 {
 		t.Fatalf("want exit 1 (a gate failed)\n%s", o)
 	}
-	lines := strings.Split(o.stdout, "\n")
+	lines := strings.Split(o.Stdout, "\n")
 	if !strings.HasPrefix(lines[0], "users") || !strings.Contains(lines[0], "p95 < 150ms") || !strings.Contains(lines[0], "indicator") {
 		t.Errorf("header %q", lines[0])
 	}
@@ -142,10 +71,10 @@ func TestGatesThirdFailsOnPool(t *testing.T) {
 			t.Errorf("row %d %q: want %s\n%s", i+1, lines[1+i], want, o)
 		}
 	}
-	if !strings.Contains(lines[3], "✗ ") || !strings.Contains(o.stdout, "Gate users 12 failed") {
+	if !strings.Contains(lines[3], "✗ ") || !strings.Contains(o.Stdout, "Gate users 12 failed") {
 		t.Errorf("the failing gate lacks its verdict\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	if len(res.Levels) != 3 {
 		t.Fatalf("%d levels in the result, want 3", len(res.Levels))
 	}
@@ -181,8 +110,8 @@ func TestGatesThirdFailsOnPool(t *testing.T) {
 
 func TestGatesBadSLOIsRejectedWithPlace(t *testing.T) {
 	dir, plan := writePlan(t, strings.Replace(gatesPlan, `"p95 < 150ms"`, `"p95 < 150"`, 1))
-	o := stampede(t, 30*time.Second, dir, "gates", plan)
-	if o.code != 2 || !strings.Contains(o.stderr, "plan.yaml:19:9:") || !strings.Contains(o.stderr, "expected a duration") {
+	o := e2etest.Stampede(t, 30*time.Second, dir, "gates", plan)
+	if o.Code != 2 || !strings.Contains(o.Stderr, "plan.yaml:19:9:") || !strings.Contains(o.Stderr, "expected a duration") {
 		t.Errorf("want exit 2 naming the SLO's place\n%s", o)
 	}
 }
@@ -190,12 +119,12 @@ func TestGatesBadSLOIsRejectedWithPlace(t *testing.T) {
 func TestSweepMarkdown(t *testing.T) {
 	dir, plan := writePlan(t, gatesPlan)
 	out := filepath.Join(dir, "sweep.json")
-	o := stampede(t, time.Minute, dir, "sweep", plan, "--users", "1,12", "--hold", "1s", "--ramp", "0s",
+	o := e2etest.Stampede(t, time.Minute, dir, "sweep", plan, "--users", "1,12", "--hold", "1s", "--ramp", "0s",
 		"--format", "md", "-o", out, "--demo", "pool=2,service=20ms,wait=100ms", "-q")
-	if o.code != 1 {
+	if o.Code != 1 {
 		t.Fatalf("want exit 1 (the 12-user level misses the plan's gates.slo)\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	if len(res.Levels) != 2 {
 		t.Fatalf("%d levels, want 2", len(res.Levels))
 	}
@@ -214,9 +143,9 @@ func TestSweepMarkdown(t *testing.T) {
 		return float64(l.Result.Totals.Failed) / float64(l.Result.Totals.Requests) * 100
 	}
 	want := []string{"| Metric | 1 users | 12 |", "| --- | --- | --- |"}
-	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	lines := strings.Split(strings.TrimSpace(o.Stdout), "\n")
 	if lines[0] != want[0] || lines[1] != want[1] {
-		t.Errorf("table head:\n%s", o.stdout)
+		t.Errorf("table head:\n%s", o.Stdout)
 	}
 	row := strings.Split(strings.Trim(lines[2], "| "), " | ")
 	if row[0] != "P95" || row[1] != p95(res.Levels[0]) || row[2] != p95(res.Levels[1]) {
@@ -283,12 +212,12 @@ load:
     - {duration: 1s, users: 1}
 `, srv.URL))
 	out := filepath.Join(dir, "cap.json")
-	o := stampede(t, time.Minute, dir, "capacity", plan, "--slo", "error_rate < 1%", "--start", "40",
+	o := e2etest.Stampede(t, time.Minute, dir, "capacity", plan, "--slo", "error_rate < 1%", "--start", "40",
 		"--step-hold", "1500ms", "--budget", "30s", "-o", out, "-q")
-	if o.code != 0 {
+	if o.Code != 0 {
 		t.Fatalf("want exit 0\n%s", o)
 	}
-	res := readResult(t, out)
+	res := e2etest.ReadResult(t, out)
 	var rate float64
 	for _, in := range res.Indicators {
 		if in.ID == "capacity" {
@@ -299,7 +228,7 @@ load:
 		t.Errorf("capacity %g, want 150 within 10%%\n%s", rate, o)
 	}
 	for _, want := range []string{"Capacity: ", "Knee: ", "Little's law at "} {
-		if !strings.Contains(o.stdout, want) {
+		if !strings.Contains(o.Stdout, want) {
 			t.Errorf("output lacks %q\n%s", want, o)
 		}
 	}

@@ -9,116 +9,38 @@
 package e2e_monitors
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/e2etest"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-var (
-	bin     string
-	modRoot string
-)
-
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-func testMain(m *testing.M) int {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
-		fmt.Fprintln(os.Stderr, "e2e_monitors: cannot find go.mod:", err)
-		return 1
-	}
-	modRoot = filepath.Dir(strings.TrimSpace(string(out)))
-	dir, err := os.MkdirTemp("", "stampede-e2e-monitors-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e_monitors:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "stampede")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/stampede")
-	cmd.Dir = modRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e_monitors: go build ./cmd/stampede: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// outcome is what one finished stampede process left behind.
-type outcome struct {
-	code           int
-	stdout, stderr string
-	elapsed        time.Duration
-}
-
-func (o outcome) String() string {
-	return fmt.Sprintf("exit %d after %v\n--- stdout ---\n%s--- stderr ---\n%s", o.code, o.elapsed.Round(time.Millisecond), o.stdout, o.stderr)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_monitors")) }
 
 // stampede runs the binary in the module root with extra environment and
 // fails the test if it does not end within limit.
-func stampede(t *testing.T, limit time.Duration, env []string, args ...string) outcome {
+func stampede(t *testing.T, limit time.Duration, env []string, args ...string) e2etest.Outcome {
 	t.Helper()
-	var stdout, stderr syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = modRoot
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Env = append(append(os.Environ(), "STAMPEDE_DEBUG="), env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
-	cmd.WaitDelay = 2 * time.Second
-	start := time.Now()
-	err := cmd.Run()
-	o := outcome{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
-	if ctx.Err() != nil {
-		t.Fatalf("stampede %s did not end within %v\n%s", strings.Join(args, " "), limit, o)
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		o.code = ee.ExitCode()
-	default:
-		t.Fatalf("stampede: %v\n%s", err, o)
-	}
-	return o
+	return e2etest.Start(t, "", env, args...).Wait(t, limit)
+}
+
+func writePlan(t *testing.T, src string) string {
+	t.Helper()
+	return e2etest.WritePlan(t, src, nil)
 }
 
 // unavailable skips on a developer's machine and fails in CI.
@@ -148,17 +70,6 @@ func testPG(t *testing.T) string {
 	return u
 }
 
-// freePort is a loopback port nothing listens on (a moment ago).
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // redisServer starts a redis-server of the test's own on a free port, so
 // the test may kill it; it is killed at cleanup in any case.
 func redisServer(t *testing.T) (addr string, kill func()) {
@@ -167,7 +78,7 @@ func redisServer(t *testing.T) (addr string, kill func()) {
 	if err != nil {
 		unavailable(t, "redis-server", err)
 	}
-	port := freePort(t)
+	port := e2etest.FreePort(t)
 	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", fmt.Sprint(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -206,25 +117,6 @@ func target(t *testing.T) (string, *atomic.Int64) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, &n
-}
-
-// writePlan writes a plan into a temp dir and returns its path.
-func writePlan(t *testing.T, src string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "plan.yaml")
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func readResult(t *testing.T, path string) *result.Result {
-	t.Helper()
-	r, err := result.Read(path)
-	if err != nil {
-		t.Fatalf("result %s: %v", path, err)
-	}
-	return r
 }
 
 // window is a series' values with t in [from, to].

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
 // The README's command: examples/monitors.yaml against the demo target
@@ -23,21 +25,21 @@ func TestExampleWithPostgres(t *testing.T) {
 		args = append(args, "--monitor", "postgres="+pg)
 	}
 	o := stampede(t, 2*time.Minute, nil, args...)
-	if o.code != 0 {
+	if o.Code != 0 {
 		t.Fatalf("want exit 0\n%s", o)
 	}
 	for _, want := range []string{"Server Metrics (steady part ", "\n  postgres\n", "    connections.active ", "    xact.commits_per_sec ", "    query.votes ", "\n  host\n", "    cpu.busy_pct "} {
-		if !strings.Contains(o.stdout, want) {
+		if !strings.Contains(o.Stdout, want) {
 			t.Errorf("summary lacks %q\n%s", want, o)
 		}
 	}
-	if strings.Contains(o.stdout, "process[self]") {
-		t.Errorf("the generator's own process belongs on the Generator line\n%s", o.stdout)
+	if strings.Contains(o.Stdout, "process[self]") {
+		t.Errorf("the generator's own process belongs on the Generator line\n%s", o.Stdout)
 	}
-	if strings.Contains(o.stderr+o.stdout, ":stampede@") {
+	if strings.Contains(o.Stderr+o.Stdout, ":stampede@") {
 		t.Errorf("the demo database password was printed\n%s", o)
 	}
-	r := readResult(t, out)
+	r := e2etest.ReadResult(t, out)
 	for _, k := range []string{"postgres.connections.active", "postgres.xact.commits_per_sec", "postgres.query.votes", "host.cpu.busy_pct", "process[self].cpu_pct"} {
 		if len(r.Monitors[k].T) == 0 {
 			t.Errorf("result has no %s series", k)
@@ -60,7 +62,7 @@ func TestExampleWithPostgres(t *testing.T) {
 // monitor series pass and fail on what was measured.
 func TestPostgresShowsPoolExhaustion(t *testing.T) {
 	pg := testPG(t)
-	voters := filepath.Join(modRoot, "examples", "voters.csv.gz")
+	voters := filepath.Join(e2etest.ModRoot, "examples", "voters.csv.gz")
 	plan := writePlan(t, `
 name: pg-pool
 target: demo
@@ -96,10 +98,10 @@ thresholds:
 	out := filepath.Join(t.TempDir(), "pool.json")
 	o := stampede(t, 2*time.Minute, []string{"STAMPEDE_E2E_PG=" + pg}, "run", plan, "-q", "-o", out,
 		"--demo", "db="+pg+",db_pool=4,missing_index=true,db_seed=20000")
-	if o.code != 1 {
+	if o.Code != 1 {
 		t.Fatalf("want exit 1 (one threshold fails)\n%s", o)
 	}
-	r := readResult(t, out)
+	r := e2etest.ReadResult(t, out)
 	if r.Run.Partial || r.Totals.Requests == 0 {
 		t.Fatalf("want a complete run with requests: %+v", r.Run)
 	}
@@ -130,8 +132,8 @@ thresholds:
 			t.Errorf("threshold %+v, want pass=%v", th, pass)
 		}
 	}
-	if !strings.Contains(o.stdout, "✗ postgres[demo].xact.commits_per_sec > 1000000/s (measured min ") {
-		t.Errorf("summary should show the failed monitor threshold with its value\n%s", o.stdout)
+	if !strings.Contains(o.Stdout, "✗ postgres[demo].xact.commits_per_sec > 1000000/s (measured min ") {
+		t.Errorf("summary should show the failed monitor threshold with its value\n%s", o.Stdout)
 	}
 }
 
@@ -150,13 +152,13 @@ thresholds: ["error_rate < 1%"]
 	out := filepath.Join(t.TempDir(), "redis.json")
 	time.AfterFunc(3500*time.Millisecond, kill) // 1s lead, then 2.5s into the load
 	o := stampede(t, time.Minute, nil, "run", plan, "-q", "-o", out, "--monitor", "redis="+addr)
-	if o.code != 0 {
+	if o.Code != 0 {
 		t.Fatalf("want exit 0: a dead monitor does not fail the run\n%s", o)
 	}
-	if o.elapsed > 15*time.Second {
-		t.Errorf("the run took %v: a dead monitor must not be waited on", o.elapsed)
+	if o.Elapsed > 15*time.Second {
+		t.Errorf("the run took %v: a dead monitor must not be waited on", o.Elapsed)
 	}
-	r := readResult(t, out) // Read checks the result's invariants
+	r := e2etest.ReadResult(t, out) // Read checks the result's invariants
 	if r.Run.Partial || r.Totals.Requests == 0 || hits.Load() == 0 {
 		t.Fatalf("want a complete run with requests: %+v, %d hits", r.Run, hits.Load())
 	}
@@ -173,8 +175,8 @@ thresholds: ["error_rate < 1%"]
 	if !found {
 		t.Errorf("monitor_problems should report the redis failure soon after the kill: %+v", r.MonitorProblems)
 	}
-	if !strings.Contains(o.stdout, "Monitor Problems:\n  ⚠ redis: sample failed") {
-		t.Errorf("summary should list the monitor problem\n%s", o.stdout)
+	if !strings.Contains(o.Stdout, "Monitor Problems:\n  ⚠ redis: sample failed") {
+		t.Errorf("summary should list the monitor problem\n%s", o.Stdout)
 	}
 }
 
@@ -195,10 +197,10 @@ thresholds:
 `)
 	out := filepath.Join(t.TempDir(), "thresholds.json")
 	o := stampede(t, time.Minute, nil, "run", plan, "-q", "-o", out)
-	if o.code != 1 {
+	if o.Code != 1 {
 		t.Fatalf("want exit 1\n%s", o)
 	}
-	r := readResult(t, out)
+	r := e2etest.ReadResult(t, out)
 	cases := []struct {
 		expr, value, err string
 		pass             bool
@@ -221,7 +223,7 @@ thresholds:
 // is not required is a warning and the run goes on.
 func TestMonitorStartFailures(t *testing.T) {
 	url, hits := target(t)
-	dead := freePort(t)
+	dead := e2etest.FreePort(t)
 	const secret = "hunter2-e2e-secret"
 	env := []string{"STAMPEDE_E2E_PW=" + secret}
 	plan := writePlan(t, `
@@ -234,11 +236,11 @@ monitors:
     timeout: 500ms
 `)
 	o := stampede(t, time.Minute, env, "run", plan, "-q", "-o", filepath.Join(t.TempDir(), "r.json"))
-	if o.code != 3 || !strings.Contains(o.stderr, "a required monitor could not start, so no load was sent") ||
-		!strings.Contains(o.stderr, "cannot start postgres postgres://app:xxxxx@127.0.0.1:") {
+	if o.Code != 3 || !strings.Contains(o.Stderr, "a required monitor could not start, so no load was sent") ||
+		!strings.Contains(o.Stderr, "cannot start postgres postgres://app:xxxxx@127.0.0.1:") {
 		t.Errorf("want exit 3 naming the monitor\n%s", o)
 	}
-	if strings.Contains(o.stdout+o.stderr, secret) {
+	if strings.Contains(o.Stdout+o.Stderr, secret) {
 		t.Errorf("the password from the environment was printed\n%s", o)
 	}
 	if n := hits.Load(); n != 0 {
@@ -250,10 +252,10 @@ monitors:
 	out := filepath.Join(t.TempDir(), "warn.json")
 	plan2 := writePlan(t, "target: "+url+"\nscenarios: {s: {steps: [{get: /}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n")
 	o = stampede(t, time.Minute, nil, "run", plan2, "-q", "-o", out, "--monitor", "redis=127.0.0.1:"+strconv.Itoa(dead), "--monitor", "host")
-	if o.code != 0 || !strings.Contains(o.stderr, "stampede: warning: cannot start redis 127.0.0.1:") {
+	if o.Code != 0 || !strings.Contains(o.Stderr, "stampede: warning: cannot start redis 127.0.0.1:") {
 		t.Fatalf("want exit 0 with a warning\n%s", o)
 	}
-	r := readResult(t, out)
+	r := e2etest.ReadResult(t, out)
 	if len(r.MonitorProblems) == 0 || r.MonitorProblems[0].Monitor != "redis" || len(r.Monitors["host.mem.used_bytes"].T) == 0 {
 		t.Errorf("want the redis problem and the host series: %+v", r.MonitorProblems)
 	}
@@ -279,7 +281,7 @@ func TestMonitorUsageErrors(t *testing.T) {
 	for _, c := range cases {
 		args := append([]string{"run", writePlan(t, c.plan), "-q", "-o", filepath.Join(t.TempDir(), "x.json")}, c.args...)
 		o := stampede(t, time.Minute, nil, args...)
-		if o.code != 2 || !strings.Contains(o.stderr, c.want) {
+		if o.Code != 2 || !strings.Contains(o.Stderr, c.want) {
 			t.Errorf("%v: want exit 2 with %q\n%s", c.args, c.want, o)
 		}
 	}

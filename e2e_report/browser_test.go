@@ -267,8 +267,8 @@ func TestReportHTMLInChromium(t *testing.T) {
 		{open, "report-open"},
 	} {
 		page := filepath.Join(dir, c.name+".html")
-		if o := stampede(t, "report", c.in, "--format", "html", "-o", page); o.code != 0 {
-			t.Fatalf("report --format html: exit %d: %s", o.code, o.stderr)
+		if o := stampede(t, "report", c.in, "--format", "html", "-o", page); o.Code != 0 {
+			t.Fatalf("report --format html: exit %d: %s", o.Code, o.Stderr)
 		}
 		light := openInChromium(t, page, false, c.name+"-light.png")
 		requireCharts(t, light, runCharts...)
@@ -287,8 +287,8 @@ func TestCompareHTMLInChromium(t *testing.T) {
 	chromiumPath(t)
 	healthy, slow := realRuns(t)
 	page := filepath.Join(t.TempDir(), "compare.html")
-	if o := stampede(t, "compare", healthy, slow, "--labels", "before,after", "--format", "html", "-o", page); o.code != 0 {
-		t.Fatalf("compare --format html: exit %d: %s", o.code, o.stderr)
+	if o := stampede(t, "compare", healthy, slow, "--labels", "before,after", "--format", "html", "-o", page); o.Code != 0 {
+		t.Fatalf("compare --format html: exit %d: %s", o.Code, o.Stderr)
 	}
 	ids := []string{"cmp-ok", "cmp-failed", "cmp-latency", "cmp-users", "cmp-distribution"}
 	requireCharts(t, openInChromium(t, page, false, "compare-light.png"), ids...)
@@ -308,8 +308,8 @@ func TestEmptyRunHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := filepath.Join(dir, "empty.html")
-	if o := stampede(t, "report", empty, "--format", "html", "-o", page); o.code != 0 {
-		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	if o := stampede(t, "report", empty, "--format", "html", "-o", page); o.Code != 0 {
+		t.Fatalf("exit %d: %s", o.Code, o.Stderr)
 	}
 	pc := openInChromium(t, page, false, "")
 	if len(pc.Charts) != len(runCharts) {

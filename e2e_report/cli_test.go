@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stampede-load/stampede/internal/e2etest"
+
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/stampede-load/stampede/internal/result"
@@ -15,8 +17,8 @@ import (
 func TestReportMarkdown(t *testing.T) {
 	healthy, _ := realRuns(t)
 	o := stampede(t, "report", healthy, "--format", "md")
-	if o.code != 0 {
-		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	if o.Code != 0 {
+		t.Fatalf("exit %d: %s", o.Code, o.Stderr)
 	}
 	// The seed's layout: summary table named by the load, the full
 	// summary folded, indicators as a list.
@@ -30,8 +32,8 @@ func TestReportMarkdown(t *testing.T) {
 		"</pre>\n</details>\n",
 		"**Performance Indicators:**\n\n- ",
 	} {
-		if !strings.Contains(o.stdout, want) {
-			t.Errorf("Markdown lacks %q:\n%s", want, o.stdout)
+		if !strings.Contains(o.Stdout, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, o.Stdout)
 		}
 	}
 }
@@ -39,8 +41,8 @@ func TestReportMarkdown(t *testing.T) {
 func TestCompareCommand(t *testing.T) {
 	healthy, slow := realRuns(t)
 	o := stampede(t, "compare", healthy, slow)
-	if o.code != 0 {
-		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	if o.Code != 0 {
+		t.Fatalf("exit %d: %s", o.Code, o.Stderr)
 	}
 	for _, want := range []string{
 		"Comparing 2 runs against healthy:",
@@ -48,41 +50,32 @@ func TestCompareCommand(t *testing.T) {
 		"\nP95 ", "\nRequests Failed ",
 		"Verdict (noise-aware, against healthy):\n  slow: worse\n",
 	} {
-		if !strings.Contains(o.stdout, want) {
-			t.Errorf("compare output lacks %q:\n%s", want, o.stdout)
+		if !strings.Contains(o.Stdout, want) {
+			t.Errorf("compare output lacks %q:\n%s", want, o.Stdout)
 		}
 	}
 	o = stampede(t, "compare", healthy, slow, "--labels", "V1,V2", "--format", "md")
-	if o.code != 0 || !strings.Contains(o.stdout, "| Metric | V1 | V2 | Δ V2 |") {
-		t.Errorf("--labels --format md: exit %d, output:\n%s%s", o.code, o.stdout, o.stderr)
+	if o.Code != 0 || !strings.Contains(o.Stdout, "| Metric | V1 | V2 | Δ V2 |") {
+		t.Errorf("--labels --format md: exit %d, output:\n%s%s", o.Code, o.Stdout, o.Stderr)
 	}
 	// Against itself a run is within noise, whatever its numbers.
 	o = stampede(t, "compare", slow, slow, "--labels", "a,b", "--fail-on-worse")
-	if o.code != 0 || !strings.Contains(o.stdout, "b: within noise") {
-		t.Errorf("self-comparison: exit %d:\n%s%s", o.code, o.stdout, o.stderr)
+	if o.Code != 0 || !strings.Contains(o.Stdout, "b: within noise") {
+		t.Errorf("self-comparison: exit %d:\n%s%s", o.Code, o.Stdout, o.Stderr)
 	}
 	o = stampede(t, "compare", healthy, slow, "--fail-on-worse")
-	if o.code != 1 || !strings.Contains(o.stderr, "slow is worse than healthy") {
-		t.Errorf("--fail-on-worse: exit %d, stderr %q; want 1 naming the run", o.code, o.stderr)
+	if o.Code != 1 || !strings.Contains(o.Stderr, "slow is worse than healthy") {
+		t.Errorf("--fail-on-worse: exit %d, stderr %q; want 1 naming the run", o.Code, o.Stderr)
 	}
 	for _, bad := range [][]string{
 		{"compare", healthy},
 		{"compare", healthy, slow, "--labels", "only-one"},
 		{"compare", healthy, slow, "--format", "pdf"},
 	} {
-		if o := stampede(t, bad...); o.code != 2 {
-			t.Errorf("%v: exit %d, want 2 (usage); stderr %q", bad, o.code, o.stderr)
+		if o := stampede(t, bad...); o.Code != 2 {
+			t.Errorf("%v: exit %d, want 2 (usage); stderr %q", bad, o.Code, o.Stderr)
 		}
 	}
-}
-
-func readResult(t *testing.T, path string) *result.Result {
-	t.Helper()
-	r, err := result.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 func hist(t *testing.T, l result.Latency) *hdr.Histogram {
@@ -98,15 +91,15 @@ func TestMergeCommand(t *testing.T) {
 	healthy, slow := realRuns(t)
 	out := filepath.Join(t.TempDir(), "merged.json")
 	o := stampede(t, "merge", healthy, slow, "-o", out)
-	a, b := readResult(t, healthy), readResult(t, slow)
-	m := readResult(t, out)
+	a, b := e2etest.ReadResult(t, healthy), e2etest.ReadResult(t, slow)
+	m := e2etest.ReadResult(t, out)
 	// The exit code follows the thresholds evaluated on the merged whole.
 	failed := false
 	for _, th := range m.Thresholds {
 		failed = failed || !th.Pass
 	}
-	if len(m.Thresholds) != 2 || (o.code == 1) != failed || (o.code != 0 && o.code != 1) {
-		t.Fatalf("exit %d with thresholds %+v; stderr %s", o.code, m.Thresholds, o.stderr)
+	if len(m.Thresholds) != 2 || (o.Code == 1) != failed || (o.Code != 0 && o.Code != 1) {
+		t.Fatalf("exit %d with thresholds %+v; stderr %s", o.Code, m.Thresholds, o.Stderr)
 	}
 	if m.Totals.Requests != a.Totals.Requests+b.Totals.Requests || m.Totals.Failed != a.Totals.Failed+b.Totals.Failed {
 		t.Errorf("merged %d/%d requests/failed, want the sums of %d/%d and %d/%d",
@@ -120,12 +113,12 @@ func TestMergeCommand(t *testing.T) {
 			t.Errorf("p%g = %d, want %d (merge must be exact)", q, got.ValueAtPercentile(q), want.ValueAtPercentile(q))
 		}
 	}
-	if !strings.Contains(o.stderr, "merged 2 results") {
-		t.Errorf("stderr %q lacks the merge summary", o.stderr)
+	if !strings.Contains(o.Stderr, "merged 2 results") {
+		t.Errorf("stderr %q lacks the merge summary", o.Stderr)
 	}
 	// The merged file is a normal result: every report renders it.
-	if o := stampede(t, "report", out, "--format", "html", "-o", filepath.Join(t.TempDir(), "m.html")); o.code != 0 {
-		t.Errorf("report of the merged result: exit %d: %s", o.code, o.stderr)
+	if o := stampede(t, "report", out, "--format", "html", "-o", filepath.Join(t.TempDir(), "m.html")); o.Code != 0 {
+		t.Errorf("report of the merged result: exit %d: %s", o.Code, o.Stderr)
 	}
 
 	// A result of another plan is refused unless forced.
@@ -135,11 +128,11 @@ func TestMergeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	o = stampede(t, "merge", healthy, other)
-	if o.code != 2 || !strings.Contains(o.stderr, other+": plan differs") || !strings.Contains(o.stderr, "--force") {
-		t.Errorf("different plans: exit %d, stderr %q; want 2 naming the file and --force", o.code, o.stderr)
+	if o.Code != 2 || !strings.Contains(o.Stderr, other+": plan differs") || !strings.Contains(o.Stderr, "--force") {
+		t.Errorf("different plans: exit %d, stderr %q; want 2 naming the file and --force", o.Code, o.Stderr)
 	}
-	if o := stampede(t, "merge", healthy, other, "--force", "-o", filepath.Join(t.TempDir(), "forced.json")); o.code > 1 {
-		t.Errorf("--force: exit %d: %s", o.code, o.stderr)
+	if o := stampede(t, "merge", healthy, other, "--force", "-o", filepath.Join(t.TempDir(), "forced.json")); o.Code > 1 {
+		t.Errorf("--force: exit %d: %s", o.Code, o.Stderr)
 	}
 }
 
@@ -190,14 +183,14 @@ func TestBadResultFiles(t *testing.T) {
 			{"merge", healthy, path},
 		} {
 			o := stampede(t, args...)
-			if o.code != 2 || !strings.Contains(o.stderr, path+": "+c.want) {
-				t.Errorf("%v: exit %d, stderr %q; want 2 and %q", args, o.code, o.stderr, path+": "+c.want)
+			if o.Code != 2 || !strings.Contains(o.Stderr, path+": "+c.want) {
+				t.Errorf("%v: exit %d, stderr %q; want 2 and %q", args, o.Code, o.Stderr, path+": "+c.want)
 			}
 		}
 	}
 	missing := filepath.Join(dir, "missing.json")
-	if o := stampede(t, "compare", healthy, missing); o.code != 2 || !strings.Contains(o.stderr, missing) {
-		t.Errorf("missing file: exit %d, stderr %q", o.code, o.stderr)
+	if o := stampede(t, "compare", healthy, missing); o.Code != 2 || !strings.Contains(o.Stderr, missing) {
+		t.Errorf("missing file: exit %d, stderr %q", o.Code, o.Stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.html")); err == nil {
 		t.Error("a failed report left an output file behind")

@@ -7,90 +7,39 @@
 package e2e_report
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
-var (
-	bin     string // the stampede binary
-	modRoot string // the module root
-	shared  string // lives as long as the test binary
-)
-
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-func testMain(m *testing.M) int {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		fmt.Fprintln(os.Stderr, "e2e_report: cannot find the module root:", err)
-		return 1
-	}
-	modRoot = filepath.Dir(strings.TrimSpace(string(out)))
-	dir, err := os.MkdirTemp("", "stampede-e2e-report-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e_report:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	shared = dir
-	bin = filepath.Join(dir, "stampede")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/stampede")
-	cmd.Dir = modRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e_report: go build ./cmd/stampede: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// outcome is what one invocation of the binary did.
-type outcome struct {
-	stdout, stderr string
-	code           int
-}
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_report")) }
 
 // command runs the binary in its own process group, so a run that hangs is
 // killed along with the demo target it started, and its output pipes
 // cannot keep the test waiting.
 func command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = modRoot
+	cmd := exec.CommandContext(ctx, e2etest.Bin, args...)
+	cmd.Dir = e2etest.ModRoot
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
 
-func stampede(t *testing.T, args ...string) outcome {
+// stampede runs the binary in the module root; these commands only read
+// and write files, so two minutes is a hang, not a slow machine.
+func stampede(t *testing.T, args ...string) e2etest.Outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := command(ctx, args...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	o := outcome{stdout: so.String(), stderr: se.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		o.code = ee.ExitCode()
-	default:
-		t.Fatalf("stampede %v: %v", args, err)
-	}
-	return o
+	return e2etest.Stampede(t, 2*time.Minute, "", args...)
 }
 
 // runs are real runs: testdata/small.yaml against a healthy demo and
@@ -122,8 +71,8 @@ func allRuns(t *testing.T) (healthy, slow, open string) {
 			// arrivals and a target rate to chart.
 			{&runs.open, "open.yaml", "open.json", "pool=2,service=10ms,wait=500ms"},
 		} {
-			*r.path = filepath.Join(shared, r.name)
-			plan := filepath.Join(modRoot, "e2e_report", "testdata", r.plan)
+			*r.path = filepath.Join(e2etest.Shared, r.name)
+			plan := filepath.Join(e2etest.ModRoot, "e2e_report", "testdata", r.plan)
 			args := []string{"run", plan, "-q", "-o", *r.path}
 			if r.demo != "" {
 				args = append(args, "--demo", r.demo)
@@ -149,7 +98,7 @@ func allRuns(t *testing.T) (healthy, slow, open string) {
 // testOutput is where screenshots go for CI to keep as artifacts.
 func testOutput(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(modRoot, "test-output")
+	dir := filepath.Join(e2etest.ModRoot, "test-output")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/levels"
 	"github.com/stampede-load/stampede/internal/result"
-	"github.com/stampede-load/stampede/internal/run"
 )
 
 func init() { extraCommands = append(extraCommands, newCapacityCmd) }
@@ -60,47 +58,21 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 			if err != nil {
 				return err
 			}
-			if out == "" {
-				out = levelsOut(p, "capacity", time.Now())
-			}
-			if err := checkWritable(out); err != nil {
-				return fail(exitUsage, err)
-			}
-			opts, stop, err := levelRunOptions(stderr, p, demoOpts)
+			out, opts, stop, err := prepareLevels(stderr, p, "capacity", out, demoOpts)
 			if err != nil {
 				return err
 			}
 			defer stop()
 			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
-			// Events come from the level's own goroutine while progress comes
-			// from the run's ticker, so the current display is shared under a lock.
-			var curMu sync.Mutex
-			var cur *live
+			disp := &levelsLive{stderr: stderr, quiet: quiet, announce: func(e levels.Event) string {
+				return fmt.Sprintf("trying %s - %s %v", levels.FormatLevel(e.Vary, e.Value), e.Phase, e.Duration)
+			}}
 			co := levels.CapacityOptions{Start: start, Max: maxR, Budget: budget,
 				Options: levels.Options{Run: opts, Hold: stepHold, Ramp: ramp, SLO: slo}}
-			co.Run.Progress = func(pr run.Progress) {
-				curMu.Lock()
-				defer curMu.Unlock()
-				if cur != nil {
-					cur.update(pr)
-				}
-			}
-			co.Event = func(e levels.Event) {
-				curMu.Lock()
-				defer curMu.Unlock()
-				if cur != nil {
-					cur.done()
-				}
-				if !quiet {
-					fmt.Fprintf(stderr, "trying %s - %s %v\n", levels.FormatLevel(e.Vary, e.Value), e.Phase, e.Duration)
-				}
-				cur = newLive(stderr, quiet || e.Phase == "ramp")
-			}
+			co.Run.Progress, co.Event = disp.progress, disp.event
 			c, runErr := levels.SearchCapacity(ctx, p, co)
-			if cur != nil {
-				cur.done()
-			}
+			disp.done()
 			if c == nil || c.Result == nil {
 				if runErr == nil {
 					runErr = fmt.Errorf("no level could run within the budget of %v", budget)

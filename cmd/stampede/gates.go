@@ -107,13 +107,10 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 			return fail(exitUsage, fmt.Errorf("level %s: %v", levels.FormatLevel(j.vary, v), err))
 		}
 	}
-	if j.out == "" {
-		j.out = levelsOut(p, j.kind, time.Now())
-	}
-	if err := checkWritable(j.out); err != nil {
-		return fail(exitUsage, err)
-	}
-	opts, stop, err := levelRunOptions(stderr, p, j.demoOpts)
+	var opts run.Options
+	var stop func()
+	var err error
+	j.out, opts, stop, err = prepareLevels(stderr, p, j.kind, j.out, j.demoOpts)
 	if err != nil {
 		return err
 	}
@@ -121,34 +118,14 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
-	// Events come from the level's own goroutine while progress comes
-	// from the run's ticker, so the current display is shared under a lock.
-	var curMu sync.Mutex
-	var cur *live
+	disp := &levelsLive{stderr: stderr, quiet: j.quiet, announce: func(e levels.Event) string {
+		return fmt.Sprintf("level %d/%d: %s %s - %s %v%s", e.Index+1, e.Count, e.Vary,
+			levels.FormatLevel(e.Vary, e.Value), e.Phase, e.Duration, map[bool]string{true: " (not measured)"}[e.Phase == "ramp"])
+	}}
 	lo := levels.Options{Run: opts, Ramp: j.ramp, Hold: j.hold, SLO: j.slo, StopAtFail: j.stopAtFail}
-	lo.Run.Progress = func(pr run.Progress) {
-		curMu.Lock()
-		defer curMu.Unlock()
-		if cur != nil {
-			cur.update(pr)
-		}
-	}
-	lo.Event = func(e levels.Event) {
-		curMu.Lock()
-		defer curMu.Unlock()
-		if cur != nil {
-			cur.done()
-		}
-		if !j.quiet {
-			fmt.Fprintf(stderr, "level %d/%d: %s %s - %s %v%s\n", e.Index+1, e.Count, e.Vary,
-				levels.FormatLevel(e.Vary, e.Value), e.Phase, e.Duration, map[bool]string{true: " (not measured)"}[e.Phase == "ramp"])
-		}
-		cur = newLive(stderr, j.quiet || e.Phase == "ramp")
-	}
+	lo.Run.Progress, lo.Event = disp.progress, disp.event
 	outc, runErr := levels.Run(ctx, p, j.vary, j.values, lo)
-	if cur != nil {
-		cur.done()
-	}
+	disp.done()
 	if outc == nil || outc.Result == nil {
 		return runFailure(runErr)
 	}
@@ -199,6 +176,62 @@ func runFailure(err error) error {
 // a gates result is not taken for a single run's.
 func levelsOut(p *plan.Plan, kind string, now time.Time) string {
 	return strings.TrimSuffix(defaultOut(p, now), now.Format("20060102-150405")+".json") + kind + "-" + now.Format("20060102-150405") + ".json"
+}
+
+// prepareLevels does what gates, sweep and capacity all do before the first
+// level, so a bad --out or --demo fails before any load: it names the result
+// file when --out is empty, checks it can be written, and starts the demo
+// target when the plan asks for it. stop ends that target.
+func prepareLevels(stderr io.Writer, p *plan.Plan, kind, out, demoOpts string) (string, run.Options, func(), error) {
+	if out == "" {
+		out = levelsOut(p, kind, time.Now())
+	}
+	if err := checkWritable(out); err != nil {
+		return out, run.Options{}, nil, fail(exitUsage, err)
+	}
+	opts, stop, err := levelRunOptions(stderr, p, demoOpts)
+	return out, opts, stop, err
+}
+
+// levelsLive keeps one live progress display per level. Events come from
+// the level's own goroutine while progress comes from the run's ticker, so
+// the current display is shared under a lock.
+type levelsLive struct {
+	stderr   io.Writer
+	quiet    bool
+	announce func(levels.Event) string // the line a new phase starts with, unless quiet
+
+	mu  sync.Mutex
+	cur *live
+}
+
+func (l *levelsLive) progress(pr run.Progress) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil {
+		l.cur.update(pr)
+	}
+}
+
+func (l *levelsLive) event(e levels.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil {
+		l.cur.done()
+	}
+	if !l.quiet {
+		fmt.Fprintln(l.stderr, l.announce(e))
+	}
+	// A ramp is not measured, so it gets no live line.
+	l.cur = newLive(l.stderr, l.quiet || e.Phase == "ramp")
+}
+
+func (l *levelsLive) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil {
+		l.cur.done()
+	}
 }
 
 // levelRunOptions starts the demo target when the plan asks for it.

@@ -43,7 +43,7 @@ func TestPostgres(t *testing.T) {
 	defer pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
 
 	set, probs, err := Start(ctx, []Spec{{
-		Kind: KindPostgres, Target: pgURL, Interval: 100 * time.Millisecond,
+		Kind: KindPostgres, Target: pgURL, Interval: 100 * time.Millisecond, Timeout: slowSampleTimeout,
 		Queries: map[string]string{"answer": "SELECT 42"},
 	}}, nil)
 	if err != nil || len(probs) > 0 {
@@ -78,9 +78,7 @@ func TestPostgres(t *testing.T) {
 	wg.Wait()
 	time.Sleep(1200 * time.Millisecond) // stats reach pg_stat_database within ~1s
 	ser, probs := set.Stop()
-	if len(probs) > 0 {
-		t.Errorf("problems %+v", probs)
-	}
+	onlySlowSamples(t, probs, 100*time.Millisecond)
 	max := func(k string) float64 {
 		t.Helper()
 		s, ok := ser["postgres."+k]
@@ -118,6 +116,31 @@ func TestPostgres(t *testing.T) {
 	}
 	if u := ser["postgres.xact.commits_per_sec"].Unit; u != "1/s" {
 		t.Errorf("unit %q", u)
+	}
+}
+
+// slowSampleTimeout goes with onlySlowSamples: a sample's timeout defaults
+// to its interval, so on a loaded machine a 100ms sample would be cut off
+// and reported as failed ("context deadline exceeded"); with this timeout
+// a slow sample finishes late (the tolerated warning) while a hung one
+// still fails the test.
+const slowSampleTimeout = 2 * time.Second
+
+// onlySlowSamples fails the test on any problem but one: the monitor's
+// warning that a sample outlasted its interval. On a loaded CI machine (many
+// test packages under -race on 2 cores) a sample of several queries can take
+// longer than a short interval; the monitor reporting that, and skipping
+// the ticks it overran, is its documented behaviour, not a fault. The tests
+// keep the short interval so that the short-lived states they check (a
+// lock wait, 0.6s queries) are still sampled, and every other problem - a
+// failed sample, a query or scrape warning - still fails them.
+func onlySlowSamples(t *testing.T, probs []Problem, interval time.Duration) {
+	t.Helper()
+	slow := fmt.Sprintf("a sample took longer than the %v interval; samples were skipped", interval)
+	for _, p := range probs {
+		if p.Severity != SeverityWarn || p.Message != slow {
+			t.Errorf("problem %+v", p)
+		}
 	}
 }
 
@@ -171,7 +194,7 @@ func TestPostgresCannotConnect(t *testing.T) {
 func TestRedis(t *testing.T) {
 	addr := testRedis(t)
 	ctx := context.Background()
-	set, probs, err := Start(ctx, []Spec{{Kind: KindRedis, Target: addr, Interval: 100 * time.Millisecond}}, nil)
+	set, probs, err := Start(ctx, []Spec{{Kind: KindRedis, Target: addr, Interval: 100 * time.Millisecond, Timeout: slowSampleTimeout}}, nil)
 	if err != nil || len(probs) > 0 {
 		t.Fatal(err, probs)
 	}
@@ -187,9 +210,7 @@ func TestRedis(t *testing.T) {
 		n += 2
 	}
 	ser, probs := set.Stop()
-	if len(probs) > 0 {
-		t.Errorf("problems %+v", probs)
-	}
+	onlySlowSamples(t, probs, 100*time.Millisecond)
 	if st := ser["redis.ops_per_sec"].Stats(0, 1e9); st.Max < 100 {
 		t.Errorf("ops_per_sec %+v after %d commands", st, n)
 	}

@@ -1,9 +1,7 @@
 package collect
 
 import (
-	"math"
 	"sort"
-	"strconv"
 
 	"github.com/stampede-load/stampede/internal/result"
 )
@@ -33,48 +31,8 @@ func Summarize(series map[string]result.MonitorSeries, fromS, toS float64) []Row
 }
 
 // FormatValue writes v compactly in its unit: "1.2 GiB", "87.5%",
-// "0.993", "1,204/s", "3.2s".
+// "0.993", "1204/s", "3.20s". The collectors' side and the reports must
+// agree on how a value reads, so both go through result's one formatter.
 func FormatValue(unit string, v float64) string {
-	switch unit {
-	case "bytes":
-		return formatBytes(v)
-	case "bytes/s":
-		return formatBytes(v) + "/s"
-	case "pct":
-		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
-	case "ratio":
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	case "s":
-		return formatNum(v) + "s"
-	case "1/s":
-		return formatNum(v) + "/s"
-	}
-	return formatNum(v)
-}
-
-func formatNum(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a == math.Trunc(a) && a < 1e15:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-}
-
-func formatBytes(v float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for math.Abs(v) >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	if i == 0 {
-		return strconv.FormatFloat(v, 'f', 0, 64) + " B"
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i]
+	return result.FormatMonitorValue(unit, v)
 }

@@ -81,14 +81,7 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, http.StatusMethodNotAllowed, errMethod)
 		return
 	}
-	if !s.allow() {
-		s.limited.Add(1)
-		s.reply(w, http.StatusTooManyRequests, errRateLimited)
-		return
-	}
-	if s.every > 0 && s.errSeq.Add(1)%s.every == 0 {
-		s.injected.Add(1)
-		s.reply(w, http.StatusInternalServerError, errInjected)
+	if s.edgeRejects(w) {
 		return
 	}
 	if n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, maxOrderBody+1)); n > maxOrderBody {

@@ -192,14 +192,31 @@ func (s *Server) queryCtx(r *http.Request) (context.Context, context.CancelFunc)
 	return context.WithTimeout(context.WithoutCancel(r.Context()), s.db.queryTimeout)
 }
 
-func (s *Server) pgParties(w http.ResponseWriter, r *http.Request, id string) {
+// pgBegin is how every database handler starts: a pool connection (or the
+// request already answered, ok false) and the detached query context.
+// Hand both to pgEnd when the handler is done.
+func (s *Server) pgBegin(w http.ResponseWriter, r *http.Request) (*pgxpool.Conn, context.Context, context.CancelFunc, bool) {
 	c, ok := s.acquire(w, r)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	ctx, cancel := s.queryCtx(r)
+	return c, ctx, cancel, true
+}
+
+// pgEnd ends the query context before the connection goes back to the
+// pool, the order the handlers' deferred calls always had.
+func (s *Server) pgEnd(c *pgxpool.Conn, cancel context.CancelFunc) {
+	cancel()
+	s.release(c)
+}
+
+func (s *Server) pgParties(w http.ResponseWriter, r *http.Request, id string) {
+	c, ctx, cancel, ok := s.pgBegin(w, r)
 	if !ok {
 		return
 	}
-	defer s.release(c)
-	ctx, cancel := s.queryCtx(r)
-	defer cancel()
+	defer s.pgEnd(c, cancel)
 	rows, err := c.Query(ctx, "SELECT id, name FROM "+pgParties+" ORDER BY id")
 	if err != nil {
 		s.reply(w, http.StatusServiceUnavailable, errDBDown)
@@ -233,13 +250,11 @@ func (s *Server) pgParties(w http.ResponseWriter, r *http.Request, id string) {
 // One statement: the NOT EXISTS check is what the composite index serves,
 // and what scans the table without it.
 func (s *Server) pgVote(w http.ResponseWriter, r *http.Request, voter, district, party string) {
-	c, ok := s.acquire(w, r)
+	c, ctx, cancel, ok := s.pgBegin(w, r)
 	if !ok {
 		return
 	}
-	defer s.release(c)
-	ctx, cancel := s.queryCtx(r)
-	defer cancel()
+	defer s.pgEnd(c, cancel)
 	var id int64
 	err := c.QueryRow(ctx, `INSERT INTO `+s.db.votes+` (run, district_id, voter_id, party_id)
 		SELECT $1, $2, $3, $4
@@ -263,13 +278,11 @@ func (s *Server) pgVote(w http.ResponseWriter, r *http.Request, voter, district,
 }
 
 func (s *Server) pgCount(w http.ResponseWriter, r *http.Request, district string) {
-	c, ok := s.acquire(w, r)
+	c, ctx, cancel, ok := s.pgBegin(w, r)
 	if !ok {
 		return
 	}
-	defer s.release(c)
-	ctx, cancel := s.queryCtx(r)
-	defer cancel()
+	defer s.pgEnd(c, cancel)
 	var n int64
 	if err := c.QueryRow(ctx, "SELECT count(*) FROM "+s.db.votes+" WHERE run = $1 AND district_id = $2", s.db.run, district).Scan(&n); err != nil {
 		s.reply(w, http.StatusServiceUnavailable, errDBDown)

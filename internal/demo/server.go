@@ -185,14 +185,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// Edge protections sit in front of the application, so they answer
 	// before any validation or database work.
-	if !s.allow() {
-		s.limited.Add(1)
-		s.reply(w, http.StatusTooManyRequests, errRateLimited)
-		return
-	}
-	if s.every > 0 && s.errSeq.Add(1)%s.every == 0 {
-		s.injected.Add(1)
-		s.reply(w, http.StatusInternalServerError, errInjected)
+	if s.edgeRejects(w) {
 		return
 	}
 	switch rt {
@@ -538,4 +531,21 @@ func appendJSONString(b []byte, s string) []byte {
 		i += n
 	}
 	return append(b, '"')
+}
+
+// edgeRejects answers the request itself when the rate limiter or the
+// injected-error schedule turns it away. These stand in front of the
+// application, so every route calls it before any validation or database work.
+func (s *Server) edgeRejects(w http.ResponseWriter) bool {
+	if !s.allow() {
+		s.limited.Add(1)
+		s.reply(w, http.StatusTooManyRequests, errRateLimited)
+		return true
+	}
+	if s.every > 0 && s.errSeq.Add(1)%s.every == 0 {
+		s.injected.Add(1)
+		s.reply(w, http.StatusInternalServerError, errInjected)
+		return true
+	}
+	return false
 }

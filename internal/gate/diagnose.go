@@ -80,8 +80,9 @@ func classHint(class string) string {
 }
 
 // saturatedInRun looks at the last 30 s (or the whole run when shorter):
-// completions per second flat while p95 climbs is a server that has
-// stopped taking more work and queues the rest (seed 002's 1.6k RPS wall).
+// completions per second flat while p95 climbs, and requests in flight
+// grow with it, is a server that has stopped taking more work and queues
+// the rest (seed 002's 1.6k RPS wall).
 func saturatedInRun(s result.Series) (result.Indicator, bool) {
 	n := len(s.T)
 	// The last interval is usually cut short by the end of the run.
@@ -126,6 +127,25 @@ func saturatedInRun(s result.Series) (result.Indicator, bool) {
 	ev := map[string]float64{
 		"window_s": float64(n-from) * s.IntervalS, "ok_rps_first": r1, "ok_rps_last": r2,
 		"p95_first_us": l1, "p95_last_us": l2,
+	}
+	// Little's law: at flat throughput, a target that queues longer holds
+	// more requests, so work in flight must have grown with the latency.
+	// Latency that rose while in flight did not (a fixed number of closed
+	// users) is the generator's host stalling - a loaded machine delays
+	// sends and reads alike - not a queue at the target.
+	if len(s.InFlight) >= n {
+		mean := func(a, b int) float64 {
+			var sum int64
+			for i := a; i < b; i++ {
+				sum += s.InFlight[i]
+			}
+			return float64(sum) / float64(b-a)
+		}
+		w1, w2 := mean(from, mid), mean(mid, n)
+		if w2 < w1*levelLoadGrowth || w2 <= 0 {
+			return result.Indicator{}, false
+		}
+		ev["in_flight_first"], ev["in_flight_last"] = w1, w2
 	}
 	if len(s.Target) >= n {
 		ev["target_first"], ev["target_last"] = s.Target[from], s.Target[n-1]

@@ -67,6 +67,13 @@ func series(ok, p95 func(i int) int64, n int) result.Series {
 	return s
 }
 
+func withInFlight(s result.Series, f func(i int) int64) result.Series {
+	for i := range s.T {
+		s.InFlight = append(s.InFlight, f(i))
+	}
+	return s
+}
+
 func TestSaturatedInRun(t *testing.T) {
 	flat := func(int) int64 { return 1000 }
 	rising := func(i int) int64 { return int64(20_000 + 10_000*i) }
@@ -82,6 +89,11 @@ func TestSaturatedInRun(t *testing.T) {
 		// Rising by 50% but only by microseconds is noise, not a queue.
 		{"rise too small to matter", series(flat, func(i int) int64 { return int64(1000 + 50*i) }, 40), false},
 		{"too short to tell", series(flat, rising, 3), false},
+		// Little's law: p95 tripling at flat throughput means more
+		// requests wait in flight; when in flight stays put (2 steady
+		// users), the rise is the generator's host stalling.
+		{"in flight grows with the queue", withInFlight(series(flat, rising, 40), func(i int) int64 { return int64(20 + 10*i) }), true},
+		{"in flight fixed", withInFlight(series(flat, rising, 40), func(int) int64 { return 2 }), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/testserver"
+
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
@@ -294,42 +296,8 @@ func FuzzReadResponse(f *testing.F) {
 	})
 }
 
-// cannedServer answers every request head with the same bytes and
-// allocates nothing per request, so a benchmark in the same process
-// measures the client alone.
 func cannedServer(b *testing.B, answer string) *Endpoint {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				out := []byte(answer)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					for i := 0; i+3 < n; i++ {
-						if buf[i] == '\r' && buf[i+1] == '\n' && buf[i+2] == '\r' && buf[i+3] == '\n' {
-							if _, err := c.Write(out); err != nil {
-								return
-							}
-						}
-					}
-				}
-			}(c)
-		}
-	}()
-	return &Endpoint{Scheme: "http", Addr: ln.Addr().String(), Host: "bench"}
+	return &Endpoint{Scheme: "http", Addr: testserver.Canned(b, answer), Host: "bench"}
 }
 
 // BenchmarkH1KeepAlive is the hot path of a plain-HTTP user: one request

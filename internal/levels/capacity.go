@@ -36,7 +36,8 @@ type Capacity struct {
 	// FailedAt is the lowest rate that missed them (0: none did up to Max).
 	FailedAt float64
 	// Knee is where achieved throughput stopped following the offered
-	// rate or latency rose; KneeFound says whether the levels show one.
+	// rate or latency rose toward a latency SLO (see FindKnee); KneeFound
+	// says whether the levels show one.
 	Knee      Knee
 	KneeFound bool
 	// Little is the closed-model equivalent at Rate.
@@ -77,6 +78,14 @@ type Little struct {
 const (
 	followedBelow = 0.9 // achieved/offered under which throughput stopped following
 	latencyKnee   = 2.0 // p95 over the lowest level's by this much
+	// kneeSLOShare: a latency knee also needs p95 at this share of the
+	// tightest latency SLO's bound. A doubling alone is no knee when the
+	// baseline is a few milliseconds: scheduling noise on a busy generator
+	// host (or a loaded CI machine) doubles or triples a 2ms loopback p95
+	// at a rate the target serves easily, and a knee is meant to mark
+	// where the target stopped keeping up. Half the latency the user
+	// allows is a rise that matters by the user's own measure.
+	kneeSLOShare = 0.5
 )
 
 // SearchCapacity finds the highest open-model arrival rate (iterations/s)
@@ -188,7 +197,12 @@ func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 
 // FindKnee looks at the levels by offered rate: the first whose achieved
 // rate of successful iterations fell below 90% of the offered rate, or
-// whose p95 doubled over the lowest level's, is the knee.
+// whose p95 doubled over the lowest level's and reached half the tightest
+// latency SLO (such as "p95 < 500ms") the levels were judged by, is the
+// knee. Without a latency SLO, latency alone never marks the knee: a
+// doubling of a millisecond-scale p95 is as often the generator host's
+// scheduling noise as the target queueing, and with no bound given there
+// is nothing to tell a rise that matters from one that does not.
 func FindKnee(levels []result.Level) (Knee, bool) {
 	var ls []result.Level
 	for _, l := range levels {
@@ -201,6 +215,12 @@ func FindKnee(levels []result.Level) (Knee, bool) {
 		return Knee{}, false
 	}
 	base := ls[0].Result.Totals.LatencyOK.P95US
+	// The p95 a latency knee must reach: double the lowest level's, and
+	// half the tightest latency bound; none without such a bound.
+	var kneeP95 float64
+	if bound := latencyBoundUS(levels); bound > 0 && base > 0 {
+		kneeP95 = math.Max(latencyKnee*float64(base), kneeSLOShare*bound)
+	}
 	var prev *result.Level
 	for i := range ls {
 		l := &ls[i]
@@ -211,7 +231,7 @@ func FindKnee(levels []result.Level) (Knee, bool) {
 		switch {
 		case ratio < followedBelow:
 			reason = fmt.Sprintf("achieved %.1f of %g offered iterations/s (%.0f%%)", ach, l.Value, ratio*100)
-		case base > 0 && float64(p95) >= latencyKnee*float64(base) && prev != nil:
+		case kneeP95 > 0 && float64(p95) >= kneeP95 && prev != nil:
 			reason = fmt.Sprintf("p95 rose to %s from %s at the lowest rate", result.FormatDuration(p95), result.FormatDuration(base))
 		}
 		if reason != "" {
@@ -225,6 +245,25 @@ func FindKnee(levels []result.Level) (Knee, bool) {
 		prev = l
 	}
 	return Knee{FollowedUpTo: prev.Value, P95BeforeUS: prev.Result.Totals.LatencyOK.P95US}, false
+}
+
+// latencyBoundUS is the tightest upper bound, in microseconds, that the
+// levels' SLOs put on a latency ("p95 < 500ms", "p99 <= 1s", "avg <
+// 200ms", for the whole run or one step); 0 when none does.
+func latencyBoundUS(levels []result.Level) float64 {
+	var bound float64
+	for _, l := range levels {
+		for _, s := range l.SLO {
+			th, err := gate.Parse(s.Expr)
+			if err != nil || th.Kind != gate.Duration || (th.Op != "<" && th.Op != "<=") || th.Value <= 0 {
+				continue
+			}
+			if bound == 0 || th.Value < bound {
+				bound = th.Value
+			}
+		}
+	}
+	return bound
 }
 
 // achievedIterations counts iterations whose first request succeeded, per

@@ -436,18 +436,7 @@ func (p *parser) hubCall(n *yaml.Node, sc *scope) (HubCall, bool) {
 		return call, false
 	}
 	f := p.fields(n, "hub call", hubCallKeys)
-	var mode *kv
-	for _, k := range []string{"method", "invoke", "send", "stream"} {
-		e, ok := f[k]
-		if !ok {
-			continue
-		}
-		if mode != nil {
-			p.errf(e.k, "hub call has both %s and %s: expected one of method (or invoke), send, stream", mode.key, k)
-			continue
-		}
-		mode = &e
-	}
+	mode := p.oneOf(f, []string{"method", "invoke", "send", "stream"}, "hub call", "one of method (or invoke), send, stream")
 	if mode == nil {
 		if p.missing(n, "method") {
 			p.errf(n, "hub call has no method: expected method: NAME (await the result), send: NAME (fire and forget) or stream: NAME")
@@ -564,18 +553,7 @@ func (p *parser) wsStep(n *yaml.Node, num int, sc *scope) (WSStep, bool) {
 		return st, false
 	}
 	f := p.fields(n, "websocket step", append([]string{"name"}, wsStepKinds...))
-	var kind *kv
-	for _, k := range wsStepKinds {
-		e, ok := f[k]
-		if !ok {
-			continue
-		}
-		if kind != nil {
-			p.errf(e.k, "websocket step has both %s and %s: expected exactly one of send, wait, hold, close", kind.key, k)
-			continue
-		}
-		kind = &e
-	}
+	kind := p.oneOf(f, wsStepKinds, "websocket step", "exactly one of send, wait, hold, close")
 	if kind == nil {
 		if p.missing(n, "send") && p.missing(n, "wait") && p.missing(n, "hold") && p.missing(n, "close") {
 			p.errf(n, "websocket step does nothing: expected one of send, wait, hold, close")
@@ -617,16 +595,7 @@ func (p *parser) wsSend(st *WSStep, n *yaml.Node, sc *scope) bool {
 		return st.Body != nil
 	}
 	f := p.fields(n, "send", []string{"text", "json", "binary"})
-	var body *kv
-	for _, k := range []string{"text", "json", "binary"} {
-		if e, ok := f[k]; ok {
-			if body != nil {
-				p.errf(e.k, "send has both %s and %s: expected one of text, json, binary", body.key, k)
-				continue
-			}
-			body = &e
-		}
-	}
+	body := p.oneOf(f, []string{"text", "json", "binary"}, "send", "one of text, json, binary")
 	if body == nil {
 		if p.missing(n, "text") && p.missing(n, "json") {
 			p.errf(v, "send has no message: expected send: TEXT, {text: T}, {json: VALUE} or {binary: T}")

@@ -177,6 +177,26 @@ type kv struct {
 	k, v *yaml.Node
 }
 
+// oneOf finds which of keys f holds, where at most one may be given. Each
+// extra key gets its own error, "WHAT has both A and B: expected EXPECTED",
+// and the first one given wins so parsing can go on to report more. Nil
+// when none is there; what that means is for the caller to say.
+func (p *parser) oneOf(f map[string]kv, keys []string, what, expected string) *kv {
+	var first *kv
+	for _, k := range keys {
+		e, ok := f[k]
+		if !ok {
+			continue
+		}
+		if first != nil {
+			p.errf(e.k, "%s has both %s and %s: expected %s", what, first.key, k, expected)
+			continue
+		}
+		first = &e
+	}
+	return first
+}
+
 // deref follows aliases so *anchors work everywhere. The hop limit guards
 // against alias chains the parser should never produce.
 func deref(n *yaml.Node) *yaml.Node {
@@ -774,18 +794,7 @@ func (p *parser) think(n *yaml.Node) *Step {
 func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 	f := p.fields(n, "step", requestKeys)
 	st := &Step{Kind: StepRequest, Pos: p.pos(n), Timeout: p.plan.Defaults.Timeout}
-	var method *kv
-	for _, m := range methods {
-		e, ok := f[m]
-		if !ok {
-			continue
-		}
-		if method != nil {
-			p.errf(e.k, "step has both %s and %s: expected exactly one method", method.key, m)
-			continue
-		}
-		method = &e
-	}
+	method := p.oneOf(f, methods, "step", "exactly one method")
 	if method == nil {
 		p.errf(n, "step has no request: expected one of %s (or think)", strings.Join(methods, ", "))
 		return nil
@@ -853,18 +862,7 @@ func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 		}
 	}
 
-	var body *kv
-	for _, k := range bodyKeys {
-		e, ok := f[k]
-		if !ok {
-			continue
-		}
-		if body != nil {
-			p.errf(e.k, "step has both %s and %s: expected at most one of json, form, body", body.key, k)
-			continue
-		}
-		body = &e
-	}
+	body := p.oneOf(f, bodyKeys, "step", "at most one of json, form, body")
 	if body != nil {
 		switch body.key {
 		case "json":
@@ -1070,16 +1068,7 @@ func (p *parser) captures(n *yaml.Node, sc *scope) []Capture {
 		}
 		c := Capture{Name: e.key, Pos: p.pos(e.k)}
 		f := p.fields(e.v, what, []string{"json", "regex", "header"})
-		var src *kv
-		for _, k := range []string{"json", "regex", "header"} {
-			if x, ok := f[k]; ok {
-				if src != nil {
-					p.errf(x.k, "%s has both %s and %s: expected exactly one of json, regex, header", what, src.key, k)
-					continue
-				}
-				src = &x
-			}
-		}
+		src := p.oneOf(f, []string{"json", "regex", "header"}, what, "exactly one of json, regex, header")
 		if src == nil {
 			if deref(e.v).Kind == yaml.MappingNode || isNull(deref(e.v)) {
 				p.errf(e.k, "%s says nothing to capture: expected {json: a.b.0.c}, {regex: \"id=(\\d+)\"} or {header: Location}", what)

@@ -55,7 +55,7 @@ func (r *Result) SteadyWindow() (from, to float64) {
 
 // FormatMonitorValue writes a monitor value compactly in its unit, for
 // reports and threshold verdicts: "1.2 GiB", "87.5%", "0.993", "1204/s",
-// "3.20s". (collect.FormatValue writes the same for the collectors' side.)
+// "3.20s". collect.FormatValue is this same function.
 func FormatMonitorValue(unit string, v float64) string {
 	switch unit {
 	case "bytes":

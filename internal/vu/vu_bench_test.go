@@ -1,50 +1,18 @@
 package vu
 
 import (
-	"net"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/testserver"
 
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/plan"
 )
 
-// cannedServer answers each request head with the same bytes, allocating
-// nothing per request, so the benchmark measures the user's path alone.
 func cannedServer(tb testing.TB, answer string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				out := []byte(answer)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					for i := 0; i+3 < n; i++ {
-						if buf[i] == '\r' && buf[i+1] == '\n' && buf[i+2] == '\r' && buf[i+3] == '\n' {
-							if _, err := c.Write(out); err != nil {
-								return
-							}
-						}
-					}
-				}
-			}(c)
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	return "http://" + testserver.Canned(tb, answer)
 }
 
 func userFor(tb testing.TB, yaml string, base string) (*User, *Scenario) {
