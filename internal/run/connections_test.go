@@ -190,8 +190,19 @@ load: {stages: [{duration: 1s, users: 0 -> 100}, {duration: 500ms, users: 100}, 
 	checkConnSums(t, cs)
 	// A polite close waits for the peer's close frame (up to 1 s), so the
 	// last stage's closes show over a few intervals.
+	// The shape is checked, not exact intervals: on a loaded machine a
+	// connect can land an interval later than the profile asks.
 	s := res.Series.Connections
-	if len(s) < 8 || s[0] <= 0 || s[0] >= s[2] || s[2] >= 20 || s[4] != 20 || s[6] >= 20 || s[len(s)-1] != 0 {
+	peakAt := -1
+	for i, v := range s {
+		if v > 20 {
+			t.Fatalf("connections over time %v: more than the 20 asked", s)
+		}
+		if v == 20 && peakAt < 0 {
+			peakAt = i
+		}
+	}
+	if len(s) < 8 || s[0] >= 20 || peakAt < 1 || s[len(s)-1] != 0 {
 		t.Errorf("connections over time %v: want a ramp to 20, then down to 0 in the last stage", s)
 	}
 	if cs.Opened != 20 || cs.Disconnects["client_close"] != 20 {
