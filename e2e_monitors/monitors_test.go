@@ -28,7 +28,10 @@ func TestExampleWithPostgres(t *testing.T) {
 	if o.Code != 0 {
 		t.Fatalf("want exit 0\n%s", o)
 	}
-	for _, want := range []string{"Server Metrics (steady part ", "\n  postgres\n", "    connections.active ", "    xact.commits_per_sec ", "    query.votes ", "\n  host\n", "    cpu.busy_pct "} {
+	// connections.active is not required here: with fast queries a 1 s
+	// sample often finds no session mid-query, and an all-zero series is
+	// left out of the table. The pool-exhaustion test shows it rising.
+	for _, want := range []string{"Server Metrics (steady part ", "\n  postgres\n", "    connections.total ", "    xact.commits_per_sec ", "    query.votes ", "\n  host\n", "    cpu.busy_pct "} {
 		if !strings.Contains(o.Stdout, want) {
 			t.Errorf("summary lacks %q\n%s", want, o)
 		}
