@@ -11,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/e2etest"
 
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/testserver"
 )
 
 func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_levels")) }
@@ -167,38 +167,8 @@ func trimG(v float64) string {
 	return s
 }
 
-// limiter serves at most rate requests/s and answers 429 above it.
-type limiter struct {
-	mu     sync.Mutex
-	rate   float64
-	tokens float64
-	last   time.Time
-}
-
-func (b *limiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b.mu.Lock()
-	now := time.Now()
-	burst := b.rate / 10
-	if b.last.IsZero() {
-		b.tokens = burst
-	} else {
-		b.tokens = math.Min(burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	}
-	b.last = now
-	ok := b.tokens >= 1
-	if ok {
-		b.tokens--
-	}
-	b.mu.Unlock()
-	if !ok {
-		w.WriteHeader(http.StatusTooManyRequests)
-		return
-	}
-	w.Write([]byte("ok"))
-}
-
 func TestCapacityCommand(t *testing.T) {
-	srv := httptest.NewServer(&limiter{rate: 150})
+	srv := httptest.NewServer(&testserver.Limited{Rate: 150, Reject: http.StatusTooManyRequests})
 	defer srv.Close()
 	dir, plan := writePlan(t, fmt.Sprintf(`name: limited
 target: %s

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
+	"github.com/stampede-load/stampede/internal/testserver"
 )
 
 // These tests drive real runs against loopback servers, so each level is
@@ -89,40 +89,9 @@ func runOnce(t *testing.T, p *plan.Plan, interval time.Duration) *result.Result 
 	return res
 }
 
-// tokenBucket serves at most rate requests/s (burst of a tenth of a
-// second) and answers 503 above it: a target whose capacity is known.
-type tokenBucket struct {
-	mu     sync.Mutex
-	rate   float64
-	tokens float64
-	last   time.Time
-}
-
-func (b *tokenBucket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b.mu.Lock()
-	now := time.Now()
-	burst := b.rate / 10
-	if b.last.IsZero() {
-		b.tokens = burst
-	} else {
-		b.tokens = math.Min(burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	}
-	b.last = now
-	ok := b.tokens >= 1
-	if ok {
-		b.tokens--
-	}
-	b.mu.Unlock()
-	if !ok {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
-	}
-	w.Write([]byte("ok"))
-}
-
 func TestCapacityFindsKnownCapacity(t *testing.T) {
 	const capacity = 200.0
-	srv := httptest.NewServer(&tokenBucket{rate: capacity})
+	srv := httptest.NewServer(&testserver.Limited{Rate: capacity, Reject: http.StatusServiceUnavailable})
 	defer srv.Close()
 	// A closed plan: the search runs it as an open model at each rate.
 	p := mustPlan(t, getPlan(srv.URL, "/", "", "    - {duration: 1s, users: 1}"))
