@@ -86,10 +86,17 @@ func newDemoCmd() *cobra.Command {
 	var printURL bool
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Serve the built-in demo target (an election API with a small simulated database pool)",
+		Short: "Serve the built-in demo target (an election API and a restaurant kitchen SignalR hub, with a small simulated database pool)",
 		Long: `Serve the built-in demo target: GET /elections/{id}/parties, POST /votes
 (headers voter-id and election-district-id, JSON {"partyId":"p1"}),
 GET /votes/{district}/count, GET /healthz, GET /__stats.
+
+The restaurant side (seed 000 in miniature, examples/restaurants.yaml):
+an ASP.NET Core-style SignalR hub at /hubs/kitchen (JSON protocol over
+WebSockets; invoke JoinRestaurant("ID") to join that restaurant's group),
+and POST /restaurants/{id}/orders, which pushes OrderPlaced
+{orderId, restaurantId, sentAt} to the restaurant's joined connections.
+/__stats counts the hub's connections, orders and pushes.
 
 --options makes it misbehave like real systems, e.g.
   pool=4,service=20ms,jitter=5ms,wait=500ms   a small database pool that saturates and times out (503)

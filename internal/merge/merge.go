@@ -93,6 +93,8 @@ func (o Options) Results(rs []*result.Result) (*result.Result, error) {
 		return nil, err
 	}
 	m.Samples = samples(rs)
+	m.Connections = connections(rs) // extra.go
+	m.Monitors, m.MonitorProblems = o.monitors(rs, m.Run.Started)
 	if m.Levels, err = o.levels(rs); err != nil {
 		return nil, err
 	}
@@ -367,20 +369,37 @@ func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 
 func (o Options) generator(rs []*result.Result, requests int64) (result.Generator, error) {
 	var g result.Generator
-	var coreSeconds float64
-	for _, r := range rs {
+	// Cores per machine: worker processes on one host share its cores,
+	// so they count once; inputs with no host name count on their own.
+	cores := map[string]int{}
+	hosts := []string{}
+	var dur float64
+	for i, r := range rs {
 		rg := r.Generator
 		g.CPUSeconds += rg.CPUSeconds
-		g.Cores += rg.Cores
 		g.MaxRSS = max(g.MaxRSS, rg.MaxRSS)
 		g.GCPauseP99US = max(g.GCPauseP99US, rg.GCPauseP99US)
-		coreSeconds += r.Run.DurationS * float64(rg.Cores)
+		dur = max(dur, r.Run.DurationS)
+		host := rg.Host
+		if host == "" {
+			host = fmt.Sprintf("\x00input %d", i)
+		}
+		if _, ok := cores[host]; !ok {
+			hosts = append(hosts, rg.Host)
+		}
+		cores[host] = max(cores[host], rg.Cores)
+	}
+	for _, c := range cores {
+		g.Cores += c
+	}
+	if len(cores) == 1 {
+		g.Host = hosts[0]
 	}
 	if requests > 0 {
 		g.CPUPerRequestUS = g.CPUSeconds * 1e6 / float64(requests)
 	}
-	if coreSeconds > 0 {
-		g.CPUUtil = g.CPUSeconds / coreSeconds
+	if dur > 0 && g.Cores > 0 {
+		g.CPUUtil = g.CPUSeconds / (dur * float64(g.Cores))
 	}
 	var err error
 	g.Lag, err = o.mergeLatency(rs, "generator lag", func(r *result.Result) []result.Latency {
@@ -430,6 +449,12 @@ func (o Options) series(rs []*result.Result, start time.Time) result.Series {
 	out.Active, out.InFlight, out.Dropped, out.LagP99US = zeros(), zeros(), zeros(), zeros()
 	out.Target = make([]float64, n)
 	for _, r := range rs {
+		if len(r.Series.Connections) > 0 {
+			out.Connections = zeros()
+			break
+		}
+	}
+	for _, r := range rs {
 		for c := range r.Series.Failed {
 			if out.Failed[c] == nil {
 				out.Failed[c] = zeros()
@@ -454,6 +479,9 @@ func (o Options) series(rs []*result.Result, start time.Time) result.Series {
 		out.Active[at] += get(in.Active)
 		out.InFlight[at] += get(in.InFlight)
 		out.Dropped[at] += get(in.Dropped)
+		if out.Connections != nil {
+			out.Connections[at] += get(in.Connections)
+		}
 		out.LagP99US[at] = max(out.LagP99US[at], get(in.LagP99US))
 		if s.i < len(in.Target) {
 			out.Target[at] += in.Target[s.i]

@@ -165,10 +165,13 @@ type Generator struct {
 	// CPUPerRequestUS is CPUSeconds over requests, in microseconds.
 	CPUPerRequestUS float64 `json:"cpu_per_request_us"`
 	// CPUUtil is CPUSeconds over (duration × usable cores), 0..1.
-	CPUUtil      float64 `json:"cpu_util"`
-	Cores        int     `json:"cores"`
-	MaxRSS       int64   `json:"max_rss_bytes"`
-	GCPauseP99US int64   `json:"gc_pause_p99_us"`
+	CPUUtil float64 `json:"cpu_util"`
+	Cores   int     `json:"cores"`
+	// Host is the generator machine's host name. Merging segments that
+	// ran on one machine (--workers) counts its cores once.
+	Host         string `json:"host,omitempty"`
+	MaxRSS       int64  `json:"max_rss_bytes"`
+	GCPauseP99US int64  `json:"gc_pause_p99_us"`
 }
 
 // Threshold is one evaluated threshold.

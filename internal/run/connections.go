@@ -196,6 +196,7 @@ func (p *population) setup(tlsConf *tls.Config) {
 			Recorder:         p.rec,
 		}
 		if tlsConf != nil {
+			p.sro.TLS = tlsConf
 			p.sro.HTTPClient = &http.Client{
 				Transport: &http.Transport{TLSClientConfig: tlsConf, MaxIdleConnsPerHost: 64,
 					IdleConnTimeout: 30 * time.Second, DisableCompression: true, ForceAttemptHTTP2: true},

@@ -93,6 +93,13 @@ func (r *runner) startMonitors(ctx context.Context) error {
 	if specs == nil {
 		specs = PlanMonitors(r.plan)
 	}
+	if seg := r.seg(); seg.Index > 0 {
+		// The servers are one however many segments load them: segment 0
+		// watches them, so a merged result has one series per metric and
+		// a database is not polled N times. Every segment still records
+		// its own process (merge keeps those apart).
+		specs = nil
+	}
 	m := &monitors{}
 	if at := r.opts.StartAt; !at.IsZero() {
 		// A segment of a distributed test: every segment's clock, the

@@ -472,7 +472,8 @@ func (r *runner) build(checkpoint bool) *result.Result {
 	}
 	cpu := (cpuTime() - r.cpu0).Seconds()
 	cores := runtime.GOMAXPROCS(0)
-	g := result.Generator{Lag: snap.Lag, CPUSeconds: cpu, Cores: cores, MaxRSS: maxRSS(),
+	host, _ := os.Hostname()
+	g := result.Generator{Lag: snap.Lag, CPUSeconds: cpu, Cores: cores, Host: host, MaxRSS: maxRSS(),
 		GCPauseP99US: gcPauseP99().Microseconds()}
 	if snap.Totals.Requests > 0 {
 		g.CPUPerRequestUS = cpu * 1e6 / float64(snap.Totals.Requests)

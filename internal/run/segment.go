@@ -38,9 +38,6 @@ func checkSegment(p *plan.Plan, seg Segment) error {
 		return fmt.Errorf("segment %s: max_in_flight %d is smaller than the %d segments, so some would have no slot: raise it to at least %d",
 			seg, p.Load.MaxInFlight, seg.Count, seg.Count)
 	}
-	if len(p.Waves) > 0 {
-		return fmt.Errorf("segment %s: plans with tenant waves cannot be split into segments yet (each segment would run every wave's users)", seg)
-	}
 	return nil
 }
 
@@ -109,6 +106,11 @@ func (r *runner) segUsersAt(stages []plan.Stage, t time.Duration) int {
 func (r *runner) segTarget(t time.Duration) float64 {
 	if r.plan.Load.Model == plan.Open {
 		return sched.TargetAt(r.plan.Load.Stages, t) / float64(r.seg().Count)
+	}
+	if len(r.plan.Waves) > 0 && r.prog.HasRequests() {
+		// The sum of each wave's part, as runWaves keeps them; the share
+		// of the waves' sum can differ by a user per wave.
+		return float64(r.waveUsersAt(t))
 	}
 	return float64(r.segUsersAt(r.plan.Load.Stages, t))
 }

@@ -3,7 +3,8 @@ package run
 import (
 	"time"
 
-	"github.com/stampede-load/stampede/internal/sched"
+	"github.com/stampede-load/stampede/internal/dist/segment"
+	"github.com/stampede-load/stampede/internal/vu"
 )
 
 // runWaves is the closed model for a tenant pool split into waves: each
@@ -11,12 +12,18 @@ import (
 // would retire the newest users on a ramp-down, whichever wave they belong
 // to, and a wave ending while the next starts would keep the wrong
 // tenants running.
+//
+// A segment keeps its stripe of each wave separately (segment.Waves), so
+// the segments' users sum to the whole's for every wave at every instant,
+// and numbers each wave's users on its own: a user's id, tenant and so
+// scenario are the same in one process and in N, whatever the order in
+// which the waves' users happen to start.
 func (r *runner) runWaves() {
-	waves := r.plan.Waves
+	waves := segment.NewWaves(r.plan)
+	seg := r.seg()
 	end := r.start.Add(r.plan.Load.Duration())
-	running := make([][]closedUser, len(waves))
-	created := make([]int, len(waves))
-	perTenant := max(1, r.plan.PerTenantUsers())
+	running := make([][]closedUser, waves.Len())
+	started := make([]int64, waves.Len())
 	for {
 		now := time.Now()
 		if !now.Before(end) {
@@ -24,18 +31,12 @@ func (r *runner) runWaves() {
 		}
 		el := now.Sub(r.start)
 		total := 0
-		for g, w := range waves {
-			want := 0
-			if at := el - w.Offset; at >= 0 && at < w.Duration() {
-				want = sched.UsersAt(w.Stages, at)
-			}
+		for g := range running {
+			want := waves.SegUsersAt(seg, g, el)
 			for len(running[g]) < want {
-				cu := closedUser{u: r.newUser(), quit: make(chan struct{})}
-				// Tenants of the wave in turn, a block of per-tenant users
-				// each, as TenantOf does for the whole pool.
-				n := w.Last - w.First + 1
-				cu.u.SetTenant(w.First + (created[g]/perTenant)%n)
-				created[g]++
+				started[g]++
+				id, tenant := waves.User(seg, g, started[g])
+				cu := closedUser{u: r.newWaveUser(id, tenant), quit: make(chan struct{})}
 				running[g] = append(running[g], cu)
 				r.startUser(cu)
 			}
@@ -54,4 +55,31 @@ func (r *runner) runWaves() {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// newWaveUser is newUser with the id and tenant the wave numbering gives,
+// rather than the next id of one sequence for the whole run.
+func (r *runner) newWaveUser(id int64, tenant int) *vu.User {
+	u := r.prog.NewUser(id, r.shared.NewTransport(), r.rec)
+	u.SetTenant(tenant)
+	r.usersMu.Lock()
+	r.users = append(r.users, u)
+	r.usersMu.Unlock()
+	return u
+}
+
+// waveUsersAt is this segment's users of all waves at el: what runWaves
+// keeps, wave by wave, for the series' target. Past the end it holds the
+// last instant's users, as a profile without waves does, so the last
+// partial interval does not read as a drop to zero.
+func (r *runner) waveUsersAt(el time.Duration) int {
+	if d := r.plan.Load.Duration(); el >= d && d > 0 {
+		el = d - 1
+	}
+	seg := r.seg()
+	n := 0
+	for _, w := range r.plan.Waves {
+		n += int(seg.Stripe(int64(segment.WaveUsersAt(w, el))))
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/sched"
@@ -38,8 +39,17 @@ type PlanShare struct {
 	// stripe of a unique source; every row of the others.
 	Rows []int64
 	// TenantUsers is, per tenant (index 0 is tenant 1), how many of the
-	// segment's peak users belong to it; nil without a tenant pool.
+	// segment's peak users belong to it; nil without a tenant pool. With
+	// waves, each wave counts at its own peak: the waves' peaks need not
+	// coincide, but every tenant is in one wave.
 	TenantUsers []int64
+	// Waves is the segment's part of each tenant wave (closed model); nil
+	// without waves. The run keeps its stripe of each wave's users
+	// separately (Waves), so with waves Stages holds the sum of the waves'
+	// parts at each stage's start and end (Load.Stages is the waves' sum),
+	// and PeakUsers the most of those: the segments' peaks need not fall at
+	// the same instant, so they add up to the whole's only stage by stage.
+	Waves []WaveShare
 	// Connections is the segment's part of the persistent connections
 	// (per_tenant × tenants of each connection scenario).
 	Connections int64
@@ -48,6 +58,23 @@ type PlanShare struct {
 // StageShare is one stage's part.
 type StageShare struct {
 	From, To int64
+}
+
+// WaveShare is a segment's part of one tenant wave: its stripe of the
+// wave's users (Waves).
+type WaveShare struct {
+	Offset time.Duration
+	// First and Last are the wave's tenants, inclusive.
+	First, Last int
+	// Stages holds the segment's users of the wave at each of the wave's
+	// own stages' start and end (wave time, before Offset shifts it).
+	Stages []StageShare
+	// PeakUsers is the segment's part of the wave's peak.
+	PeakUsers int64
+	// The whole-test ids of the segment's users at the wave's peak are
+	// FirstID, FirstID+Count, … up to LastID (Waves.User); both are 0 when
+	// it has none.
+	FirstID, LastID int64
 }
 
 // ArrivalCount is the number of arrivals the open-model profile makes:
@@ -97,7 +124,10 @@ func Of(p *plan.Plan, s Segment) PlanShare {
 		}
 		peak := PeakUsers(p.Load.Stages)
 		ps.PeakUsers = s.Share(peak)
-		if p.Tenants > 0 {
+		if len(p.Waves) > 0 {
+			ps.Waves, ps.TenantUsers = waveShares(p, s)
+			ps.Stages, ps.PeakUsers = waveStages(p, s)
+		} else if p.Tenants > 0 {
 			ps.TenantUsers = make([]int64, p.Tenants)
 			for j := int64(1); j <= ps.PeakUsers; j++ {
 				if t := p.TenantOf(s.UserID(j, peak)); t > 0 {
@@ -126,6 +156,59 @@ func Of(p *plan.Plan, s Segment) PlanShare {
 	return ps
 }
 
+// waveShares is s's part of every wave, and its peak users per tenant.
+func waveShares(p *plan.Plan, s Segment) ([]WaveShare, []int64) {
+	wu := NewWaves(p)
+	var tenants []int64
+	if p.Tenants > 0 {
+		tenants = make([]int64, p.Tenants)
+	}
+	out := make([]WaveShare, wu.Len())
+	for g, wv := range p.Waves {
+		ws := WaveShare{Offset: wv.Offset, First: wv.First, Last: wv.Last, PeakUsers: s.Stripe(wu.Peak(g))}
+		if ws.PeakUsers > 0 {
+			ws.FirstID, _ = wu.User(s, g, 1)
+			ws.LastID, _ = wu.User(s, g, ws.PeakUsers)
+		}
+		for _, st := range wv.Stages {
+			ws.Stages = append(ws.Stages, StageShare{
+				From: s.Stripe(int64(math.Round(st.From))),
+				To:   s.Stripe(int64(math.Round(st.To))),
+			})
+		}
+		for j := int64(1); j <= ws.PeakUsers; j++ {
+			if _, t := wu.User(s, g, j); t > 0 && t <= len(tenants) {
+				tenants[t-1]++
+			}
+		}
+		out[g] = ws
+	}
+	return out, tenants
+}
+
+// waveStages is what s runs of all waves together at each start and end
+// of the plan's stages (the waves' sum, plan.WaveTotal), and the most of it.
+func waveStages(p *plan.Plan, s Segment) ([]StageShare, int64) {
+	wu := NewWaves(p)
+	at := func(el time.Duration) int64 {
+		var n int64
+		for g := 0; g < wu.Len(); g++ {
+			n += int64(wu.SegUsersAt(s, g, el))
+		}
+		return n
+	}
+	var out []StageShare
+	var peak int64
+	var start time.Duration
+	for _, st := range p.Load.Stages {
+		ss := StageShare{From: at(start), To: at(start + st.Duration - 1)}
+		peak = max(peak, ss.From, ss.To)
+		out = append(out, ss)
+		start += st.Duration
+	}
+	return out, peak
+}
+
 // String is a one-line account such as
 // "segment 1/4: users 0 → 25 → 25 (peak 25), rows voters 250".
 func (ps PlanShare) String() string {
@@ -151,6 +234,13 @@ func (ps PlanShare) String() string {
 			parts = append(parts, fmt.Sprint(st.To))
 		}
 		fmt.Fprintf(&b, " users %s (peak %d)", strings.Join(parts, " → "), ps.PeakUsers)
+	}
+	if len(ps.Waves) > 0 {
+		parts := make([]string, len(ps.Waves))
+		for i, w := range ps.Waves {
+			parts[i] = fmt.Sprint(w.PeakUsers)
+		}
+		fmt.Fprintf(&b, ", waves peak %s", strings.Join(parts, " + "))
 	}
 	if ps.Connections > 0 {
 		fmt.Fprintf(&b, ", connections %d", ps.Connections)

@@ -8,6 +8,7 @@ package signalr
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ type Options struct {
 	AccessToken string
 	// HTTPClient is used for negotiate (default: a shared pool).
 	HTTPClient *http.Client
+	// TLS configures wss:// upgrades (custom CA, client certificate,
+	// server name); negotiate goes through HTTPClient, which the caller
+	// configures the same way.
+	TLS *tls.Config
 	// SkipNegotiate connects the WebSocket directly, as clients configured
 	// with skipNegotiation do.
 	SkipNegotiate bool
@@ -72,6 +77,7 @@ func (o *Options) wsOptions() *ws.Options {
 			KeepAlive:        dflt(o.KeepAlive, 15*time.Second),
 			KeepAliveMessage: pingRecord,
 			IdleTimeout:      dflt(o.ServerTimeout, 30*time.Second),
+			TLS:              o.TLS,
 		}
 		if o.Stats != nil {
 			o.wso.Counters = &o.Stats.Counters

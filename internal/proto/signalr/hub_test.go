@@ -2,6 +2,8 @@ package signalr
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -64,6 +66,13 @@ func hubLogger() kitlog.Logger {
 // hubServer serves the kitchen hub at /hubs/kitchen on 127.0.0.1.
 func hubServer(t testing.TB, wrap func(http.Handler) http.Handler, opts ...func(signalr.Party) error) *httptest.Server {
 	t.Helper()
+	return startHub(t, httptest.NewServer, wrap, opts...)
+}
+
+// startHub serves the kitchen hub with start (httptest.NewServer or
+// NewTLSServer).
+func startHub(t testing.TB, start func(http.Handler) *httptest.Server, wrap func(http.Handler) http.Handler, opts ...func(signalr.Party) error) *httptest.Server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts = append([]func(signalr.Party) error{
 		signalr.SimpleHubFactory(&kitchen{}),
@@ -81,7 +90,7 @@ func hubServer(t testing.TB, wrap func(http.Handler) http.Handler, opts ...func(
 	if wrap != nil {
 		h = wrap(mux)
 	}
-	ts := httptest.NewServer(h)
+	ts := start(h)
 	t.Cleanup(func() {
 		cancel()
 		ts.CloseClientConnections()
@@ -378,5 +387,37 @@ func TestSkipNegotiate(t *testing.T) {
 	}
 	if _, err := c.Invoke(ctx5(t), "add", 1, 2); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTLSHub connects to a hub served over TLS with its own certificate
+// authority: negotiate and the wss upgrade must both trust it, and
+// without it the upgrade fails as a TLS failure, not something vaguer.
+func TestTLSHub(t *testing.T) {
+	ts := startHub(t, httptest.NewTLSServer, nil)
+	roots := x509.NewCertPool()
+	roots.AddCert(ts.Certificate())
+	conf := &tls.Config{RootCAs: roots}
+	o := &Options{HTTPClient: &http.Client{Transport: &http.Transport{TLSClientConfig: conf}}, TLS: conf, Stats: NewStats()}
+	noLeak(t, o)
+	c, err := Connect(ctx5(t), ts.URL+"/hubs/kitchen", nil, o)
+	if err != nil {
+		t.Fatalf("connect over TLS with the CA: %v", err)
+	}
+	res, err := c.Invoke(ctx5(t), "JoinRestaurant", "7")
+	if err != nil || !strings.Contains(string(res), "joined 7") {
+		t.Errorf("invoke over TLS = %s, %v", res, err)
+	}
+	c.Close()
+
+	// Negotiate trusts the CA, the upgrade does not.
+	r := &rec{}
+	bad := &Options{HTTPClient: o.HTTPClient, Stats: NewStats(), Recorder: r}
+	if c, err := Connect(ctx5(t), ts.URL+"/hubs/kitchen", nil, bad); err == nil {
+		c.Close()
+		t.Fatal("upgrade without the CA succeeded")
+	}
+	if got := r.classes("upgrade"); len(got) != 1 || got[0] != sample.TLS {
+		t.Errorf("upgrade without the CA recorded %v, want [tls] (errors %v)", got, r.errs)
 	}
 }

@@ -376,6 +376,12 @@ func (c *Conn) Send(typ MessageType, data []byte) error {
 		if c.ended.Load() {
 			return c.endedError("write")
 		}
+		if c.closing.Load() {
+			// Close sent the close frame, so gorilla refuses writes; the
+			// connection ends as Close decides (client_close), not as a
+			// failed write.
+			return &Error{Op: "write", Class: sample.Other, Msg: "connection is closing", Err: err}
+		}
 		cl := Classify(err)
 		if cl == sample.Other {
 			cl = sample.ConnReset
@@ -455,7 +461,7 @@ func (c *Conn) tick() {
 			Text: "server sent nothing for " + it.String()}, true)
 		return
 	}
-	if ka := c.o.KeepAlive; ka > 0 && now-c.lastWrite.Load() >= int64(ka) {
+	if ka := c.o.KeepAlive; ka > 0 && now-c.lastWrite.Load() >= int64(ka) && !c.closing.Load() {
 		var err error
 		if c.o.KeepAliveMessage != nil {
 			err = c.Send(Text, c.o.KeepAliveMessage)
@@ -466,7 +472,7 @@ func (c *Conn) tick() {
 			}
 		}
 		if err != nil {
-			if !c.ended.Load() {
+			if !c.ended.Load() && !c.closing.Load() {
 				c.end(&Disconnect{Reason: WriteFailed, Class: sample.ConnReset, Text: err.Error(), Err: err}, false)
 			}
 			return

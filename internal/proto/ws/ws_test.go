@@ -29,7 +29,8 @@ func noLeak(t *testing.T) {
 }
 
 // echoServer echoes every message; "close:<code>" makes it close with that
-// code, "drop" cuts the TCP connection, "silent" stops answering.
+// code, "drop" cuts the TCP connection, "silent" stops answering, "deaf"
+// stops reading for 600ms.
 func echoServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +56,11 @@ func echoServer(t *testing.T) *httptest.Server {
 				return
 			case s == "drop":
 				return // CloseNow: no close frame
+			case s == "deaf":
+				// Stop reading for a while, so a close frame sent now
+				// goes unanswered until the client gives up waiting.
+				time.Sleep(600 * time.Millisecond)
+				continue
 			case s == "big":
 				c.Write(ctx, websocket.MessageText, make([]byte, 2<<20))
 				continue
@@ -310,6 +316,28 @@ func TestKeepAliveAndSilence(t *testing.T) {
 	}
 	if d := c.Disconnect(); d.Reason != PingTimeout || d.Class != sample.Timeout {
 		t.Errorf("got %+v", d)
+	}
+}
+
+// TestKeepAliveWhileClosing: keep-alives due while Close waits for the
+// peer's close frame must not turn a clean client close into a failed
+// write (gorilla refuses writes once the close frame is sent).
+func TestKeepAliveWhileClosing(t *testing.T) {
+	noLeak(t)
+	srv := echoServer(t)
+	for _, msg := range [][]byte{nil, []byte("ka")} {
+		c := dial(t, srv.URL, &Options{KeepAlive: 10 * time.Millisecond, KeepAliveMessage: msg, CloseTimeout: 300 * time.Millisecond})
+		if err := c.Send(Text, []byte("deaf")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		c.Close(1000, "")
+		if d := c.Disconnect(); d.Reason != ClientClose || d.Class != sample.OK {
+			t.Errorf("keep-alive %q: closed as %+v, want client_close", msg, d)
+		}
+		if err := c.Send(Text, []byte("late")); err == nil {
+			t.Error("send after close succeeded")
+		}
 	}
 }
 

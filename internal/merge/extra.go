@@ -1,0 +1,227 @@
+package merge
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// connections sums the inputs' connection populations scenario by
+// scenario. Counts add up exactly. PeakOpen is the sum of the inputs'
+// peaks: the segments of one test follow one shared schedule and peak
+// together, so the sum is the whole's peak; for runs that did not overlap
+// it is an upper bound.
+func connections(rs []*result.Result) *result.Connections {
+	var out *result.Connections
+	idx := map[string]int{}
+	for _, r := range rs {
+		if r.Connections == nil {
+			continue
+		}
+		if out == nil {
+			out = &result.Connections{}
+		}
+		for _, s := range r.Connections.Scenarios {
+			i, ok := idx[s.Scenario]
+			if !ok {
+				i = len(out.Scenarios)
+				idx[s.Scenario] = i
+				out.Scenarios = append(out.Scenarios, result.ConnScenario{
+					Scenario: s.Scenario, Protocol: s.Protocol, ByClass: map[string]int64{},
+				})
+			}
+			m := &out.Scenarios[i]
+			m.Target += s.Target
+			m.Attempts += s.Attempts
+			m.Opened += s.Opened
+			m.Failed += s.Failed
+			m.PeakOpen += s.PeakOpen
+			m.OpenAtEnd += s.OpenAtEnd
+			m.OtherPushes += s.OtherPushes
+			m.MessagesIn += s.MessagesIn
+			m.MessagesOut += s.MessagesOut
+			m.BytesIn += s.BytesIn
+			m.BytesOut += s.BytesOut
+			addClasses(m.ByClass, s.ByClass)
+			m.Disconnects = addCounts(m.Disconnects, s.Disconnects)
+			m.Pushes = addCounts(m.Pushes, s.Pushes)
+		}
+	}
+	return out
+}
+
+// addCounts adds src into dst, making dst only when there is something to
+// add, so an empty map stays absent in the JSON as it was in the inputs.
+func addCounts(dst, src map[string]int64) map[string]int64 {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]int64{}
+	}
+	for k, n := range src {
+		dst[k] += n
+	}
+	return dst
+}
+
+// selfMonitor is the generator's own process, which every segment records.
+const selfMonitor = "process[self]"
+
+// monitors puts every input's server series on the merged clock (t = 0 at
+// the earliest start). Only segment 0 of a distributed run watches the
+// servers, so their series come from one input. The generator's own
+// process is recorded by every input and its figures add up (CPU, memory,
+// open files, threads, switches of several processes are sums), so
+// process[self] becomes the sum over the inputs: with --workers it is the
+// whole generator. Any other series that several inputs recorded (whole
+// runs merged, each watching its own servers) is kept once per input,
+// named by the input's segment or position, so nothing is lost.
+func (o Options) monitors(rs []*result.Result, start time.Time) (map[string]result.MonitorSeries, []result.MonitorProblem) {
+	owners := map[string]int{}
+	for _, r := range rs {
+		for k := range r.Monitors {
+			owners[k]++
+		}
+	}
+	out := map[string]result.MonitorSeries{}
+	selfs := map[string][]result.MonitorSeries{}
+	var probs []result.MonitorProblem
+	for i, r := range rs {
+		off := r.Run.Started.Sub(start).Seconds()
+		for k, s := range r.Monitors {
+			s = shiftSeries(s, off)
+			label, _ := splitKey(k)
+			switch {
+			case owners[k] == 1:
+				out[k] = s
+			case label == selfMonitor:
+				selfs[k] = append(selfs[k], s)
+			default:
+				out[o.qualify(k, i, r)] = s
+			}
+		}
+		for _, p := range r.MonitorProblems {
+			p.T += off
+			if p.LastT != 0 {
+				p.LastT += off
+			}
+			if owners[p.Monitor] > 1 && p.Monitor != selfMonitor {
+				p.Monitor, _ = splitKey(o.qualify(p.Monitor+".", i, r))
+			}
+			probs = append(probs, p)
+		}
+	}
+	for k, parts := range selfs {
+		out[k] = sumSeries(parts)
+	}
+	sort.SliceStable(probs, func(i, j int) bool { return probs[i].T < probs[j].T })
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, probs
+}
+
+// splitKey splits "postgres[db.main].connections.active" into its monitor
+// label and metric, as the reports do; a name in brackets may hold dots.
+func splitKey(key string) (label, metric string) {
+	if i := strings.IndexByte(key, '['); i >= 0 && i < strings.IndexByte(key+".", '.') {
+		if j := strings.IndexByte(key[i:], ']'); j >= 0 {
+			end := i + j + 1
+			return key[:end], strings.TrimPrefix(key[end:], ".")
+		}
+	}
+	label, metric, _ = strings.Cut(key, ".")
+	return label, metric
+}
+
+// qualify names input i's copy of a series several inputs recorded:
+// "host.cpu.busy_pct" → "host[segment 2].cpu.busy_pct",
+// "postgres[main].x" → "postgres[main, segment 2].x".
+func (o Options) qualify(key string, i int, r *result.Result) string {
+	who := o.name(i)
+	if s := r.Run.Segment; s.Count > 1 {
+		who = fmt.Sprintf("segment %d", s.Index+1)
+	}
+	label, metric := splitKey(key)
+	if strings.HasSuffix(label, "]") {
+		label = label[:len(label)-1] + ", " + who + "]"
+	} else {
+		label += "[" + who + "]"
+	}
+	if metric == "" {
+		return label
+	}
+	return label + "." + metric
+}
+
+func shiftSeries(s result.MonitorSeries, off float64) result.MonitorSeries {
+	t := make([]float64, len(s.T))
+	for i, v := range s.T {
+		t[i] = v + off
+	}
+	s.T = t
+	s.V = append([]float64(nil), s.V...)
+	return s
+}
+
+// sumSeries adds series sampled by different processes at slightly
+// different instants. Samples are matched on a grid of the smallest
+// sampling interval; within its span a process with no sample in a slot
+// contributes its latest earlier value (its sample fell into the next
+// slot), after its last sample nothing (it ended), and slots before every
+// process has sampled once are left out, so the sum never dips because one
+// process started sampling later.
+func sumSeries(parts []result.MonitorSeries) result.MonitorSeries {
+	out := result.MonitorSeries{Unit: parts[0].Unit}
+	step := math.Inf(1)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range parts {
+		for i := 1; i < len(p.T); i++ {
+			if d := p.T[i] - p.T[i-1]; d > 0 {
+				step = min(step, d)
+			}
+		}
+		if len(p.T) > 0 {
+			lo, hi = min(lo, p.T[0]), max(hi, p.T[len(p.T)-1])
+		}
+	}
+	if math.IsInf(lo, 1) {
+		return out
+	}
+	if math.IsInf(step, 1) {
+		step = 1
+	}
+	slot := func(t float64) int { return int(math.Round((t - lo) / step)) }
+	n := slot(hi) + 1
+	total := make([]float64, n)
+	from := 0 // the first slot in which every part has a value
+	for _, p := range parts {
+		if len(p.T) == 0 {
+			continue
+		}
+		first, end := slot(p.T[0]), slot(p.T[len(p.T)-1])
+		from = max(from, first)
+		last, j := math.NaN(), 0
+		for s := first; s <= end; s++ {
+			for j < len(p.T) && slot(p.T[j]) <= s {
+				if j < len(p.V) && !math.IsNaN(p.V[j]) {
+					last = p.V[j]
+				}
+				j++
+			}
+			if !math.IsNaN(last) {
+				total[s] += last
+			}
+		}
+	}
+	for s := from; s < n; s++ {
+		out.T = append(out.T, math.Round((lo+float64(s)*step)*1e6)/1e6)
+		out.V = append(out.V, total[s])
+	}
+	return out
+}
