@@ -58,6 +58,12 @@ type chartCheck struct {
 	Width  int      `json:"w"`
 	Height int      `json:"h"`
 	Colors []string `json:"colors"`
+	// XMin and XMax are the x scale as first drawn; Zoom the scale after
+	// zoomJS zoomed into a chart whose axis is widened to the others'.
+	XMin float64   `json:"xmin"`
+	XMax float64   `json:"xmax"`
+	Time bool      `json:"time"`
+	Zoom []float64 `json:"zoom"`
 }
 
 type pageCheck struct {
@@ -96,11 +102,32 @@ const checkJS = `(() => {
       }
       if (hits >= 20) inked++;
     }
-    return {id: spec.id, series: u.series.length - 1, shown, points, drawn, inked, w: c.width, h: c.height, colors};
+    let xmin = u.scales.x.min, xmax = u.scales.x.max, zoom = null;
+    if (u.stampedeInit) {
+      zoom = [xmin, xmax];
+      [xmin, xmax] = u.stampedeInit;
+      u.setScale('x', {min: spec.xs[0], max: spec.xs[spec.xs.length - 1]});
+    }
+    return {id: spec.id, series: u.series.length - 1, shown, points, drawn, inked, w: c.width, h: c.height, colors,
+            xmin, xmax, time: spec.x === 'time', zoom};
   });
   const v = document.getElementById('verdict');
   return {ready: true, charts, theme: css.getPropertyValue('--bg').trim(),
           verdict: v ? v.textContent : '', bodyText: document.body.innerText.length};
+})()`
+
+// zoomJS zooms each chart whose x axis is widened to the other charts'
+// span into its own data, as a drag would; checkJS reads the result and
+// zooms back out. uPlot consults the widened range on zooms too, so this
+// proves a zoom still narrows the axis.
+const zoomJS = `(() => {
+  window.stampede.charts.forEach((u, i) => {
+    const spec = STAMPEDE_CHARTS[i];
+    if (!u || !spec.xrange || spec.xs.length < 4) return;
+    u.stampedeInit = [u.scales.x.min, u.scales.x.max];
+    u.setScale('x', {min: spec.xs[1], max: spec.xs[spec.xs.length - 2]});
+  });
+  return true;
 })()`
 
 var browserMu sync.Mutex
@@ -188,6 +215,9 @@ func openInChromium(t *testing.T, page string, dark bool, shot string) pageCheck
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("chromium: %s: charts never finished building: %v\npage problems: %s", page, err, strings.Join(problems, "\n"))
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](zoomJS)); err != nil {
+		t.Fatalf("chromium: zoom %s: %v", page, err)
 	}
 	// Let a frame pass so uPlot's first paint is on the canvas.
 	if err := chromedp.Do(bctx, chromedp.Sleep(300*time.Millisecond)); err != nil {
@@ -314,5 +344,86 @@ func TestEmptyRunHTMLInChromium(t *testing.T) {
 	pc := openInChromium(t, page, false, "")
 	if len(pc.Charts) != len(runCharts) {
 		t.Errorf("%d charts, want %d", len(pc.Charts), len(runCharts))
+	}
+}
+
+// A run with SignalR connections and the host monitor: the page has the
+// connections table and chart, the server table and one chart per monitor
+// unit, all drawn, every time chart on one time axis, and a zoom into a
+// widened chart still narrows it.
+func TestConnectionsAndMonitorsHTMLInChromium(t *testing.T) {
+	chromiumPath(t)
+	in := connsRun(t)
+	r, err := result.Read(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Connections == nil || len(r.Series.Connections) == 0 || len(r.Monitors) == 0 {
+		t.Fatalf("the run recorded no connections or monitors: connections %+v, %d monitor series", r.Connections, len(r.Monitors))
+	}
+	page := filepath.Join(t.TempDir(), "conns.html")
+	if o := stampede(t, "report", in, "--format", "html", "-o", page); o.Code != 0 {
+		t.Fatalf("report --format html: exit %d: %s", o.Code, o.Stderr)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := r.Connections.Scenarios[0]
+	for _, want := range []string{
+		`<section class="card" id="connections">`,
+		"<th>kitchen-display</th><td class=\"text\">signalr</td>",
+		fmt.Sprintf("<td>%d of %d</td>", sc.PeakOpen, sc.Target),
+		fmt.Sprintf("OrderPlaced %d", sc.Pushes["OrderPlaced"]),
+		`<section class="card" id="server">`,
+		`<tr class="section"><th colspan="4">host</th></tr>`,
+		"<th>cpu.busy_pct</th>",
+	} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, dark := range []bool{false, true} {
+		shot := "report-conns-light.png"
+		if dark {
+			shot = "report-conns-dark.png"
+		}
+		pc := openInChromium(t, page, dark, shot)
+		var ids []string
+		mon := map[string]bool{}
+		for _, c := range pc.Charts {
+			ids = append(ids, c.ID)
+			if strings.HasPrefix(c.ID, "mon-host-") {
+				mon[c.ID] = true
+			}
+		}
+		want := []string{"rps", "latency", "users", "generator", "connections", "distribution"}
+		if len(ids) < len(want) || strings.Join(ids[:len(want)], ",") != strings.Join(want, ",") {
+			t.Errorf("charts %v, want %v first", ids, want)
+		}
+		for _, id := range []string{"mon-host-percent", "mon-host-count", "mon-host-bytes"} {
+			if !mon[id] {
+				t.Errorf("no chart %s; monitor charts %v", id, mon)
+			}
+		}
+		requireCharts(t, pc, ids...)
+		var x0, x1 float64
+		first := true
+		for _, c := range pc.Charts {
+			if !c.Time {
+				continue
+			}
+			if first {
+				x0, x1, first = c.XMin, c.XMax, false
+				if x0 >= 0 {
+					t.Errorf("time axis starts at %v; the host monitor samples before the load starts", x0)
+				}
+			} else if c.XMin != x0 || c.XMax != x1 {
+				t.Errorf("chart %s spans %v..%v, others %v..%v; time charts must share one axis", c.ID, c.XMin, c.XMax, x0, x1)
+			}
+			if c.Zoom == nil || c.Zoom[0] <= c.XMin || c.Zoom[1] >= c.XMax {
+				t.Errorf("chart %s: zoom from %v..%v gave %v; want a narrower axis", c.ID, c.XMin, c.XMax, c.Zoom)
+			}
+		}
 	}
 }

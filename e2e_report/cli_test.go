@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -194,5 +195,32 @@ func TestBadResultFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.html")); err == nil {
 		t.Error("a failed report left an output file behind")
+	}
+}
+
+// A real run with SignalR connections and the host monitor: the Markdown
+// report has the text summary's Connections and Server Metrics as tables.
+func TestReportMarkdownConnectionsAndMonitors(t *testing.T) {
+	in := connsRun(t)
+	r, err := result.Read(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := stampede(t, "report", in, "--format", "md")
+	if o.Code != 0 {
+		t.Fatalf("exit %d: %s", o.Code, o.Stderr)
+	}
+	sc := r.Connections.Scenarios[0]
+	for _, want := range []string{
+		"### Connections\n\n| Scenario | Protocol | Attempts | Opened | Failed | Peak open |",
+		"| kitchen-display | signalr | " + strconv.FormatInt(sc.Attempts, 10) + " | " + strconv.FormatInt(sc.Opened, 10) + " | ",
+		"OrderPlaced " + strconv.FormatInt(sc.Pushes["OrderPlaced"], 10),
+		"### Server metrics (steady part ",
+		"| Monitor | Metric | Min | Avg | Max |\n",
+		"| host | cpu.busy_pct | ",
+	} {
+		if !strings.Contains(o.Stdout, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, o.Stdout)
+		}
 	}
 }

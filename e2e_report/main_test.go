@@ -95,6 +95,33 @@ func allRuns(t *testing.T) (healthy, slow, open string) {
 	return runs.healthy, runs.slow, runs.open
 }
 
+// connRun is a run with SignalR connections and the host monitor
+// (testdata/conns.yaml): the connection and server sections of the reports.
+var connRun struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func connsRun(t *testing.T) string {
+	t.Helper()
+	connRun.once.Do(func() {
+		connRun.path = filepath.Join(e2etest.Shared, "conns.json")
+		plan := filepath.Join(e2etest.ModRoot, "e2e_report", "testdata", "conns.yaml")
+		args := []string{"run", plan, "-q", "-o", connRun.path, "--monitor", "host"}
+		// A 6 s plan: a minute is a hang, not a slow machine.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if out, err := command(ctx, args...).CombinedOutput(); err != nil {
+			connRun.err = fmt.Errorf("stampede %v: %v\n%s", args, err, out)
+		}
+	})
+	if connRun.err != nil {
+		t.Fatal(connRun.err)
+	}
+	return connRun.path
+}
+
 // testOutput is where screenshots go for CI to keep as artifacts.
 func testOutput(t *testing.T) string {
 	t.Helper()

@@ -14,11 +14,17 @@ import (
 // the per-interval series and the histograms, never from raw samples, so a
 // report's size depends on the run's length, not its request count.
 type chart struct {
-	ID    string   `json:"id"`
-	Title string   `json:"title"`
-	Note  string   `json:"note,omitempty"`
-	X     string   `json:"x"` // "time" (seconds since start) or "nines" (percentile curve)
-	Xs    nums     `json:"xs"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Note  string `json:"note,omitempty"`
+	X     string `json:"x"` // "time" (seconds since start) or "nines" (percentile curve)
+	Xs    nums   `json:"xs"`
+	// XRange widens a time chart's x axis to the span every time chart
+	// covers (shareTimeAxis); absent when they all agree.
+	XRange nums `json:"xrange,omitempty"`
+	// Group names the page section the chart sits in ("server"); absent,
+	// the main chart grid.
+	Group string   `json:"group,omitempty"`
 	Axes  []axis   `json:"axes"`
 	Lines []series `json:"series"`
 }
@@ -220,7 +226,11 @@ func runCharts(r *result.Result, steps []result.Step) ([]chart, error) {
 	if len(dist.Lines) == 0 {
 		dist.Note = "No successful requests, so there is no latency distribution."
 	}
-	return []chart{rps, lat, users, gen, dist}, nil
+	out := []chart{rps, lat, users, gen}
+	if c := connChart(r); c != nil {
+		out = append(out, *c)
+	}
+	return append(out, dist), nil
 }
 
 // lagMillis keeps zero lag as zero: unlike latency, no lag is a value.
@@ -317,6 +327,8 @@ func compareCharts(c *Comparison) ([]chart, error) {
 		Note: "Active virtual users (closed model) or iterations running (open model); in flight dashed.", Axes: []axis{{Label: "count"}}}
 	dist := chart{ID: "cmp-distribution", Title: "Latency distribution (successful requests)", X: "nines", Xs: ninesAxis(),
 		Note: "Latency at each percentile, from each run's HDR histogram.", Axes: []axis{{Label: "latency", Unit: "ms", Log: true}}}
+	conns := chart{ID: "cmp-connections", Title: "Open connections", X: "time", Xs: xs,
+		Note: "Persistent connections (WebSocket, SignalR) open at the end of each interval.", Axes: []axis{{Label: "connections"}}}
 	hs, err := c.okHistograms()
 	if err != nil {
 		return nil, err
@@ -334,9 +346,18 @@ func compareCharts(c *Comparison) ([]chart, error) {
 		users.Lines = append(users.Lines,
 			series{Label: label + " active", Color: col, Width: 2, V: onAxis(r, counts(s.Active, m))},
 			series{Label: label + " in flight", Color: col, Width: 1.5, Dash: dashed, V: onAxis(r, counts(s.InFlight, m))})
+		if len(s.Connections) > 0 {
+			conns.Lines = append(conns.Lines, series{Label: label, Color: col, Width: 2, V: onAxis(r, counts(s.Connections, m))})
+		}
 		if hs[i].TotalCount() > 0 {
 			dist.Lines = append(dist.Lines, series{Label: label, Color: col, Width: 2, V: percentileCurve(hs[i])})
 		}
 	}
-	return []chart{ok, failed, lat, users, dist}, nil
+	out := []chart{ok, failed, lat, users}
+	// Only runs with persistent connections have the series; a comparison
+	// of plain HTTP runs keeps its charts as they were.
+	if len(conns.Lines) > 0 {
+		out = append(out, conns)
+	}
+	return append(out, dist), nil
 }

@@ -71,3 +71,51 @@ func connBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// connRow is one connection population as the Markdown and HTML tables
+// show it, from the same helpers as the text summary's lines so the three
+// reports cannot disagree.
+type connRow struct {
+	Scenario, Protocol       string
+	Attempts, Opened, Failed string
+	Peak, OpenAtEnd          string
+	Disconnects, Pushes      string
+	MessagesIn, MessagesOut  string
+}
+
+func connRows(r *result.Result) []connRow {
+	if r.Connections == nil {
+		return nil
+	}
+	var rows []connRow
+	for _, s := range r.Connections.Scenarios {
+		failed := fmt.Sprint(s.Failed)
+		if fl := failureList(s.ByClass, sample.OK); s.Failed > 0 && len(fl) > 0 {
+			failed += " (" + strings.Join(fl, ", ") + ")"
+		}
+		pushes := connCounts(s.Pushes)
+		if s.OtherPushes > 0 {
+			if pushes != "" {
+				pushes += ", "
+			}
+			pushes += fmt.Sprintf("%d to other targets", s.OtherPushes)
+		}
+		rows = append(rows, connRow{
+			Scenario: s.Scenario, Protocol: s.Protocol,
+			Attempts: fmt.Sprint(s.Attempts), Opened: fmt.Sprint(s.Opened), Failed: failed,
+			Peak:        fmt.Sprintf("%d of %d", s.PeakOpen, s.Target),
+			OpenAtEnd:   fmt.Sprint(s.OpenAtEnd),
+			Disconnects: dashIfEmpty(connCounts(s.Disconnects)), Pushes: dashIfEmpty(pushes),
+			MessagesIn:  fmt.Sprintf("%d (%s)", s.MessagesIn, connBytes(s.BytesIn)),
+			MessagesOut: fmt.Sprintf("%d (%s)", s.MessagesOut, connBytes(s.BytesOut)),
+		})
+	}
+	return rows
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}

@@ -91,6 +91,7 @@ func TestMarkdownGolden(t *testing.T) {
 		{"overloaded_every_class", overloaded},
 		{"partial_thresholds", partialThresholds},
 		{"sweep_levels", func(t *testing.T) *result.Result { return sweep(t, 1, 200) }},
+		{"connections_monitors", func(t *testing.T) *result.Result { return withConnections(withMonitors(healthyClosed(t))) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -67,6 +67,8 @@ type singleView struct {
 	Samples     []result.ErrorSample
 	TextSummary string
 	Levels      *plainTable
+	Conns       []connRow
+	Server      *serverView
 }
 
 // plainTable is a header row and rows of text, for the levels tables.
@@ -116,7 +118,17 @@ func HTML(w io.Writer, r *result.Result) error {
 	if err != nil {
 		return err
 	}
+	server := serverViewOf(r)
+	if mc, left := monitorCharts(r); len(mc) > 0 {
+		charts = append(charts, mc...)
+		if server != nil {
+			server.Uncharted = left
+		}
+	}
+	shareTimeAxis(charts)
 	sv := &singleView{
+		Conns:       connRows(r),
+		Server:      server,
 		Verdict:     verdictOf(r),
 		Thresholds:  r.Thresholds,
 		Indicators:  r.Indicators,

@@ -57,6 +57,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 		b.WriteString("\n")
 	}
 
+	mdConnections(&b, r)
+	mdServer(&b, r)
+
 	if err := mdLevels(&b, r); err != nil {
 		return err
 	}
@@ -203,4 +206,59 @@ func mdLevels(b *bytes.Buffer, r *result.Result) error {
 		mdDetails(b, ls[i].label, full)
 	}
 	return nil
+}
+
+// mdConnections writes the text summary's Connections lines as a table.
+func mdConnections(b *bytes.Buffer, r *result.Result) {
+	rows := connRows(r)
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("### Connections\n\n")
+	var cells [][]string
+	for _, c := range rows {
+		cells = append(cells, []string{c.Scenario, c.Protocol, c.Attempts, c.Opened, c.Failed, c.Peak, c.OpenAtEnd, c.Disconnects, c.Pushes, c.MessagesIn, c.MessagesOut})
+	}
+	mdTable(b, []string{"Scenario", "Protocol", "Attempts", "Opened", "Failed", "Peak open", "Open at end", "Disconnects", "Pushes", "Messages in", "Messages out"}, cells)
+	b.WriteString("\n")
+}
+
+// mdServer writes the text summary's server table and monitor problems.
+func mdServer(b *bytes.Buffer, r *result.Result) {
+	v := serverViewOf(r)
+	if v == nil {
+		return
+	}
+	fmt.Fprintf(b, "### Server metrics (steady part %s)\n\n", v.Window)
+	if len(v.Groups) > 0 {
+		var cells [][]string
+		for _, g := range v.Groups {
+			for _, row := range g.Rows {
+				cells = append(cells, []string{g.Label, row.Metric, row.Min, row.Avg, row.Max})
+			}
+		}
+		mdTable(b, []string{"Monitor", "Metric", "Min", "Avg", "Max"}, cells)
+		b.WriteString("\n")
+	}
+	if len(v.Notes) > 0 {
+		fmt.Fprintf(b, "%s.\n\n", mdText(upperFirst(strings.Join(v.Notes, "; "))))
+	}
+	if len(v.Problems) > 0 {
+		b.WriteString("**Monitor Problems:**\n\n")
+		for _, p := range v.Problems {
+			mark := "⚠️"
+			if p.Error {
+				mark = "✗"
+			}
+			fmt.Fprintf(b, "- %s %s: %s (%s)\n", mark, mdText(p.Monitor), mdText(p.Message), p.When)
+		}
+		b.WriteString("\n")
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -90,14 +90,7 @@ func serverMetrics(b *bytes.Buffer, r *result.Result) {
 			fmt.Fprintf(b, "    %-*s %12s %12s %12s\n", width-2, row.Metric,
 				result.FormatMonitorValue(row.Unit, row.Min), result.FormatMonitorValue(row.Unit, row.Avg), result.FormatMonitorValue(row.Unit, row.Max))
 		}
-		var notes []string
-		if zero > 0 {
-			notes = append(notes, fmt.Sprintf("%d series at zero throughout not shown", zero))
-		}
-		if missing > 0 {
-			notes = append(notes, fmt.Sprintf("%d series without a sample in the steady part", missing))
-		}
-		if len(notes) > 0 {
+		if notes := monitorNotes(zero, missing); len(notes) > 0 {
 			fmt.Fprintf(b, "  (%s)\n", strings.Join(notes, "; "))
 		}
 		b.WriteString("\n")
@@ -111,13 +104,74 @@ func serverMetrics(b *bytes.Buffer, r *result.Result) {
 		if p.Severity == "error" {
 			mark = "✗"
 		}
-		when := "at " + seconds(p.T)
-		if p.Count > 1 {
-			when = fmt.Sprintf("%d times, %s-%s", p.Count, seconds(p.T), seconds(p.LastT))
-		}
-		fmt.Fprintf(b, "  %s %s: %s (%s)\n", mark, p.Monitor, p.Message, when)
+		fmt.Fprintf(b, "  %s %s: %s (%s)\n", mark, p.Monitor, p.Message, problemWhen(p))
 	}
 	b.WriteString("\n")
+}
+
+func monitorNotes(zero, missing int) []string {
+	var notes []string
+	if zero > 0 {
+		notes = append(notes, fmt.Sprintf("%d series at zero throughout not shown", zero))
+	}
+	if missing > 0 {
+		notes = append(notes, fmt.Sprintf("%d series without a sample in the steady part", missing))
+	}
+	return notes
+}
+
+// problemWhen says when a monitor problem happened, on the run clock.
+func problemWhen(p result.MonitorProblem) string {
+	if p.Count > 1 {
+		return fmt.Sprintf("%d times, %s-%s", p.Count, seconds(p.T), seconds(p.LastT))
+	}
+	return "at " + seconds(p.T)
+}
+
+// serverView is the server table and the monitors' problems as the
+// Markdown and HTML reports lay them out; the figures are the text
+// summary's (MonitorTable, FormatMonitorValue).
+type serverView struct {
+	Window   string // "9s-30s"
+	Groups   []serverGroup
+	Notes    []string
+	Problems []serverProblem
+	// Uncharted says which series the page's charts leave out (HTML only).
+	Uncharted []string
+}
+
+type serverGroup struct {
+	Label string
+	Rows  []serverRow
+}
+
+type serverRow struct{ Metric, Min, Avg, Max string }
+
+type serverProblem struct {
+	Error                  bool
+	Monitor, Message, When string
+}
+
+// serverViewOf is nil when the run has neither server series (other than
+// the generator's own process) nor monitor problems.
+func serverViewOf(r *result.Result) *serverView {
+	rows, from, to, zero, missing := MonitorTable(r)
+	if len(rows) == 0 && zero == 0 && missing == 0 && len(r.MonitorProblems) == 0 {
+		return nil
+	}
+	v := &serverView{Window: seconds(from) + "-" + seconds(to), Notes: monitorNotes(zero, missing)}
+	for _, row := range rows {
+		if len(v.Groups) == 0 || v.Groups[len(v.Groups)-1].Label != row.Label {
+			v.Groups = append(v.Groups, serverGroup{Label: row.Label})
+		}
+		g := &v.Groups[len(v.Groups)-1]
+		g.Rows = append(g.Rows, serverRow{row.Metric,
+			result.FormatMonitorValue(row.Unit, row.Min), result.FormatMonitorValue(row.Unit, row.Avg), result.FormatMonitorValue(row.Unit, row.Max)})
+	}
+	for _, p := range r.MonitorProblems {
+		v.Problems = append(v.Problems, serverProblem{Error: p.Severity == "error", Monitor: p.Monitor, Message: p.Message, When: problemWhen(p)})
+	}
+	return v
 }
 
 // seconds writes a time on the run clock: "12s", "-0.8s".

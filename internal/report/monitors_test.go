@@ -8,10 +8,12 @@ import (
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-func TestServerMetricsTable(t *testing.T) {
-	r := healthyClosed(t)
-	// 30 s: ramp for 9, hold for 21; the steady part is 9s-30s.
+// withMonitors gives r a 30 s series (a ramp for 9, a hold for 21, so the
+// steady part is 9s-30s) and server series sampled from a second before
+// the load to two after it, with two monitor problems.
+func withMonitors(r *result.Result) *result.Result {
 	r.Series.IntervalS = 1
+	r.Series.T, r.Series.Target = nil, nil
 	for i := range 30 {
 		r.Series.T = append(r.Series.T, float64(i))
 		r.Series.Target = append(r.Series.Target, float64(min(i+1, 10))*2)
@@ -40,6 +42,11 @@ func TestServerMetricsTable(t *testing.T) {
 		{Monitor: "host", Severity: "warn", Message: "sample failed: boom", T: 2.5, LastT: 31.5, Count: 30},
 		{Monitor: "redis[cache]", Severity: "warn", Message: "cannot start redis[cache] 127.0.0.1:1: connection refused; the run goes on without it", T: -1},
 	}
+	return r
+}
+
+func TestServerMetricsTable(t *testing.T) {
+	r := withMonitors(healthyClosed(t))
 	var b bytes.Buffer
 	if err := Text(&b, r); err != nil {
 		t.Fatal(err)

@@ -406,7 +406,13 @@ func generator(b *bytes.Buffer, g result.Generator, lag result.Latency) {
 		return
 	}
 	var parts []string
-	parts = append(parts, fmt.Sprintf("CPU %.1fµs/request", g.CPUPerRequestUS))
+	// A run of connections only sends no HTTP requests: a cost per
+	// request of 0 would read as free.
+	if g.CPUPerRequestUS > 0 {
+		parts = append(parts, fmt.Sprintf("CPU %.1fµs/request", g.CPUPerRequestUS))
+	} else {
+		parts = append(parts, fmt.Sprintf("CPU %.1fs", g.CPUSeconds))
+	}
 	util := fmt.Sprintf("CPU util %.2f%%", g.CPUUtil*100)
 	if g.Cores > 0 {
 		util += " of " + plural(g.Cores, "core")

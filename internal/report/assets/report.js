@@ -30,13 +30,28 @@
     if (!precise && a >= 1e4) return trim((v / 1e3).toFixed(1)) + "k";
     return trim(v.toFixed(a >= 100 || Number.isInteger(v) ? 0 : 2)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   }
+  // Monitor values, written as the tables write them (result.FormatMonitorValue).
+  function fmtBytes(v, precise) {
+    if (v == null) return "–";
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    if (i === 0) return fmtNum(v, precise) + " B";
+    return (precise ? v.toFixed(1) : trim(v.toFixed(1))) + " " + units[i];
+  }
   function fmt(unit, precise) {
     if (unit === "ms") return function (v) { return fmtMs(v, precise); };
+    if (unit === "%") return function (v) { return v == null ? "–" : (precise ? v.toFixed(1) : trim(v.toFixed(Math.abs(v) >= 10 || Number.isInteger(v) ? 0 : 1))) + "%"; };
+    if (unit === "B") return function (v) { return fmtBytes(v, precise); };
+    if (unit === "B/s") return function (v) { return v == null ? "–" : fmtBytes(v, precise) + "/s"; };
+    if (unit === "ratio") return function (v) { return v == null ? "–" : precise ? v.toFixed(3) : trim(v.toFixed(3)); };
+    if (unit === "s") return function (v) { return fmtMs(v == null ? v : v * 1000, precise); };
     if (unit === "/s") return function (v) { return v == null ? "–" : fmtNum(v, precise) + (precise ? "/s" : ""); };
     return function (v) { return fmtNum(v, precise); };
   }
   function fmtTime(s) {
     if (s == null) return "–";
+    // Monitors sample before the load starts, at negative run time.
+    if (Math.round(s) < 0) return "-" + fmtTime(-s);
     s = Math.round(s);
     var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
     var mm = h > 0 ? String(m).padStart(2, "0") : String(m);
@@ -51,11 +66,20 @@
     return p.toFixed(digits) + "%";
   }
 
+  // Byte axes step in binary units (5 GiB, not 4.7 GiB for 5e9 bytes).
+  var byteIncrs = [];
+  [1, 1024, 1048576, 1073741824, 1099511627776].forEach(function (p) {
+    [1, 2, 5, 10, 20, 50, 100, 200, 500].forEach(function (m) { byteIncrs.push(m * p); });
+  });
+
   // Whole seconds only: a tick every half second would print 0:01 twice.
   var timeIncrs = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
 
   // card lays out a chart's frame; plots are drawn only once every card is
   // in place, so each takes the width its grid cell finally has.
+  function container(spec) {
+    return (spec.group && document.getElementById("charts-" + spec.group)) || root;
+  }
   function card(spec) {
     var card = document.createElement("div");
     card.className = "chart";
@@ -71,7 +95,7 @@
     var plot = document.createElement("div");
     plot.className = "plot";
     card.appendChild(plot);
-    root.appendChild(card);
+    container(spec).appendChild(card);
     return plot;
   }
 
@@ -91,16 +115,36 @@
       space: 60
     }];
     var scales = { x: { time: false } };
+    if (spec.xrange) {
+      // Every time chart spans the same seconds (the Go side's
+      // shareTimeAxis). uPlot asks for the x range on zooms too, so only
+      // the full data span, the initial and reset view, is widened.
+      var x0 = spec.xs[0], x1 = spec.xs[spec.xs.length - 1];
+      scales.x.range = function (u, min, max) {
+        if (min === x0 && max === x1) return [Math.min(min, spec.xrange[0]), Math.max(max, spec.xrange[1])];
+        return [min, max];
+      };
+    }
     spec.axes.forEach(function (a, i) {
       var key = i === 0 ? "y" : "y" + i;
       scales[key] = a.log
         ? { distr: 3, log: 10 }
-        : { range: function (u, min, max) { return [0, max > 0 ? max * 1.08 : 1]; } };
-      axes.push({
-        scale: key, side: i === 0 ? 3 : 1, label: a.label, labelSize: 20, stroke: fg, size: 62,
+        : { range: function (u, min, max) { return [min < 0 ? min * 1.08 : 0, max > 0 ? max * 1.08 : 1]; } };
+      var f = fmt(a.unit, false);
+      // Byte and percent labels run wider than the load charts' numbers.
+      var wide = a.unit === "B" || a.unit === "B/s" || a.unit === "%" || a.unit === "ratio" || a.unit === "s";
+      var ax = {
+        scale: key, side: i === 0 ? 3 : 1, label: a.label, labelSize: 20, stroke: fg,
+        size: wide ? function (u, vals) {
+          var n = 0;
+          (vals || []).forEach(function (v) { n = Math.max(n, String(v).length); });
+          return Math.max(62, 30 + 7 * n);
+        } : 62,
         grid: { show: i === 0, stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 },
-        values: function (u, vals) { return vals.map(fmt(a.unit, false)); }
-      });
+        values: function (u, vals) { return vals.map(f); }
+      };
+      if (a.unit === "B" || a.unit === "B/s") ax.incrs = byteIncrs;
+      axes.push(ax);
     });
     var series = [{ label: nines ? "percentile" : "time", value: function (u, v) { return xfmt(v); } }];
     spec.series.forEach(function (s) {
@@ -135,7 +179,7 @@
   function buildAll() {
     built.forEach(function (u) { if (u) u.destroy(); });
     built.length = 0;
-    root.textContent = "";
+    document.querySelectorAll(".charts").forEach(function (el) { el.textContent = ""; });
     var plots = STAMPEDE_CHARTS.map(card);
     STAMPEDE_CHARTS.forEach(function (spec, i) { built.push(build(spec, plots[i])); });
     paintSwatches();
