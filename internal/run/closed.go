@@ -3,7 +3,6 @@ package run
 import (
 	"time"
 
-	"github.com/stampede-load/stampede/internal/sched"
 	"github.com/stampede-load/stampede/internal/vu"
 )
 
@@ -18,7 +17,11 @@ type closedUser struct {
 
 // runClosed keeps the number of running users at the profile's value: new
 // users start at once; users over the target finish their iteration and
-// leave (never cut off mid-iteration by a ramp-down).
+// leave (never cut off mid-iteration by a ramp-down). A segment keeps its
+// stripe of the profile's users (segUsersAt), which only grows while the
+// profile does, and retires its newest first, as one process does: until a
+// ramp down is followed by a ramp up, the segments together run exactly
+// the users 1..v that one process runs.
 func (r *runner) runClosed() {
 	stages := r.plan.Load.Stages
 	end := r.start.Add(r.plan.Load.Duration())
@@ -30,7 +33,7 @@ func (r *runner) runClosed() {
 		if !now.Before(end) {
 			break
 		}
-		want := r.segShare(sched.UsersAt(stages, now.Sub(r.start))) // this segment's share
+		want := r.segUsersAt(stages, now.Sub(r.start)) // this segment's stripe
 		for len(running) < want {
 			cu := closedUser{u: r.newUser(), quit: make(chan struct{})}
 			running = append(running, cu)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/dist/segment"
@@ -72,23 +73,23 @@ func waitStart(ctx context.Context, o Options) error {
 
 func (r *runner) seg() Segment { return r.opts.Segment.Norm() }
 
-// segShare is this segment's part of a count of users or slots.
+// segShare is this segment's part of a fixed count of slots (Share).
 func (r *runner) segShare(v int) int { return r.seg().ShareInt(v) }
 
 // userID maps the local-th user this process starts to its id in the whole
-// test, which decides its scenario and tenant (segment.UserID).
+// test, which decides its scenario and tenant. Closed-model users are
+// striped (segment.UserID); the open model's workers are its Share of the
+// max_in_flight slots (segment.SlotID). One process numbers them 1, 2, 3, …
+// either way.
 func (r *runner) userID(local int64) int64 {
 	s := r.seg()
 	if s.IsWhole() {
 		return local
 	}
-	var peak int64
 	if r.plan.Load.Model == plan.Open {
-		peak = int64(r.plan.Load.MaxInFlight)
-	} else {
-		peak = segment.PeakUsers(r.plan.Load.Stages)
+		return s.SlotID(local, int64(r.plan.Load.MaxInFlight))
 	}
-	return s.UserID(local, peak)
+	return s.UserID(local)
 }
 
 func (r *runner) resultSegment() result.Segment {
@@ -96,9 +97,38 @@ func (r *runner) resultSegment() result.Segment {
 	return result.Segment{Index: s.Index, Count: s.Count}
 }
 
-// segUsersAt is this segment's part of the users the profile runs at t.
+// segUsersAt is this segment's part of the users the profile runs at t:
+// its stripe, which never falls while the whole's users rise, so a ramp up
+// never retires a user of this segment to start another (package segment).
 func (r *runner) segUsersAt(stages []plan.Stage, t time.Duration) int {
-	return r.segShare(sched.UsersAt(stages, t))
+	return int(r.seg().Stripe(int64(sched.UsersAt(stages, t))))
+}
+
+// segMaxUsers is the result's max_users: the users this segment runs when
+// the whole test peaks. merge adds the segments' figures, and at one
+// instant the segments' stripes sum exactly to the whole's users.
+func (r *runner) segMaxUsers() int {
+	stages := r.plan.Load.Stages
+	peak := segment.PeakUsers(stages)
+	if r.seg().IsWhole() || len(r.plan.Waves) == 0 || !r.prog.HasRequests() {
+		return int(r.seg().Stripe(peak))
+	}
+	// With waves each wave is striped on its own, and the stripes of a sum
+	// are not the sum's stripe: take this segment's users of every wave at
+	// the first stage end where the whole (the waves' sum) is at its peak.
+	// The segment's own peak may fall elsewhere and be a user per wave
+	// higher, but those would not add up to the whole's across segments.
+	var at time.Duration
+	for _, st := range stages {
+		if int64(math.Round(st.From)) == peak {
+			return r.waveUsersAt(at)
+		}
+		at += st.Duration
+		if int64(math.Round(st.To)) == peak {
+			return r.waveUsersAt(at - 1)
+		}
+	}
+	return int(r.seg().Stripe(peak))
 }
 
 // segTarget is this segment's part of the profile's target at t, for the
@@ -108,7 +138,7 @@ func (r *runner) segTarget(t time.Duration) float64 {
 		return sched.TargetAt(r.plan.Load.Stages, t) / float64(r.seg().Count)
 	}
 	if len(r.plan.Waves) > 0 && r.prog.HasRequests() {
-		// The sum of each wave's part, as runWaves keeps them; the share
+		// The sum of each wave's part, as runWaves keeps them; the stripe
 		// of the waves' sum can differ by a user per wave.
 		return float64(r.waveUsersAt(t))
 	}

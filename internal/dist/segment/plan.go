@@ -20,10 +20,12 @@ type PlanShare struct {
 	Segment Segment
 	Model   plan.Model
 	// Stages holds the segment's users at each stage's start and end
-	// (closed model), or the number of the stage's arrivals it fires (open
-	// model, in To; From is 0).
+	// (closed model: its stripe of the whole's users, Stripe), or the
+	// number of the stage's arrivals it fires (open model, in To; From is
+	// 0).
 	Stages []StageShare
-	// PeakUsers is the segment's part of the profile's peak users (closed).
+	// PeakUsers is the segment's stripe of the profile's peak users
+	// (closed): what it runs when the whole peaks.
 	PeakUsers int64
 	// Arrivals is how many arrivals (iterations) of the whole run the
 	// segment fires (open model).
@@ -51,7 +53,9 @@ type PlanShare struct {
 	// the same instant, so they add up to the whole's only stage by stage.
 	Waves []WaveShare
 	// Connections is the segment's part of the persistent connections
-	// (per_tenant × tenants of each connection scenario).
+	// (each connection scenario's population: per_tenant × tenants, or its
+	// users): its stripe of each population's slots, as the run deals them
+	// (slot k to segment k mod N).
 	Connections int64
 }
 
@@ -116,21 +120,22 @@ func Of(p *plan.Plan, s Segment) PlanShare {
 		ps.Arrivals = s.Stripe(ArrivalCount(p.Load.Stages))
 		ps.MaxInFlight = s.Share(int64(p.Load.MaxInFlight))
 	} else {
+		// Users are striped (package doc): the segment runs the first
+		// Stripe(v) of its stripe whenever the whole runs v.
 		for _, st := range p.Load.Stages {
 			ps.Stages = append(ps.Stages, StageShare{
-				From: s.Share(int64(math.Round(st.From))),
-				To:   s.Share(int64(math.Round(st.To))),
+				From: s.Stripe(int64(math.Round(st.From))),
+				To:   s.Stripe(int64(math.Round(st.To))),
 			})
 		}
-		peak := PeakUsers(p.Load.Stages)
-		ps.PeakUsers = s.Share(peak)
+		ps.PeakUsers = s.Stripe(PeakUsers(p.Load.Stages))
 		if len(p.Waves) > 0 {
 			ps.Waves, ps.TenantUsers = waveShares(p, s)
 			ps.Stages, ps.PeakUsers = waveStages(p, s)
 		} else if p.Tenants > 0 {
 			ps.TenantUsers = make([]int64, p.Tenants)
 			for j := int64(1); j <= ps.PeakUsers; j++ {
-				if t := p.TenantOf(s.UserID(j, peak)); t > 0 {
+				if t := p.TenantOf(s.UserID(j)); t > 0 {
 					ps.TenantUsers[t-1]++
 				}
 			}
@@ -146,13 +151,13 @@ func Of(p *plan.Plan, s Segment) PlanShare {
 		}
 		ps.Rows = append(ps.Rows, n)
 	}
-	var conns int64
 	for _, sc := range p.Scenarios {
 		if sc.Connection != nil {
-			conns += int64(sc.Connection.PerTenant) * int64(max(p.Tenants, 1))
+			// Each population is striped on its own, so the segment's part
+			// is the sum of its stripes, not a share of the total.
+			ps.Connections += s.Stripe(int64(sc.Connection.Count(max(p.Tenants, 1))))
 		}
 	}
-	ps.Connections = s.Share(conns)
 	return ps
 }
 

@@ -5,15 +5,30 @@
 //
 // Two cuts are used, both pure functions of (index, count):
 //
-//   - Share: a count V of interchangeable things (users running at t, the
-//     connections of a pool, max_in_flight slots) is cut into contiguous
-//     blocks. Segment i gets round(V·(i+1)/N) − round(V·i/N); the sum
-//     telescopes to round(V) − round(0) = V for every V, so the segments'
-//     users add up to the plan's at every instant, not just at the peak.
-//   - Stripe: a numbered sequence (open-model arrival k, row k of a unique
-//     CSV source) is dealt round-robin: item k belongs to segment k mod N.
-//     Each segment then fires its share of one global arrival schedule, with
-//     the intended times of that schedule, and no unique row is used twice.
+//   - Stripe: a numbered sequence is dealt round-robin: item k (from 0)
+//     belongs to segment k mod N, so of the items 0..n-1 segment i has
+//     ⌈(n−i)/N⌉. Open-model arrivals (each segment fires its share of one
+//     global schedule, at that schedule's intended times), rows of a
+//     unique data source (none is used twice), the slots of a connection
+//     population, and closed-model users are striped: user k (from 1) of
+//     the whole test runs in segment (k−1) mod N, so at an instant with V
+//     users segment i runs Stripe(V).
+//   - Share: a fixed count V (max_in_flight slots, a per-host connection
+//     cap) is cut into contiguous blocks. Segment i gets
+//     round(V·(i+1)/N) − round(V·i/N); the parts telescope to exactly V and
+//     each is ⌊V/N⌋ or ⌈V/N⌉.
+//
+// Both sum exactly to V for every V, so either would keep the segments'
+// users adding up to the plan's at every instant. Users that vary over
+// time are striped all the same, because Share is not monotone in V:
+// segment 1/3's Share of 1, 2, 3 users is 1, 0, 1, so on a ramp up it
+// would retire a user only to start another one a moment later, and at the
+// peak the segments together would run other user ids (so other scenarios,
+// tenants and seeds) than one process does. Stripe(V) never falls while V
+// rises, and the users a segment runs at V are always its first Stripe(V)
+// of the sequence, so while a ramp rises the segments together run exactly
+// the users 1..V that one process runs. Share stays for quantities that do
+// not change during the run, where only the sum and the balance matter.
 //
 // The package imports only plan, so the run engine and the orchestration
 // (package dist) share the same functions.
@@ -99,9 +114,10 @@ func (s Segment) Range(v int64) (lo, hi int64) {
 	return roundFrac(v, int64(s.Index), n), roundFrac(v, int64(s.Index)+1, n)
 }
 
-// Share is s's part of a count v: round(v·(i+1)/N) − round(v·i/N). The
-// parts of all N segments sum to v exactly, and each is ⌊v/N⌋ or ⌈v/N⌉.
-// A count of 0 or less has no parts.
+// Share is s's part of a fixed count v: round(v·(i+1)/N) − round(v·i/N).
+// The parts of all N segments sum to v exactly, and each is ⌊v/N⌋ or
+// ⌈v/N⌉. A count of 0 or less has no parts. It is not monotone in v (see
+// the package doc), so counts that change during a run use Stripe.
 func (s Segment) Share(v int64) int64 {
 	lo, hi := s.Range(v)
 	return hi - lo
@@ -125,7 +141,9 @@ func (s Segment) First() int64 { return int64(s.Norm().Index) }
 func (s Segment) Step() int64 { return int64(s.Norm().Count) }
 
 // Stripe is how many of the items 0..n-1 of a striped sequence belong to
-// s: ⌈(n−i)/N⌉. The stripes of all segments sum to n.
+// s: ⌈(n−i)/N⌉. The stripes of all segments sum to n, and s's never
+// decreases as n rises, which is why it is the cut for the users running
+// at an instant: a ramp up only ever adds users to each segment.
 func (s Segment) Stripe(n int64) int64 {
 	s = s.Norm()
 	i, c := int64(s.Index), int64(s.Count)
@@ -135,19 +153,32 @@ func (s Segment) Stripe(n int64) int64 {
 	return (n - i + c - 1) / c
 }
 
-// UserID maps the local-th user a segment starts (from 1) to the id that
-// user has in the whole test (from 1), which decides its scenario, tenant
-// and random seed. The first Share(peak) users of segment i are the ids of
-// its block of the peak, Range(peak) + 1; so at the peak the segments
-// together run exactly the users 1..peak that one process would. Users
-// started beyond that (replacements after a ramp down and up) get ids above
-// peak, dealt round-robin so no two segments reuse one.
-func (s Segment) UserID(local, peak int64) int64 {
+// UserID is the whole-test id (from 1) of the local-th closed-model user
+// (from 1) that s starts; the id decides the user's scenario, tenant and
+// random seed. Users are striped: the local-th user is item
+// First + (local−1)·Step of the sequence, so its id is that + 1. A segment
+// that runs Stripe(v) users runs the ids of its stripe of 1..v, and the
+// segments together run exactly the users 1..v that one process runs.
+// Users started beyond Stripe(peak) (replacements after a ramp down and up)
+// continue the stripe above the peak, so no two segments reuse an id. One
+// process (Step 1) numbers its users 1, 2, 3, … in the order it starts
+// them.
+func (s Segment) UserID(local int64) int64 {
+	return s.First() + (local-1)*s.Step() + 1
+}
+
+// SlotID maps the local-th of s's Share(slots) slots (from 1) of a fixed
+// pool, such as the open model's max_in_flight workers, to its id in the
+// whole test (from 1): the segment's block Range(slots) + 1, so the
+// segments together hold exactly the slots 1..slots that one process
+// does. Slots past the share (none in a run) get ids above slots, dealt
+// round-robin so no two segments reuse one.
+func (s Segment) SlotID(local, slots int64) int64 {
 	s = s.Norm()
-	lo, hi := s.Range(peak)
+	lo, hi := s.Range(slots)
 	if local <= hi-lo {
 		return lo + local
 	}
 	extra := local - (hi - lo) - 1
-	return max(peak, 0) + extra*int64(s.Count) + int64(s.Index) + 1
+	return max(slots, 0) + extra*int64(s.Count) + int64(s.Index) + 1
 }

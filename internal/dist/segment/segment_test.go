@@ -129,18 +129,74 @@ func TestUserIDsPartitionTheWhole(t *testing.T) {
 		seen := map[int64]int{}
 		for i := 0; i < n; i++ {
 			s := Segment{i, n}
-			// Up to 20 users started past the peak share (replacements).
-			for j := int64(1); j <= s.Share(peak)+r.Int64N(20); j++ {
-				id := s.UserID(j, peak)
+			// The segment's stripe of the peak, then up to 20 users started
+			// past it (replacements after a ramp down and up).
+			for j := int64(1); j <= s.Stripe(peak)+r.Int64N(20); j++ {
+				id := s.UserID(j)
 				if prev, dup := seen[id]; dup {
 					t.Fatalf("peak=%d n=%d: id %d given to segments %d and %d", peak, n, id, prev, i)
 				}
 				seen[id] = i
+				if (j <= s.Stripe(peak)) != (id <= peak) {
+					t.Fatalf("peak=%d n=%d: segment %d's user %d has id %d: the stripe of the peak must be ids up to the peak, replacements above", peak, n, i, j, id)
+				}
 			}
 		}
 		for id := int64(1); id <= peak; id++ {
 			if _, ok := seen[id]; !ok {
 				t.Fatalf("peak=%d n=%d: user %d of the whole runs in no segment", peak, n, id)
+			}
+		}
+	}
+	// One process numbers its users in the order it starts them.
+	for j := int64(1); j < 100; j++ {
+		if id := Whole.UserID(j); id != j {
+			t.Fatalf("one process: user %d has id %d", j, id)
+		}
+	}
+}
+
+func TestSlotIDsPartitionThePool(t *testing.T) {
+	r := rng(t)
+	for trial := 0; trial < 500; trial++ {
+		n := 1 + r.IntN(12)
+		slots := r.Int64N(300)
+		seen := map[int64]int{}
+		for i := 0; i < n; i++ {
+			s := Segment{i, n}
+			for j := int64(1); j <= s.Share(slots)+r.Int64N(20); j++ {
+				id := s.SlotID(j, slots)
+				if prev, dup := seen[id]; dup {
+					t.Fatalf("slots=%d n=%d: id %d given to segments %d and %d", slots, n, id, prev, i)
+				}
+				seen[id] = i
+			}
+		}
+		for id := int64(1); id <= slots; id++ {
+			if _, ok := seen[id]; !ok {
+				t.Fatalf("slots=%d n=%d: slot %d of the whole is in no segment", slots, n, id)
+			}
+		}
+	}
+}
+
+// The case that made users striped: Share of 1, 2, 3 users for segment 1/3
+// is 1, 0, 1, so on a ramp it would retire its user at 2 and start another
+// at 3. Its stripe only grows.
+func TestStripeNeverRetiresOnARamp(t *testing.T) {
+	s := Segment{1, 3}
+	if a, b, c := s.Share(1), s.Share(2), s.Share(3); a != 1 || b != 0 || c != 1 {
+		t.Fatalf("Share of 1, 2, 3 for 1/3 = %d, %d, %d; this test documents 1, 0, 1", a, b, c)
+	}
+	for n := 1; n <= 8; n++ {
+		for i := 0; i < n; i++ {
+			s := Segment{i, n}
+			for v := int64(1); v < 500; v++ {
+				// User v (item v−1) is added to its own segment only.
+				if d := s.Stripe(v) - s.Stripe(v-1); d != 0 && d != 1 || (d == 1) != s.Owns(v-1) {
+					t.Fatalf("%s: stripe of %d users is %d, of %d users %d: user %d must add 1 to segment %d only",
+						s, v, s.Stripe(v), v-1, s.Stripe(v-1), v, (v-1)%int64(n))
+				}
 			}
 		}
 	}
@@ -170,21 +226,109 @@ func randStages(r *rand.Rand, open bool) []plan.Stage {
 	return st
 }
 
-func TestUsersAtEveryInstantSumToWhole(t *testing.T) {
+// rampStages is a continuous closed profile: ramps, step ramps, holds, and
+// ramps down and up again, each stage starting where the last one ended.
+func rampStages(r *rand.Rand) []plan.Stage {
+	var st []plan.Stage
+	at := 0.0
+	for k := 2 + r.IntN(4); k > 0; k-- {
+		s := plan.Stage{Duration: time.Duration(1+r.IntN(20)) * 250 * time.Millisecond, From: at}
+		switch r.IntN(4) {
+		case 0: // hold
+			s.To = at
+		case 1: // step ramp
+			s.To = float64(r.IntN(60))
+			s.Steps = 1 + r.IntN(5)
+		default: // ramp up or down
+			s.To = float64(r.IntN(60))
+		}
+		at = s.To
+		st = append(st, s)
+	}
+	return st
+}
+
+// closedSim plays the closed model's control loop for one segment as
+// runClosed does: start users up to the target, retire the newest first.
+type closedSim struct {
+	seg     Segment
+	started int64
+	running []int64 // whole-test ids, oldest first
+}
+
+func (c *closedSim) to(want int) (retired bool) {
+	for len(c.running) < want {
+		c.started++
+		c.running = append(c.running, c.seg.UserID(c.started))
+	}
+	for len(c.running) > want {
+		c.running = c.running[:len(c.running)-1]
+		retired = true
+	}
+	return retired
+}
+
+// At every 50 ms of random profiles (ramps, step ramps, ramps down and up)
+// split 1 to 8 ways: the segments' users sum to the whole's; no segment
+// retires a user while the whole's users do not fall (no churn on a ramp
+// up); no two segments run one id; and until the whole starts a
+// replacement (a ramp up after a ramp down), the segments together run
+// exactly the users 1..v that one process runs.
+func TestUsersAtEveryInstantStripeTheWhole(t *testing.T) {
 	r := rng(t)
 	for trial := 0; trial < 300; trial++ {
-		stages := randStages(r, false)
-		n := 1 + r.IntN(20)
+		var stages []plan.Stage
+		if trial%4 == 3 {
+			stages = randStages(r, false) // jumps between stages, fractional targets
+		} else {
+			stages = rampStages(r)
+		}
+		n := 1 + trial%8
+		whole := &closedSim{seg: Whole}
+		segs := make([]*closedSim, n)
+		for i := range segs {
+			segs[i] = &closedSim{seg: Segment{i, n}}
+		}
+		fail := func(at time.Duration, format string, args ...any) {
+			t.Helper()
+			t.Fatalf("stages %+v n=%d at %v: "+format, append([]any{stages, n, at}, args...)...)
+		}
 		total := plan.Load{Stages: stages}.Duration()
+		prev, most := 0, 0
 		for at := time.Duration(0); at <= total; at += 50 * time.Millisecond {
 			v := sched.UsersAt(stages, at)
+			whole.to(v)
 			sum := 0
-			for i := 0; i < n; i++ {
-				sum += Segment{i, n}.ShareInt(v)
+			ids := map[int64]int{}
+			for i, sg := range segs {
+				want := int(sg.seg.Stripe(int64(v)))
+				sum += want
+				if sg.to(want) && v >= prev {
+					fail(at, "segment %d retired a user while the whole went from %d to %d users", i, prev, v)
+				}
+				for _, id := range sg.running {
+					if o, dup := ids[id]; dup {
+						fail(at, "user %d runs in segments %d and %d", id, o, i)
+					}
+					ids[id] = i
+				}
 			}
 			if sum != v {
-				t.Fatalf("stages %+v n=%d at %v: segments run %d users, the whole %d", stages, n, at, sum, v)
+				fail(at, "segments run %d users, the whole %d", sum, v)
 			}
+			most = max(most, v)
+			if whole.started == int64(most) {
+				// No replacement yet: one process runs users 1..v.
+				for k, id := range whole.running {
+					if id != int64(k+1) {
+						fail(at, "one process runs %v, want 1..%d", whole.running, v)
+					}
+					if _, ok := ids[id]; !ok {
+						fail(at, "user %d of one process runs in no segment", id)
+					}
+				}
+			}
+			prev = v
 		}
 	}
 }
@@ -329,7 +473,8 @@ func TestPlanShareString(t *testing.T) {
 	p := &plan.Plan{Load: plan.Load{Stages: []plan.Stage{
 		{Duration: time.Minute, From: 0, To: 10}, {Duration: time.Minute, From: 10, To: 10}}}}
 	got := Of(p, Segment{1, 4}).String()
-	if want := "segment 1/4: users 0 → 2 → 2 (peak 2)"; got != want {
+	// Users 1..10 striped 4 ways: segment 1 runs 2, 6 and 10.
+	if want := "segment 1/4: users 0 → 3 → 3 (peak 3)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	p = &plan.Plan{Load: plan.Load{Model: plan.Open, MaxInFlight: 100,
