@@ -17,24 +17,24 @@ type arrival struct {
 	intended time.Time
 }
 
-// worker is one open-model slot: a user with its own connection, fed one
-// arrival at a time.
-type worker struct {
-	u     *vu.User
-	jobs  chan arrival
-	users chan *schedUser // for scheduled closed-model users
+// worker is one goroutine of a pool, fed one job at a time: an open-model
+// arrival (the worker is a slot with its own user and connection, u) or a
+// due closed-model user, which brings its own user (u is nil).
+type worker[J any] struct {
+	u    *vu.User
+	jobs chan J
 }
 
-// idleStack hands arrivals to the most recently idle worker. Last in, first
+// idleStack hands work to the most recently idle worker. Last in, first
 // out keeps the busy set small and its connections hot; a FIFO would cycle
 // through every connection the pool ever opened.
-type idleStack struct {
+type idleStack[J any] struct {
 	mu     sync.Mutex
-	idle   []*worker
+	idle   []*worker[J]
 	closed bool
 }
 
-func (s *idleStack) pop() *worker {
+func (s *idleStack[J]) pop() *worker[J] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.idle)
@@ -46,12 +46,12 @@ func (s *idleStack) pop() *worker {
 	return w
 }
 
-// closeAll ends the idle workers of the closed-model scheduler; workers
-// still busy find the stack closed when they finish (see push).
-func (s *idleStack) closeAll() {
+// closeAll ends the idle workers; workers still busy find the stack
+// closed when they finish (see push).
+func (s *idleStack[J]) closeAll() {
 	s.mu.Lock()
 	for _, w := range s.idle {
-		close(w.users)
+		close(w.jobs)
 	}
 	s.idle = nil
 	s.closed = true
@@ -60,7 +60,7 @@ func (s *idleStack) closeAll() {
 
 // push returns a worker to the stack, or reports false when the stack was
 // closed and the worker should end.
-func (s *idleStack) push(w *worker) bool {
+func (s *idleStack[J]) push(w *worker[J]) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -80,8 +80,8 @@ func (s *idleStack) push(w *worker) bool {
 func (r *runner) runOpen() {
 	sch := sched.NewArrivals(r.plan.Load.Stages)
 	maxWorkers := r.segShare(r.plan.Load.MaxInFlight)
-	var idle idleStack
-	var all []*worker
+	var idle idleStack[arrival]
+	var all []*worker[arrival]
 	dropShard := r.rec.Shard(0)
 	defer func() {
 		for _, w := range all {
@@ -113,7 +113,7 @@ func (r *runner) runOpen() {
 			continue
 		}
 		if len(all) < maxWorkers {
-			w := &worker{u: r.newUser(), jobs: make(chan arrival, 1)}
+			w := &worker[arrival]{u: r.newUser(), jobs: make(chan arrival, 1)}
 			all = append(all, w)
 			if len(all) > r.maxUsers {
 				r.maxUsers = len(all)
@@ -158,7 +158,7 @@ func (r *runner) waitUntil(due time.Time, timer *time.Timer, precise *preciseSle
 	}
 }
 
-func (r *runner) openWorker(w *worker, idle *idleStack) {
+func (r *runner) openWorker(w *worker[arrival], idle *idleStack[arrival]) {
 	defer r.wg.Done()
 	stop := vu.Stop{Soft: r.soft}
 	for {

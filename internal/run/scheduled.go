@@ -112,7 +112,7 @@ func (r *runner) startScheduler() {
 func (r *runner) dispatch() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var idle idleStack
+	var idle idleStack[*schedUser]
 	for {
 		su, wait := r.waiting.next(time.Now())
 		if su == nil {
@@ -133,19 +133,19 @@ func (r *runner) dispatch() {
 		default:
 		}
 		if w := idle.pop(); w != nil {
-			w.users <- su
+			w.jobs <- su
 			continue
 		}
-		w := &worker{users: make(chan *schedUser, 1)}
+		w := &worker[*schedUser]{jobs: make(chan *schedUser, 1)}
 		r.wg.Add(1)
-		w.users <- su
+		w.jobs <- su
 		go r.schedWorker(w, &idle)
 	}
 }
 
-func (r *runner) schedWorker(w *worker, idle *idleStack) {
+func (r *runner) schedWorker(w *worker[*schedUser], idle *idleStack[*schedUser]) {
 	defer r.wg.Done()
-	for su := range w.users {
+	for su := range w.jobs {
 		r.step(su)
 		if !idle.push(w) {
 			return
