@@ -117,9 +117,10 @@ run() {
 total=0
 for p in "${PER[@]}"; do total=$((total + p * TENANTS)); done
 echo "baseline: 1 tenant ($((total / TENANTS)) connections)" >&2
-# The big run lowers its GC percent to 25 by itself (≥ 1,000 connections);
-# the baseline gets the same, so the difference is the connections alone.
-read -r base_conns base_rss base_anon < <(GOGC=25 run 1 2 15)
+# The big run lowers its GC percent to 10 by itself (a population of
+# ≥ 1,000 connections); the baseline gets the same, so the difference is
+# the connections alone.
+read -r base_conns base_rss base_anon < <(GOGC=10 run 1 2 15)
 echo "$total connections: $TENANTS tenants × (${PER[*]}), $WORKERS generator process(es), ${#PER[@]} hub process(es)" >&2
 read -r conns rss anon < <(run "$TENANTS" "$RAMP" "$HOLD")
 echo
