@@ -126,8 +126,10 @@ read -r conns rss anon < <(run "$TENANTS" "$RAMP" "$HOLD")
 echo
 echo "| connections asked | open (hubs' count) | generator processes | generator RSS, all processes | RSS / connection | anonymous RSS / connection | marginal / connection (minus the ${base_conns}-connection baseline, $((base_rss / 1024)) MB) |"
 echo "|---|---|---|---|---|---|---|"
+if ((${conns:-0} == 0)); then echo "no connection was open at the last sample: see the log below"; else
 awk -v n="$total" -v e="$conns" -v w="$WORKERS" -v r="$rss" -v a="$anon" -v b="$base_rss" \
   'BEGIN{printf "| %d | %d | %d | %.1f MB | %.2f KB | %.2f KB | %.2f KB |\n", n, e, w, r/1024, r/e, a/e, (r-b)/e}'
+fi
 echo
 for i in "${!PER[@]}"; do
   echo "hub $i RSS: $(awk '/VmRSS/{printf "%.0f MB", $2/1024}' /proc/${hubs[$i]}/status 2>/dev/null)"

@@ -341,8 +341,8 @@ func monitorIndicators(r *result.Result) []result.Indicator {
 	sort.Strings(keys)
 	cores := max(r.Generator.Cores, 1)
 	for _, k := range keys {
-		label, metric, ok := strings.Cut(k, ".")
-		if !ok {
+		label, metric := result.SplitMonitorKey(k)
+		if metric == "" {
 			continue
 		}
 		kind := monitorPrefix(k)

@@ -82,10 +82,21 @@ const selfMonitor = "process[self]"
 // runs merged, each watching its own servers) is kept once per input,
 // named by the input's segment or position, so nothing is lost.
 func (o Options) monitors(rs []*result.Result, start time.Time) (map[string]result.MonitorSeries, []result.MonitorProblem) {
-	owners := map[string]int{}
+	// How many inputs recorded each series, and each monitor (problems
+	// name the monitor, not a series).
+	owners, monitorOwners := map[string]int{}, map[string]int{}
 	for _, r := range rs {
+		seen := map[string]bool{}
 		for k := range r.Monitors {
 			owners[k]++
+			label, _ := result.SplitMonitorKey(k)
+			seen[label] = true
+		}
+		for _, p := range r.MonitorProblems {
+			seen[p.Monitor] = true
+		}
+		for label := range seen {
+			monitorOwners[label]++
 		}
 	}
 	out := map[string]result.MonitorSeries{}
@@ -94,8 +105,8 @@ func (o Options) monitors(rs []*result.Result, start time.Time) (map[string]resu
 	for i, r := range rs {
 		off := r.Run.Started.Sub(start).Seconds()
 		for k, s := range r.Monitors {
-			s = shiftSeries(s, off)
-			label, _ := splitKey(k)
+			s = s.Shifted(off)
+			label, _ := result.SplitMonitorKey(k)
 			switch {
 			case owners[k] == 1:
 				out[k] = s
@@ -110,8 +121,8 @@ func (o Options) monitors(rs []*result.Result, start time.Time) (map[string]resu
 			if p.LastT != 0 {
 				p.LastT += off
 			}
-			if owners[p.Monitor] > 1 && p.Monitor != selfMonitor {
-				p.Monitor, _ = splitKey(o.qualify(p.Monitor+".", i, r))
+			if monitorOwners[p.Monitor] > 1 && p.Monitor != selfMonitor {
+				p.Monitor = o.qualify(p.Monitor, i, r)
 			}
 			probs = append(probs, p)
 		}
@@ -126,19 +137,6 @@ func (o Options) monitors(rs []*result.Result, start time.Time) (map[string]resu
 	return out, probs
 }
 
-// splitKey splits "postgres[db.main].connections.active" into its monitor
-// label and metric, as the reports do; a name in brackets may hold dots.
-func splitKey(key string) (label, metric string) {
-	if i := strings.IndexByte(key, '['); i >= 0 && i < strings.IndexByte(key+".", '.') {
-		if j := strings.IndexByte(key[i:], ']'); j >= 0 {
-			end := i + j + 1
-			return key[:end], strings.TrimPrefix(key[end:], ".")
-		}
-	}
-	label, metric, _ = strings.Cut(key, ".")
-	return label, metric
-}
-
 // qualify names input i's copy of a series several inputs recorded:
 // "host.cpu.busy_pct" → "host[segment 2].cpu.busy_pct",
 // "postgres[main].x" → "postgres[main, segment 2].x".
@@ -147,7 +145,7 @@ func (o Options) qualify(key string, i int, r *result.Result) string {
 	if s := r.Run.Segment; s.Count > 1 {
 		who = fmt.Sprintf("segment %d", s.Index+1)
 	}
-	label, metric := splitKey(key)
+	label, metric := result.SplitMonitorKey(key)
 	if strings.HasSuffix(label, "]") {
 		label = label[:len(label)-1] + ", " + who + "]"
 	} else {
@@ -159,18 +157,8 @@ func (o Options) qualify(key string, i int, r *result.Result) string {
 	return label + "." + metric
 }
 
-func shiftSeries(s result.MonitorSeries, off float64) result.MonitorSeries {
-	t := make([]float64, len(s.T))
-	for i, v := range s.T {
-		t[i] = v + off
-	}
-	s.T = t
-	s.V = append([]float64(nil), s.V...)
-	return s
-}
-
 // sumSeries adds series sampled by different processes at slightly
-// different instants. Samples are matched on a grid of the smallest
+// different instants. Samples are matched on a grid of the usual (median)
 // sampling interval; within its span a process with no sample in a slot
 // contributes its latest earlier value (its sample fell into the next
 // slot), after its last sample nothing (it ended), and slots before every
@@ -178,12 +166,12 @@ func shiftSeries(s result.MonitorSeries, off float64) result.MonitorSeries {
 // process started sampling later.
 func sumSeries(parts []result.MonitorSeries) result.MonitorSeries {
 	out := result.MonitorSeries{Unit: parts[0].Unit}
-	step := math.Inf(1)
+	var gaps []float64
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range parts {
 		for i := 1; i < len(p.T); i++ {
 			if d := p.T[i] - p.T[i-1]; d > 0 {
-				step = min(step, d)
+				gaps = append(gaps, d)
 			}
 		}
 		if len(p.T) > 0 {
@@ -193,8 +181,13 @@ func sumSeries(parts []result.MonitorSeries) result.MonitorSeries {
 	if math.IsInf(lo, 1) {
 		return out
 	}
-	if math.IsInf(step, 1) {
-		step = 1
+	// The grid is the usual sampling interval: the median gap, so one
+	// late sample (a busy generator) does not make a grid ten times finer
+	// filled with held-over values.
+	step := 1.0
+	if len(gaps) > 0 {
+		sort.Float64s(gaps)
+		step = gaps[len(gaps)/2]
 	}
 	slot := func(t float64) int { return int(math.Round((t - lo) / step)) }
 	n := slot(hi) + 1

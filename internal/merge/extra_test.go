@@ -2,6 +2,7 @@ package merge
 
 import (
 	"math"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -69,6 +70,19 @@ func TestMergeConnections(t *testing.T) {
 	}
 	if got := m.Series.Connections; !reflect.DeepEqual(got, []int64{5, 12, 7}) {
 		t.Errorf("series connections = %v, want [5 12 7]", got)
+	}
+
+	// The merged result survives a write and a validated read.
+	path := filepath.Join(t.TempDir(), "merged.json")
+	if err := result.Write(path, m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := result.Read(path)
+	if err != nil {
+		t.Fatalf("merged result does not read back: %v", err)
+	}
+	if !reflect.DeepEqual(back.Connections, m.Connections) || !reflect.DeepEqual(back.Series.Connections, m.Series.Connections) {
+		t.Errorf("connections changed on the way through the file")
 	}
 
 	// Without any connections in the inputs, the merge has none either.
@@ -189,6 +203,81 @@ func TestMergeGeneratorCores(t *testing.T) {
 		g := m.Generator
 		if g.Cores != c.cores || math.Abs(g.CPUUtil-c.util) > 1e-9 || g.Host != c.mergeHost || g.CPUSeconds != 12 {
 			t.Errorf("hosts %q: cores %d util %.3f host %q cpu %g, want %d %.3f %q 12", c.hosts, g.Cores, g.CPUUtil, g.Host, g.CPUSeconds, c.cores, c.util, c.mergeHost)
+		}
+	}
+}
+
+// Repeated runs on one machine an hour apart: its cores were there for
+// the three runs' time, not once for the longest.
+func TestMergeGeneratorCoresSequential(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var rs []*result.Result
+	for i := range 3 {
+		rs = append(rs, resultOf(t, nil, func(r *result.Result) {
+			r.Run.Started = t0.Add(time.Duration(i) * time.Hour)
+			r.Run.DurationS = 10
+			r.Generator = result.Generator{CPUSeconds: 16, Cores: 2, Host: "box"}
+		}))
+	}
+	// A fourth overlapping the first by half counts its other half only.
+	rs = append(rs, resultOf(t, nil, func(r *result.Result) {
+		r.Run.Started = t0.Add(5 * time.Second)
+		r.Run.DurationS = 10
+		r.Generator = result.Generator{CPUSeconds: 2, Cores: 2, Host: "box"}
+	}))
+	m, err := Results(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 50.0 / ((10 + 10 + 10 + 5) * 2)
+	if g := m.Generator; g.Cores != 2 || math.Abs(g.CPUUtil-want) > 1e-9 {
+		t.Errorf("cores %d util %.4f, want 2 and %.4f", g.Cores, g.CPUUtil, want)
+	}
+}
+
+// One late sample must not make the summed series' grid finer.
+func TestSumSeriesLateSample(t *testing.T) {
+	a := result.MonitorSeries{Unit: "bytes"}
+	for i := range 100 {
+		a.T = append(a.T, float64(i))
+		a.V = append(a.V, 10)
+	}
+	a.T[50] += 0.9 // a sample taken late
+	b := result.MonitorSeries{Unit: "bytes", T: append([]float64(nil), a.T...), V: append([]float64(nil), a.V...)}
+	s := sumSeries([]result.MonitorSeries{a, b})
+	if len(s.T) > 101 {
+		t.Errorf("%d points from two series of 100", len(s.T))
+	}
+	for i, v := range s.V {
+		if v != 20 {
+			t.Fatalf("point %d (t=%g) = %g, want 20", i, s.T[i], v)
+		}
+	}
+}
+
+// Problems of a monitor several whole runs had are named by input, like
+// its series.
+func TestMergeMonitorProblemsNamed(t *testing.T) {
+	mk := func(msg string) *result.Result {
+		return resultOf(t, nil, func(r *result.Result) {
+			r.Monitors = map[string]result.MonitorSeries{"host.load1": {Unit: "count", T: []float64{0}, V: []float64{1}}}
+			r.MonitorProblems = []result.MonitorProblem{
+				{Monitor: "host", Severity: "warn", Message: msg, T: 1},
+				{Monitor: "redis", Severity: "warn", Message: "refused", T: 2},
+			}
+		})
+	}
+	m, err := Options{Names: []string{"a.json", "b.json"}}.Results([]*result.Result{mk("slow a"), mk("slow b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range m.MonitorProblems {
+		got[p.Monitor+" "+p.Message] = p.Message
+	}
+	for _, want := range []string{"host[a.json] slow a", "host[b.json] slow b", "redis[a.json] refused", "redis[b.json] refused"} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("missing problem %q in %v", want, got)
 		}
 	}
 }

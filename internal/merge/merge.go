@@ -369,37 +369,56 @@ func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 
 func (o Options) generator(rs []*result.Result, requests int64) (result.Generator, error) {
 	var g result.Generator
-	// Cores per machine: worker processes on one host share its cores,
-	// so they count once; inputs with no host name count on their own.
+	// Core-seconds the inputs had: worker processes on one host share its
+	// cores, so a host counts its cores once over the time its runs
+	// covered (overlapping runs once); inputs with no host name count on
+	// their own.
+	type span struct{ from, to time.Time }
 	cores := map[string]int{}
-	hosts := []string{}
-	var dur float64
+	spans := map[string][]span{}
+	var order []string
 	for i, r := range rs {
 		rg := r.Generator
 		g.CPUSeconds += rg.CPUSeconds
 		g.MaxRSS = max(g.MaxRSS, rg.MaxRSS)
 		g.GCPauseP99US = max(g.GCPauseP99US, rg.GCPauseP99US)
-		dur = max(dur, r.Run.DurationS)
 		host := rg.Host
 		if host == "" {
 			host = fmt.Sprintf("\x00input %d", i)
 		}
 		if _, ok := cores[host]; !ok {
-			hosts = append(hosts, rg.Host)
+			order = append(order, rg.Host)
 		}
 		cores[host] = max(cores[host], rg.Cores)
+		spans[host] = append(spans[host], span{r.Run.Started, r.Run.Started.Add(seconds(r.Run.DurationS))})
 	}
-	for _, c := range cores {
+	var coreSeconds float64
+	for host, c := range cores {
 		g.Cores += c
+		ss := spans[host]
+		sort.Slice(ss, func(a, b int) bool { return ss[a].from.Before(ss[b].from) })
+		var covered time.Duration
+		var end time.Time
+		for _, sp := range ss {
+			from := sp.from
+			if from.Before(end) {
+				from = end
+			}
+			if sp.to.After(from) {
+				covered += sp.to.Sub(from)
+				end = sp.to
+			}
+		}
+		coreSeconds += covered.Seconds() * float64(c)
 	}
 	if len(cores) == 1 {
-		g.Host = hosts[0]
+		g.Host = order[0]
 	}
 	if requests > 0 {
 		g.CPUPerRequestUS = g.CPUSeconds * 1e6 / float64(requests)
 	}
-	if dur > 0 && g.Cores > 0 {
-		g.CPUUtil = g.CPUSeconds / (dur * float64(g.Cores))
+	if coreSeconds > 0 {
+		g.CPUUtil = g.CPUSeconds / coreSeconds
 	}
 	var err error
 	g.Lag, err = o.mergeLatency(rs, "generator lag", func(r *result.Result) []result.Latency {

@@ -28,7 +28,7 @@ type MonitorRow struct {
 func MonitorTable(r *result.Result) (rows []MonitorRow, from, to float64, zero, missing int) {
 	from, to = r.SteadyWindow()
 	for key, s := range r.Monitors {
-		label, metric := splitMonitorKey(key)
+		label, metric := result.SplitMonitorKey(key)
 		if label == selfLabel {
 			continue
 		}
@@ -49,26 +49,6 @@ func MonitorTable(r *result.Result) (rows []MonitorRow, from, to float64, zero, 
 		return rows[i].Metric < rows[j].Metric
 	})
 	return rows, from, to, zero, missing
-}
-
-// splitMonitorKey splits "postgres[db.main].connections.active" into its
-// monitor label and metric; a name in brackets may itself hold dots.
-func splitMonitorKey(key string) (label, metric string) {
-	i := strings.IndexAny(key, ".[")
-	if i < 0 {
-		return key, ""
-	}
-	if key[i] == '[' {
-		j := strings.IndexByte(key[i:], ']')
-		if j < 0 {
-			return key, ""
-		}
-		i += j + 1
-		if i >= len(key) || key[i] != '.' {
-			return key[:i], strings.TrimPrefix(key[i:], ".")
-		}
-	}
-	return key[:i], key[i+1:]
 }
 
 // serverMetrics writes the server table and the monitors' problems.

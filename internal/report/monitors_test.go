@@ -90,17 +90,3 @@ func TestServerMetricsAbsent(t *testing.T) {
 		t.Errorf("a run with only the generator's own process shows no server table:\n%s", b.String())
 	}
 }
-
-func TestSplitMonitorKey(t *testing.T) {
-	for key, want := range map[string][2]string{
-		"postgres.connections.active":                  {"postgres", "connections.active"},
-		"postgres[db.main].connections.active":         {"postgres[db.main]", "connections.active"},
-		`prometheus[node].node_cpu{mode="idle"}`:       {"prometheus[node]", `node_cpu{mode="idle"}`},
-		`prometheus.http_requests_total{code="5.0.0"}`: {"prometheus", `http_requests_total{code="5.0.0"}`},
-		"host": {"host", ""},
-	} {
-		if l, m := splitMonitorKey(key); l != want[0] || m != want[1] {
-			t.Errorf("splitMonitorKey(%q) = %q, %q; want %q, %q", key, l, m, want[0], want[1])
-		}
-	}
-}

@@ -89,7 +89,7 @@ func monitorCharts(r *result.Result) (charts []chart, left []string) {
 	type key struct{ label, unit string }
 	groups := map[key][]monSeries{}
 	for k, s := range r.Monitors {
-		label, metric := splitMonitorKey(k)
+		label, metric := result.SplitMonitorKey(k)
 		if label == selfLabel {
 			continue
 		}

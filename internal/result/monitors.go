@@ -1,6 +1,9 @@
 package result
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // MonitorSeries is one server-side metric sampled during the run, keyed in
 // Result by names like "postgres.connections.active" or
@@ -63,4 +66,37 @@ func (s MonitorSeries) Stats(from, to float64) MonitorStats {
 	}
 	st.Avg = sum / float64(st.N)
 	return st
+}
+
+// SplitMonitorKey splits a series key into its monitor label and metric:
+// "postgres[db.main].connections.active" → "postgres[db.main]",
+// "connections.active". A name in brackets may itself hold dots.
+func SplitMonitorKey(key string) (label, metric string) {
+	i := strings.IndexAny(key, ".[")
+	if i < 0 {
+		return key, ""
+	}
+	if key[i] == '[' {
+		j := strings.IndexByte(key[i:], ']')
+		if j < 0 {
+			return key, ""
+		}
+		i += j + 1
+		if i >= len(key) || key[i] != '.' {
+			return key[:i], strings.TrimPrefix(key[i:], ".")
+		}
+	}
+	return key[:i], key[i+1:]
+}
+
+// Shifted is the series with off seconds added to every sample time, for
+// moving it onto another clock; s itself is not changed.
+func (s MonitorSeries) Shifted(off float64) MonitorSeries {
+	t := make([]float64, len(s.T))
+	for i, v := range s.T {
+		t[i] = v + off
+	}
+	s.T = t
+	s.V = append([]float64(nil), s.V...)
+	return s
 }

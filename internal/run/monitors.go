@@ -97,7 +97,7 @@ func (r *runner) startMonitors(ctx context.Context) error {
 		// The servers are one however many segments load them: segment 0
 		// watches them, so a merged result has one series per metric and
 		// a database is not polled N times. Every segment still records
-		// its own process (merge keeps those apart).
+		// its own process (merge adds those up).
 		specs = nil
 	}
 	m := &monitors{}
@@ -170,12 +170,7 @@ func (r *runner) monitorsInto(res *result.Result, checkpoint bool) {
 	if off := r.start.Sub(r.mon.zeroTime()).Seconds(); off != 0 {
 		shifted := make(map[string]result.MonitorSeries, len(series))
 		for k, s := range series {
-			t := make([]float64, len(s.T))
-			for i, v := range s.T {
-				t[i] = v - off
-			}
-			s.T = t
-			shifted[k] = s
+			shifted[k] = s.Shifted(-off)
 		}
 		series = shifted
 		for i := range all {

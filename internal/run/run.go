@@ -198,9 +198,15 @@ func (r *runner) stop(reason string, partial bool) {
 
 func (r *runner) newUser() *vu.User {
 	id := r.userID(r.nextID.Add(1))
+	return r.newUserAs(id, r.plan.TenantOf(id))
+}
+
+// newUserAs makes the user with a given whole-test id and tenant (0: none);
+// waves number their users themselves (waves.go).
+func (r *runner) newUserAs(id int64, tenant int) *vu.User {
 	u := r.prog.NewUser(id, r.shared.NewTransport(), r.rec)
-	if t := r.plan.TenantOf(id); t > 0 {
-		u.SetTenant(t)
+	if tenant > 0 {
+		u.SetTenant(tenant)
 	}
 	r.usersMu.Lock()
 	r.users = append(r.users, u)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/dist/segment"
@@ -106,29 +105,15 @@ func (r *runner) segUsersAt(stages []plan.Stage, t time.Duration) int {
 
 // segMaxUsers is the result's max_users: the users this segment runs when
 // the whole test peaks. merge adds the segments' figures, and at one
-// instant the segments' stripes sum exactly to the whole's users.
+// instant the segments' stripes sum exactly to the whole's users. With
+// waves each wave is rounded and striped on its own, so the peak is where
+// the waves' rounded users sum highest (segment.Waves.PeakTime), for one
+// process and for segments alike.
 func (r *runner) segMaxUsers() int {
-	stages := r.plan.Load.Stages
-	peak := segment.PeakUsers(stages)
-	if r.seg().IsWhole() || len(r.plan.Waves) == 0 || !r.prog.HasRequests() {
-		return int(r.seg().Stripe(peak))
+	if len(r.plan.Waves) > 0 && r.prog.HasRequests() {
+		return r.waveUsersAt(segment.NewWaves(r.plan).PeakTime())
 	}
-	// With waves each wave is striped on its own, and the stripes of a sum
-	// are not the sum's stripe: take this segment's users of every wave at
-	// the first stage end where the whole (the waves' sum) is at its peak.
-	// The segment's own peak may fall elsewhere and be a user per wave
-	// higher, but those would not add up to the whole's across segments.
-	var at time.Duration
-	for _, st := range stages {
-		if int64(math.Round(st.From)) == peak {
-			return r.waveUsersAt(at)
-		}
-		at += st.Duration
-		if int64(math.Round(st.To)) == peak {
-			return r.waveUsersAt(at - 1)
-		}
-	}
-	return int(r.seg().Stripe(peak))
+	return int(r.seg().Stripe(segment.PeakUsers(r.plan.Load.Stages)))
 }
 
 // segTarget is this segment's part of the profile's target at t, for the

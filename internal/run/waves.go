@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/dist/segment"
-	"github.com/stampede-load/stampede/internal/vu"
 )
 
 // runWaves is the closed model for a tenant pool split into waves: each
@@ -36,7 +35,7 @@ func (r *runner) runWaves() {
 			for len(running[g]) < want {
 				started[g]++
 				id, tenant := waves.User(seg, g, started[g])
-				cu := closedUser{u: r.newWaveUser(id, tenant), quit: make(chan struct{})}
+				cu := closedUser{u: r.newUserAs(id, tenant), quit: make(chan struct{})}
 				running[g] = append(running[g], cu)
 				r.startUser(cu)
 			}
@@ -55,17 +54,6 @@ func (r *runner) runWaves() {
 		case <-time.After(wait):
 		}
 	}
-}
-
-// newWaveUser is newUser with the id and tenant the wave numbering gives,
-// rather than the next id of one sequence for the whole run.
-func (r *runner) newWaveUser(id int64, tenant int) *vu.User {
-	u := r.prog.NewUser(id, r.shared.NewTransport(), r.rec)
-	u.SetTenant(tenant)
-	r.usersMu.Lock()
-	r.users = append(r.users, u)
-	r.usersMu.Unlock()
-	return u
 }
 
 // waveUsersAt is this segment's users of all waves at el: what runWaves

@@ -83,21 +83,54 @@ func WaveUsersAt(wv plan.Wave, el time.Duration) int {
 	return sched.UsersAt(wv.Stages, at)
 }
 
+// PeakTime is the first instant at which the waves together run the most
+// users, each wave's rounded on its own as runWaves keeps them. A sum of
+// separately rounded ramps can peak between stage ends (one wave rising
+// while another falls), so it looks every 10 ms as well as at every
+// boundary.
+func (w *Waves) PeakTime() time.Duration {
+	var end time.Duration
+	var marks []time.Duration
+	for _, wv := range w.waves {
+		at := wv.Offset
+		marks = append(marks, at)
+		for _, st := range wv.Stages {
+			for k := 1; k <= max(st.Steps, 1); k++ {
+				b := at + st.Duration*time.Duration(k)/time.Duration(max(st.Steps, 1))
+				marks = append(marks, b-1, b)
+			}
+			at += st.Duration
+		}
+		end = max(end, at)
+	}
+	for t := time.Duration(0); t < end; t += 10 * time.Millisecond {
+		marks = append(marks, t)
+	}
+	best, bestN := time.Duration(0), -1
+	for _, t := range marks {
+		if t < 0 || t >= end {
+			continue
+		}
+		n := 0
+		for g := range w.waves {
+			n += w.UsersAt(g, t)
+		}
+		if n > bestN || (n == bestN && t < best) {
+			best, bestN = t, n
+		}
+	}
+	return best
+}
+
 // SegUsersAt is s's part of wave g's users at el.
 func (w *Waves) SegUsersAt(s Segment, g int, el time.Duration) int {
 	return int(s.Stripe(int64(w.UsersAt(g, el))))
 }
 
-// waveLocal is the wave-local number (from 1) of the local-th user (from
-// 1) that s starts in a wave: the local-th item of s's stripe.
-func waveLocal(s Segment, local int64) int64 {
-	return s.First() + (local-1)*s.Step() + 1
-}
-
 // User is the whole-test id and the tenant of the local-th user (from 1)
 // that s starts in wave g.
 func (w *Waves) User(s Segment, g int, local int64) (id int64, tenant int) {
-	k := waveLocal(s, local)
+	k := s.UserID(local) // the local-th item of s's stripe of the wave
 	return w.ID(g, k), w.Tenant(g, k)
 }
 

@@ -439,7 +439,10 @@ func (c *Conn) Fail(d *Disconnect) { c.end(d, true) }
 // nextTick is how long until the timer has something to check.
 func (c *Conn) nextTick(now int64) time.Duration {
 	next := int64(1<<62 - 1)
-	if ka := c.o.KeepAlive; ka > 0 {
+	// No keep-alive is sent while closing (tick skips it), so none is
+	// waited for: an overdue one would wake the timer at the floor below
+	// for the whole close wait.
+	if ka := c.o.KeepAlive; ka > 0 && !c.closing.Load() {
 		next = min(next, c.lastWrite.Load()+int64(ka))
 	}
 	if it := c.o.IdleTimeout; it > 0 {
