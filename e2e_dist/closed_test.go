@@ -2,7 +2,6 @@ package e2edist
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,55 +19,18 @@ import (
 func TestWorkersSplitClosedRamp(t *testing.T) {
 	dir := t.TempDir()
 	srv, url := serveTenants(t)
-	plan := filepath.Join(dir, "ramp.yaml")
-	src := fmt.Sprintf(`name: ramp
-target: %s
-tenants: {count: 3}
-scenarios:
-  a:
-    per_tenant: 1
-    steps:
-      - {name: a, get: /a, headers: {X-VU: "{{ vu }}", X-Tenant: "{{ tenant }}"}}
-      - think: 1m
-  b:
-    per_tenant: 2
-    steps:
-      - {name: b, get: /b, headers: {X-VU: "{{ vu }}", X-Tenant: "{{ tenant }}"}}
-      - think: 1m
-load:
-  grace: 1s
-  stages:
-    - {duration: 1s, users: 0 -> 1}
-    - {duration: 1s, users: 1}
-`, url)
-	if err := os.WriteFile(plan, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	code, stdout, stderr := runBin(t, dir, "run", plan, "-q", "-o", "one.json")
-	if code != 0 {
-		t.Fatalf("one process: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	_, oneUsers := srv.take()
-	code, stdout, stderr = runBin(t, dir, "run", plan, "-q", "--workers", "3", "-o", "three.json")
-	if code != 0 {
-		t.Fatalf("--workers 3: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	_, threeUsers := srv.take()
-
-	if len(oneUsers) != 9 {
-		t.Errorf("one process: %d requests, want 9 (3 tenants × 3 users, one each):\n%s", len(oneUsers), strings.Join(oneUsers, "\n"))
-	}
-	if strings.Join(threeUsers, "\n") != strings.Join(oneUsers, "\n") {
-		t.Errorf("3 workers ran other users than one process:\nworkers:\n%s\none process:\n%s",
-			strings.Join(threeUsers, "\n"), strings.Join(oneUsers, "\n"))
+	plan := oneUserPerRequestPlan(t, dir, "ramp", url, "{count: 3}",
+		"    - {duration: 1s, users: 0 -> 1}\n    - {duration: 1s, users: 1}\n")
+	oneRun, _ := runOneAndWorkers(t, dir, plan, srv, 3)
+	if len(oneRun.users) != 9 {
+		t.Errorf("one process: %d requests, want 9 (3 tenants × 3 users, one each):\n%s", len(oneRun.users), strings.Join(oneRun.users, "\n"))
 	}
 
 	one, err := result.Read(filepath.Join(dir, "one.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	three, err := result.Read(filepath.Join(dir, "three.json"))
+	three, err := result.Read(filepath.Join(dir, "many.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +41,7 @@ load:
 		t.Errorf("merged: %d requests (want 9), partial %v (%s)", three.Totals.Requests, three.Run.Partial, three.Run.PartialReason)
 	}
 	for i := 0; i < 3; i++ {
-		seg, err := result.Read(filepath.Join(dir, "three.segments", fmt.Sprintf("seg-%d.json", i)))
+		seg, err := result.Read(filepath.Join(dir, "many.segments", fmt.Sprintf("seg-%d.json", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

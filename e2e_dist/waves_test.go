@@ -55,18 +55,16 @@ func (c *tenantCounter) take() (map[string]map[string]int, []string) {
 	return by, users
 }
 
-// A tenant pool in two waves (tenants 1–3 from the start, 4–5 from 1 s),
-// 3 users per tenant (1 of scenario a, 2 of b), ramping up then holding.
-// Every user sends one request and then thinks far past the end, so the
-// requests are exactly the users, whatever the timing: --workers 2 must run
-// the same users — ids, tenants, scenarios — as one process.
-func TestWorkersSplitTenantWaves(t *testing.T) {
-	dir := t.TempDir()
-	srv, url := serveTenants(t)
-	plan := filepath.Join(dir, "waves.yaml")
-	src := fmt.Sprintf(`name: waves
+// oneUserPerRequestPlan writes a plan whose every user sends one request
+// (scenario a: 1 per tenant, b: 2 per tenant, headers naming the user and
+// its tenant) and then thinks far past the end, so the requests the target
+// sees are exactly the users that ever started, whatever the timing.
+func oneUserPerRequestPlan(t *testing.T, dir, name, url, tenants, stages string) string {
+	t.Helper()
+	path := filepath.Join(dir, name+".yaml")
+	src := fmt.Sprintf(`name: %s
 target: %s
-tenants: {count: 5, waves: [{share: 0.6, offset: 0s}, {share: 0.4, offset: 1s}]}
+tenants: %s
 scenarios:
   a:
     per_tenant: 1
@@ -81,45 +79,70 @@ scenarios:
 load:
   grace: 1s
   stages:
-    - {duration: 1s, users: 0 -> 1}
-    - {duration: 2s, users: 1}
-`, url)
-	if err := os.WriteFile(plan, []byte(src), 0o644); err != nil {
+%s`, name, url, tenants, stages)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
 
+// split is what the target saw from one run: requests per tenant and
+// scenario, and the sorted (user, tenant, scenario) lines.
+type split struct {
+	byTenant map[string]map[string]int
+	users    []string
+}
+
+// runOneAndWorkers runs plan in one process (result one.json) and with
+// --workers N (result many.json), and returns what the target saw from each.
+func runOneAndWorkers(t *testing.T, dir, plan string, srv *tenantCounter, workers int) (one, many split) {
+	t.Helper()
 	code, stdout, stderr := runBin(t, dir, "run", plan, "-q", "-o", "one.json")
 	if code != 0 {
 		t.Fatalf("one process: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	oneBy, oneUsers := srv.take()
-	code, stdout, stderr = runBin(t, dir, "run", plan, "-q", "--workers", "2", "-o", "two.json")
+	one.byTenant, one.users = srv.take()
+	code, stdout, stderr = runBin(t, dir, "run", plan, "-q", "--workers", fmt.Sprint(workers), "-o", "many.json")
 	if code != 0 {
-		t.Fatalf("--workers 2: exit %d\n%s\n%s", code, stdout, stderr)
+		t.Fatalf("--workers %d: exit %d\n%s\n%s", workers, code, stdout, stderr)
 	}
-	twoBy, twoUsers := srv.take()
+	many.byTenant, many.users = srv.take()
+	if strings.Join(many.users, "\n") != strings.Join(one.users, "\n") {
+		t.Errorf("%d workers ran other users than one process:\nworkers:\n%s\none process:\n%s",
+			workers, strings.Join(many.users, "\n"), strings.Join(one.users, "\n"))
+	}
+	return one, many
+}
 
-	if len(oneUsers) != 15 {
-		t.Errorf("one process: %d requests, want 15 (5 tenants × 3 users, one each):\n%s", len(oneUsers), strings.Join(oneUsers, "\n"))
+// A tenant pool in two waves (tenants 1–3 from the start, 4–5 from 1 s),
+// 3 users per tenant (1 of scenario a, 2 of b), ramping up then holding.
+// Every user sends one request and then thinks far past the end, so the
+// requests are exactly the users, whatever the timing: --workers 2 must run
+// the same users — ids, tenants, scenarios — as one process.
+func TestWorkersSplitTenantWaves(t *testing.T) {
+	dir := t.TempDir()
+	srv, url := serveTenants(t)
+	plan := oneUserPerRequestPlan(t, dir, "waves", url,
+		"{count: 5, waves: [{share: 0.6, offset: 0s}, {share: 0.4, offset: 1s}]}",
+		"    - {duration: 1s, users: 0 -> 1}\n    - {duration: 2s, users: 1}\n")
+	oneRun, twoRun := runOneAndWorkers(t, dir, plan, srv, 2)
+	if len(oneRun.users) != 15 {
+		t.Errorf("one process: %d requests, want 15 (5 tenants × 3 users, one each):\n%s", len(oneRun.users), strings.Join(oneRun.users, "\n"))
 	}
 	for tn := 1; tn <= 5; tn++ {
-		if got := oneBy[fmt.Sprint(tn)]; got["a"] != 1 || got["b"] != 2 {
+		if got := oneRun.byTenant[fmt.Sprint(tn)]; got["a"] != 1 || got["b"] != 2 {
 			t.Errorf("one process: tenant %d got %v, want a:1 b:2", tn, got)
 		}
 	}
-	if fmt.Sprint(twoBy) != fmt.Sprint(oneBy) {
-		t.Errorf("requests per tenant: %v with 2 workers, %v in one process", twoBy, oneBy)
-	}
-	if strings.Join(twoUsers, "\n") != strings.Join(oneUsers, "\n") {
-		t.Errorf("2 workers ran other users than one process:\nworkers:\n%s\none process:\n%s",
-			strings.Join(twoUsers, "\n"), strings.Join(oneUsers, "\n"))
+	if fmt.Sprint(twoRun.byTenant) != fmt.Sprint(oneRun.byTenant) {
+		t.Errorf("requests per tenant: %v with 2 workers, %v in one process", twoRun.byTenant, oneRun.byTenant)
 	}
 
 	one, err := result.Read(filepath.Join(dir, "one.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	two, err := result.Read(filepath.Join(dir, "two.json"))
+	two, err := result.Read(filepath.Join(dir, "many.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +154,7 @@ load:
 	}
 	var segs int64
 	for i := 0; i < 2; i++ {
-		seg, err := result.Read(filepath.Join(dir, "two.segments", fmt.Sprintf("seg-%d.json", i)))
+		seg, err := result.Read(filepath.Join(dir, "many.segments", fmt.Sprintf("seg-%d.json", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,26 +20,8 @@ import (
 // scenarios — that one process runs, and report max_users that add up.
 func TestClosedRampSplitIntoSegmentsRunsTheSameUsers(t *testing.T) {
 	srv, take := waveServer(t)
-	p := mustPlan(t, `
-target: `+srv.URL+`
-tenants: {count: 3}
-scenarios:
-  a:
-    per_tenant: 1
-    steps:
-      - {get: /a, headers: {X-VU: "{{ vu }}", X-Tenant: "{{ tenant }}"}}
-      - think: 1m
-  b:
-    per_tenant: 2
-    steps:
-      - {get: /b, headers: {X-VU: "{{ vu }}", X-Tenant: "{{ tenant }}"}}
-      - think: 1m
-load:
-  grace: 1s
-  stages:
-    - {duration: 600ms, users: 0 -> 1}
-    - {duration: 1s, users: 1}
-`)
+	p := oneRequestPerUserPlan(t, srv.URL, "{count: 3}",
+		"    - {duration: 600ms, users: 0 -> 1}\n    - {duration: 1s, users: 1}\n")
 	res, err := Run(context.Background(), p, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,25 +40,10 @@ load:
 	}
 
 	const n = 3
-	var wg sync.WaitGroup
-	errs := make([]error, n)
+	segs := runSegments(t, p, n)
 	maxUsers := make([]int, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := Run(context.Background(), p, Options{Segment: Segment{Index: i, Count: n}})
-			errs[i] = err
-			if err == nil {
-				maxUsers[i] = r.Run.MaxUsers
-			}
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("segment %d/%d: %v", i, n, err)
-		}
+	for i, r := range segs {
+		maxUsers[i] = r.Run.MaxUsers
 	}
 	split := take()
 	if fmt.Sprint(split) != fmt.Sprint(one) {

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
 )
 
 // waveVisit is one user as the target saw it: every user sends exactly
@@ -40,16 +43,15 @@ func waveServer(t *testing.T) (*httptest.Server, func() []waveVisit) {
 	return srv, take
 }
 
-// Two waves of 3 and 2 tenants, 3 users per tenant (1 of a, 2 of b), each
-// ramping up and holding; every user sends one request and then thinks for
-// longer than the run, so what the target sees is the set of users. Split
-// into 3 segments it must be the same users — ids, tenants and scenarios —
-// as one process, and each tenant exactly its per_tenant users.
-func TestWavesSplitIntoSegmentsRunTheSameUsers(t *testing.T) {
-	srv, take := waveServer(t)
-	p := mustPlan(t, `
-target: `+srv.URL+`
-tenants: {count: 5, waves: [{share: 0.6, offset: 0s}, {share: 0.4, offset: 300ms}]}
+// oneRequestPerUserPlan is a plan whose every user sends one request
+// (scenario a: 1 per tenant, b: 2 per tenant, headers naming the user and
+// its tenant) and then thinks past the end, so what the target sees is the
+// set of users that ever started, whatever the timing.
+func oneRequestPerUserPlan(t *testing.T, url, tenants, stages string) *plan.Plan {
+	t.Helper()
+	return mustPlan(t, `
+target: `+url+`
+tenants: `+tenants+`
 scenarios:
   a:
     per_tenant: 1
@@ -64,9 +66,40 @@ scenarios:
 load:
   grace: 1s
   stages:
-    - {duration: 500ms, users: 0 -> 1}
-    - {duration: 2s, users: 1}
-`)
+`+stages)
+}
+
+// runSegments runs p split n ways at once, as n processes would.
+func runSegments(t *testing.T, p *plan.Plan, n int) []*result.Result {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	out := make([]*result.Result, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = Run(context.Background(), p, Options{Segment: Segment{Index: i, Count: n}})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("segment %d/%d: %v", i, n, err)
+		}
+	}
+	return out
+}
+
+// Two waves of 3 and 2 tenants, 3 users per tenant (1 of a, 2 of b), each
+// ramping up and holding; every user sends one request and then thinks for
+// longer than the run, so what the target sees is the set of users. Split
+// into 3 segments it must be the same users — ids, tenants and scenarios —
+// as one process, and each tenant exactly its per_tenant users.
+func TestWavesSplitIntoSegmentsRunTheSameUsers(t *testing.T) {
+	srv, take := waveServer(t)
+	p := oneRequestPerUserPlan(t, srv.URL, "{count: 5, waves: [{share: 0.6, offset: 0s}, {share: 0.4, offset: 300ms}]}",
+		"    - {duration: 500ms, users: 0 -> 1}\n    - {duration: 2s, users: 1}\n")
 	res, err := Run(context.Background(), p, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -95,21 +128,7 @@ load:
 	}
 
 	const n = 3
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = Run(context.Background(), p, Options{Segment: Segment{Index: i, Count: n}})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("segment %d/%d: %v", i, n, err)
-		}
-	}
+	runSegments(t, p, n)
 	split := take()
 	if fmt.Sprint(split) != fmt.Sprint(one) {
 		t.Errorf("%d segments ran other users than one process:\nsegments %v\none      %v", n, split, one)
