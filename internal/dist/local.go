@@ -132,6 +132,7 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	forwarded := false
 	for waiting := true; waiting; {
 		select {
 		case <-done:
@@ -141,6 +142,7 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 				sigs = nil
 				continue
 			}
+			forwarded = true
 			for _, c := range cmds {
 				if c != nil && c.Process != nil {
 					c.Process.Signal(s)
@@ -155,6 +157,12 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 		o := &outs[i]
 		if r, err := result.Read(o.File); err == nil {
 			o.Result = r
+			// A worker we passed Ctrl-C to stops early on purpose: its
+			// result says so (partial, with the reason), and its exit
+			// status is not a failure of its own.
+			if forwarded && r.Run.Partial {
+				o.Err = nil
+			}
 		} else if o.Err == nil {
 			o.Err = fmt.Errorf("no result: %v", err)
 		}
@@ -228,8 +236,11 @@ func SummaryOfOutcomes(w io.Writer, outs []Outcome) {
 	var b bytes.Buffer
 	for _, o := range outs {
 		state := "ok"
-		if o.Err != nil {
+		switch {
+		case o.Err != nil:
 			state = "FAILED: " + o.Err.Error()
+		case o.Result != nil && o.Result.Run.Partial:
+			state = "partial: " + o.Result.Run.PartialReason
 		}
 		reqs := int64(0)
 		if o.Result != nil {

@@ -246,9 +246,29 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 	if len(partial) > 0 {
 		out.Partial = true
 		out.PartialReason = strings.Join(partial, "; ")
+		if same := sameReason(rs); same != "" && len(rs) > 1 && len(partial) == len(rs) {
+			// One Ctrl-C stops every segment alike: say it once.
+			what := "inputs"
+			if first.Segment.Count > 1 {
+				what = "segments"
+			}
+			out.PartialReason = fmt.Sprintf("%s (all %d %s)", same, len(rs), what)
+		}
 	}
 	out.StopReason = strings.Join(stops, "; ")
 	return out, nil
+}
+
+// sameReason is the inputs' partial reason when every input is partial
+// for the same one, else "".
+func sameReason(rs []*result.Result) string {
+	reason := rs[0].Run.PartialReason
+	for _, r := range rs {
+		if !r.Run.Partial || r.Run.PartialReason != reason {
+			return ""
+		}
+	}
+	return reason
 }
 
 func seconds(s float64) time.Duration {
