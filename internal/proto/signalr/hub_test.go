@@ -17,6 +17,7 @@ import (
 	"github.com/philippseith/signalr"
 	"go.uber.org/goleak"
 
+	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
@@ -419,5 +420,28 @@ func TestTLSHub(t *testing.T) {
 	}
 	if got := r.classes("upgrade"); len(got) != 1 || got[0] != sample.TLS {
 		t.Errorf("upgrade without the CA recorded %v, want [tls] (errors %v)", got, r.errs)
+	}
+}
+
+// TestPingTimeoutAgainstHub: the third-party hub, told to ping only once
+// an hour, is silent after the handshake; our server timeout ends the
+// connection as a ping timeout, and the session says so.
+func TestPingTimeoutAgainstHub(t *testing.T) {
+	ts := hubServer(t, nil, signalr.KeepAliveInterval(time.Hour))
+	o := testOptions()
+	o.ServerTimeout = 300 * time.Millisecond
+	r := &rec{}
+	o.Recorder = r
+	noLeak(t, o)
+	err := Hold(context.Background(), ts.URL+"/hubs/kitchen", nil, o, nil)
+	d, ok := err.(*ws.Disconnect)
+	if !ok || d.Reason != ws.PingTimeout || d.Class != sample.Timeout {
+		t.Fatalf("hold against a silent hub: %v", err)
+	}
+	if got := r.classes("session"); len(got) != 1 || got[0] != sample.Timeout {
+		t.Errorf("session %v, want [timeout]", got)
+	}
+	if o.Stats.Disconnects[ws.PingTimeout].Load() != 1 {
+		t.Error("ping timeout not counted")
 	}
 }
