@@ -249,6 +249,27 @@ monitors:
 	if n := hits.Load(); n != 0 {
 		t.Errorf("%d requests reached the target; none may before the monitors start", n)
 	}
+	// Split over workers, segment 0 watches the servers, but every segment
+	// checks the required monitor: none sends load without it.
+	wplan := writePlan(t, `
+target: `+url+`
+scenarios: {s: {steps: [{get: /}]}}
+load: {stages: [{duration: 1s, users: 4}]}
+monitors:
+  - postgres: postgres://app:${STAMPEDE_E2E_PW}@127.0.0.1:`+strconv.Itoa(dead)+`/app?sslmode=disable
+    required: true
+    timeout: 500ms
+`)
+	o = stampede(t, time.Minute, env, "run", wplan, "-q", "--workers", "2", "-o", filepath.Join(t.TempDir(), "w.json"))
+	if o.Code != 3 || strings.Count(o.Stderr, "a required monitor could not start") < 2 {
+		t.Errorf("--workers 2: want exit 3 with both segments refusing\n%s", o)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("--workers 2: %d requests reached the target without the required monitor", n)
+	}
+	if strings.Contains(o.Stdout+o.Stderr, secret) {
+		t.Errorf("--workers 2: the password from the environment was printed\n%s", o)
+	}
 
 	// Not required: a warning on stderr, the run completes, the problem is
 	// in the result.

@@ -97,7 +97,26 @@ func (r *runner) startMonitors(ctx context.Context) error {
 		// The servers are one however many segments load them: segment 0
 		// watches them, so a merged result has one series per metric and
 		// a database is not polled N times. Every segment still records
-		// its own process (merge adds those up).
+		// its own process (merge adds those up). A required monitor is
+		// still connected once here and let go, so that every segment
+		// refuses to send load when it cannot start, as one process does,
+		// rather than the others running without segment 0.
+		var required []collect.Spec
+		for _, s := range specs {
+			if s.Required {
+				required = append(required, s)
+			}
+		}
+		if len(required) > 0 {
+			set, problems, err := collect.Start(ctx, required, func() float64 { return 0 })
+			if err != nil {
+				if set == nil && problems == nil {
+					return err
+				}
+				return &MonitorError{Err: err}
+			}
+			set.Stop()
+		}
 		specs = nil
 	}
 	m := &monitors{}
