@@ -63,7 +63,7 @@ func monitorSpecs(p *plan.Plan, flags []string) ([]collect.Spec, error) {
 		if err != nil {
 			hint := ""
 			if k := strings.TrimSpace(kind); k != "" && !isKind(k) {
-				if s := nearestKind(k); s != "" {
+				if s := plan.Suggest(k, collect.Kinds); s != "" {
 					hint = fmt.Sprintf(" (did you mean %s?)", s)
 				}
 			}
@@ -92,36 +92,6 @@ func isKind(k string) bool {
 		}
 	}
 	return false
-}
-
-// nearestKind suggests a kind for a typo such as "postgress".
-func nearestKind(k string) string {
-	for _, c := range collect.Kinds {
-		if strings.HasPrefix(c, k) || strings.HasPrefix(k, c) || editDist(k, c) <= 2 {
-			return c
-		}
-	}
-	return ""
-}
-
-func editDist(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // monitorOptions sets up a run's monitors: the merged specs, and warnings

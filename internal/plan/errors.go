@@ -136,10 +136,10 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// suggest picks the valid key a user most likely meant: the closest within
+// Suggest picks the valid key a user most likely meant: the closest within
 // two edits, or else one that the key is a prefix of (or the other way
-// round), since people abbreviate and pluralise.
-func suggest(key string, valid []string) string {
+// round), since people abbreviate and pluralise. "" when none is close.
+func Suggest(key string, valid []string) string {
 	best, bestD := "", 3
 	lk := strings.ToLower(key)
 	for _, v := range valid {

@@ -44,7 +44,7 @@ func (p *parser) gates(n *yaml.Node) {
 				g.Vary = s
 			default:
 				msg := "bad vary " + q(s) + ": expected users, rate or tenants"
-				if h := suggest(s, []string{VaryUsers, VaryRate, VaryTenants}); h != "" {
+				if h := Suggest(s, []string{VaryUsers, VaryRate, VaryTenants}); h != "" {
 					msg += " (did you mean " + q(h) + "?)"
 				}
 				p.errf(e.v, "%s", msg)

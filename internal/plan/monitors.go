@@ -289,7 +289,7 @@ func isMonitorKind(s string) bool {
 }
 
 func monitorKindHint(s string) string {
-	if h := suggest(s, MonitorKinds); h != "" {
+	if h := Suggest(s, MonitorKinds); h != "" {
 		return "did you mean " + q(h) + "?"
 	}
 	return "expected one of " + strings.Join(MonitorKinds, ", ")

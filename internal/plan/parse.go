@@ -334,7 +334,7 @@ func (p *parser) fields(n *yaml.Node, what string, valid []string) map[string]kv
 			}
 		}
 		if !known {
-			if s := suggest(e.key, valid); s != "" {
+			if s := Suggest(e.key, valid); s != "" {
 				if p.hinted == nil {
 					p.hinted = map[*yaml.Node]map[string]bool{}
 				}
@@ -517,7 +517,7 @@ func (p *parser) dataSources(n *yaml.Node) {
 					ds.Pick = PickRandom
 				default:
 					msg := "bad pick " + q(s) + ": expected sequential, unique or random"
-					if h := suggest(s, []string{"sequential", "unique", "random"}); h != "" {
+					if h := Suggest(s, []string{"sequential", "unique", "random"}); h != "" {
 						msg += " (did you mean " + q(h) + "?)"
 					}
 					p.errf(pk.v, "%s", msg)

@@ -327,8 +327,8 @@ func TestSuggest(t *testing.T) {
 		{"g", ""},                        // one letter is no evidence
 	}
 	for _, tt := range tests {
-		if got := suggest(tt.in, valid); got != tt.want {
-			t.Errorf("suggest(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := Suggest(tt.in, valid); got != tt.want {
+			t.Errorf("Suggest(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -176,7 +176,7 @@ func (p *parser) partition(ds *DataSource) {
 	}
 	if col < 0 {
 		msg := "by_tenant column " + q(ds.ByTenant) + " is not in " + ds.File + ": expected one of " + strings.Join(ds.Columns, ", ")
-		if s := suggest(ds.ByTenant, ds.Columns); s != "" {
+		if s := Suggest(ds.ByTenant, ds.Columns); s != "" {
 			msg = "by_tenant column " + q(ds.ByTenant) + " is not in " + ds.File + ": did you mean " + q(s) + "?"
 		}
 		p.errAt(ds.byTenantPos, "%s", msg)
