@@ -174,7 +174,10 @@ type runner struct {
 	nextID  atomic.Int64
 
 	maxUsers int
-	cpu0     time.Duration
+	// segPeak is the result's max_users (segMaxUsers), found once.
+	segPeakOnce sync.Once
+	segPeak     int
+	cpu0        time.Duration
 	// waiting holds closed-model users that wait (paced or thinking); see
 	// startUser.
 	waiting   userQueue

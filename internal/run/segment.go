@@ -109,11 +109,18 @@ func (r *runner) segUsersAt(stages []plan.Stage, t time.Duration) int {
 // waves each wave is rounded and striped on its own, so the peak is where
 // the waves' rounded users sum highest (segment.Waves.PeakTime), for one
 // process and for segments alike.
+//
+// Every checkpoint's result asks for it, and finding the waves' peak scans
+// the whole profile, so it is computed once per run.
 func (r *runner) segMaxUsers() int {
-	if len(r.plan.Waves) > 0 && r.prog.HasRequests() {
-		return r.waveUsersAt(segment.NewWaves(r.plan).PeakTime())
-	}
-	return int(r.seg().Stripe(segment.PeakUsers(r.plan.Load.Stages)))
+	r.segPeakOnce.Do(func() {
+		if len(r.plan.Waves) > 0 && r.prog.HasRequests() {
+			r.segPeak = r.waveUsersAt(segment.NewWaves(r.plan).PeakTime())
+			return
+		}
+		r.segPeak = int(r.seg().Stripe(segment.PeakUsers(r.plan.Load.Stages)))
+	})
+	return r.segPeak
 }
 
 // segTarget is this segment's part of the profile's target at t, for the
