@@ -62,7 +62,10 @@ func TestExampleWithPostgres(t *testing.T) {
 // The seeds' pool exhaustion, seen from the database: under load the demo
 // holds all of its 4 connections active and commits hundreds of
 // transactions a second, where before the load it held none. Thresholds on
-// monitor series pass and fail on what was measured.
+// monitor series pass and fail on what was measured. The passing ">="
+// threshold (judged on the minimum) is on the pool's open connections, not
+// its active ones: on a busy machine one sample can fall in a moment when
+// no query runs, while the pool stays open throughout.
 func TestPostgresShowsPoolExhaustion(t *testing.T) {
 	pg := testPG(t)
 	voters := filepath.Join(e2etest.ModRoot, "examples", "voters.csv.gz")
@@ -95,7 +98,7 @@ monitors:
     queries: {votes: "SELECT count(*) FROM stampede_demo_votes_noindex WHERE run <> 0"}
 thresholds:
   - "postgres[demo].connections.active < 90"
-  - "postgres[demo].connections.active >= 1"
+  - "postgres[demo].connections.total >= 1"
   - "postgres[demo].xact.commits_per_sec > 1000000/s"
 `)
 	out := filepath.Join(t.TempDir(), "pool.json")
@@ -127,7 +130,7 @@ thresholds:
 	}
 	for expr, pass := range map[string]bool{
 		"postgres[demo].connections.active < 90":          true,
-		"postgres[demo].connections.active >= 1":          true,
+		"postgres[demo].connections.total >= 1":           true,
 		"postgres[demo].xact.commits_per_sec > 1000000/s": false,
 	} {
 		th := threshold(t, r, expr)

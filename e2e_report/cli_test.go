@@ -169,7 +169,7 @@ func TestBadResultFiles(t *testing.T) {
 			"corrupt result file: totals: successful"},
 		{"hdr.json", string(rewrite(func(d map[string]any) {
 			d["totals"].(map[string]any)["latency_ok"].(map[string]any)["hdr"] = "bm90IGFuIGhkcg=="
-		})), "corrupt result file: totals: bad hdr histogram"},
+		})), "corrupt result file: totals.latency_ok: bad hdr histogram"},
 	}
 	for _, c := range cases {
 		path := filepath.Join(dir, c.name)

@@ -25,8 +25,7 @@ func startDemoProcess(options string) (url string, stop func(), err error) {
 	// Options travel in the environment, not argv, because they may hold a
 	// database password and argv is visible to every user in ps.
 	cmd.Env = append(os.Environ(), demoOptionsEnv+"="+options)
-	// The child must not outlive us, even if we are killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = demoChildAttrs()
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -141,6 +141,7 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	if err != nil {
 		return fail(exitRun, err)
 	}
+	levels.WriteLevelNotes(stdout, res.Levels)
 	writeIndicators(stdout, res.Indicators)
 	fmt.Fprintf(stderr, "result saved to %s\n", j.out)
 	switch {

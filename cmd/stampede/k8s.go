@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,16 +52,33 @@ Indexed, parallelism = completions = N) whose pod i runs
 'stampede run PLAN --segment i/N --start-at T'. Every pod starts at the same
 instant T; a pod that comes up later than --start-grace after it does not
 run, and a segment that ran is never retried (podFailurePolicy), so no share
-of the load is sent twice or shifted.
+of the load is sent twice or shifted. The default grace, 30s, covers one
+eviction near the start: the Job controller replaces such a pod about 10s
+later.
 
-Without --apply the manifest goes to -o (default stdout) for kubectl apply.
-With --apply it is created through the API server of the current kubeconfig
-context; stampede then waits for the Job, reads each segment's result from
-its pod's log, merges them exactly and judges the plan's thresholds on the
-whole. A missing or failed segment makes the merged result partial, and the
-summary names it.`,
+Names and enums are checked before anything is sent (exit 2): --name is a
+DNS-1123 label (lower-case letters, digits, '-', no dots) short enough that
+NAME-<index> is one too (63 characters); --image-pull-policy is Always,
+IfNotPresent or Never.
+
+Without --apply the manifest goes to -o (default stdout); create it with
+'kubectl create -f' or 'kubectl apply --server-side -f'. Plain 'kubectl
+apply -f' fails once the plan's data make the ConfigMap larger than the
+262,144 bytes its last-applied annotation may hold.
+
+With --apply the Job and then the ConfigMap (owned by the Job, so deleting
+the Job deletes both) are created through the API server of the current
+kubeconfig context; if the second create fails the Job is deleted again.
+stampede then waits for the Job, showing the pods per phase and why pending
+ones wait (Unschedulable, ImagePullBackOff, ...). If segments have not
+started by the start time plus --start-grace they cannot run any more:
+stampede says why, deletes the Job and exits 3. Otherwise it reads each
+segment's result from its pod's log, merges them exactly and judges the
+plan's thresholds on the whole. A missing or failed segment (the Job's own
+failure is reported too) makes the merged result partial, and the summary
+names it with the segment's own error message.`,
 		Example: `  stampede k8s plan.yaml --segments 4 --image registry.example.com/stampede:0.1 -o run.yaml
-  kubectl apply -f run.yaml
+  kubectl create -f run.yaml        # or: kubectl apply --server-side -f run.yaml
   stampede k8s plan.yaml --segments 4 --image registry.example.com/stampede:0.1 --apply --result run.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -73,9 +91,9 @@ summary names it.`,
 	fl.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the ConfigMap and the Job")
 	fl.StringVar(&f.name, "name", "", "name of the ConfigMap and the Job (default stampede-<plan name>)")
 	fl.StringVar(&f.startAt, "start-at", "", "RFC 3339 instant all segments start at (default now + --start-in)")
-	fl.DurationVar(&f.startIn, "start-in", 2*time.Minute, "start this long after the manifest is made: time for the pods to be scheduled and pull the image")
-	fl.DurationVar(&f.startGrace, "start-grace", dist.DefaultK8sStartGrace, "how late after the start time a pod may still run")
-	fl.StringVarP(&f.out, "out", "o", "", "write the manifest here (default stdout; with --apply, not written unless given)")
+	fl.DurationVar(&f.startIn, "start-in", dist.DefaultK8sStartIn, "start this long after the manifest is made: time for the pods to be scheduled and pull the image")
+	fl.DurationVar(&f.startGrace, "start-grace", dist.DefaultK8sStartGrace, "how late after the start time a pod may still run (a disrupted pod's replacement comes about 10s later)")
+	fl.StringVarP(&f.out, "out", "o", "", "write the manifest here (default stdout; with --apply, not written unless given); create it with kubectl create -f or kubectl apply --server-side -f")
 	fl.BoolVar(&f.apply, "apply", false, "create the objects, wait for the Job, collect and merge the results")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
 	fl.StringVar(&f.result, "result", "", "with --apply: merged result file (default stampede-<name>-<time>.json)")
@@ -126,7 +144,7 @@ func runK8s(stdout, stderr io.Writer, planPath string, f k8sFlags) error {
 		stdout.Write(y)
 	}
 	if !f.apply {
-		fmt.Fprintf(stderr, "segments start at %s: apply before then (pods that come up more than %v later do not run; make a new manifest for a later start)\n",
+		fmt.Fprintf(stderr, "segments start at %s: create it before then with 'kubectl create -f' or 'kubectl apply --server-side -f' (pods that come up more than %v later do not run; make a new manifest for a later start)\n",
 			start.UTC().Format(time.RFC3339), f.startGrace)
 		return nil
 	}
@@ -155,9 +173,11 @@ func applyK8s(stdout, stderr io.Writer, m *dist.Manifest, f k8sFlags, length tim
 	if err := checkWritable(out); err != nil {
 		return fail(exitUsage, err)
 	}
-	// The wait ends at the Job's own deadline at the latest; Ctrl-C stops
-	// waiting (the Job keeps running: delete it to stop the load).
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(f.startGrace+length+10*time.Minute))
+	// The wait outlasts the Job's own deadline, so the Job's
+	// DeadlineExceeded (with the controller's message) is what ends a stuck
+	// run, not this wait. Ctrl-C stops waiting (the Job keeps running:
+	// delete it to stop the load).
+	ctx, cancel := context.WithDeadline(context.Background(), k8sWaitDeadline(time.Now(), m))
 	defer cancel()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -168,12 +188,24 @@ func applyK8s(stdout, stderr io.Writer, m *dist.Manifest, f k8sFlags, length tim
 			cancel()
 		}
 	}()
-	c := dist.Cluster{Client: cs, Namespace: f.namespace, Progress: func(s string) { fmt.Fprintln(stderr, s) }}
+	c := dist.Cluster{Client: cs, Namespace: f.namespace, Progress: func(s string) { fmt.Fprintln(stderr, s) },
+		StartBy: start.Add(f.startGrace)}
 	if err := c.Apply(ctx, m); err != nil {
 		return fail(exitRun, err)
 	}
-	fmt.Fprintf(stderr, "created configmap and job %s/%s; segments start at %s\n", f.namespace, m.Job.Name, start.Format(time.RFC3339))
+	fmt.Fprintf(stderr, "created job and configmap %s/%s; segments start at %s\n", f.namespace, m.Job.Name, start.Format(time.RFC3339))
 	return collectK8s(ctx, stdout, stderr, c, m, f.segments, judge, out)
+}
+
+// waitMargin is how long the wait outlasts the Job's activeDeadlineSeconds:
+// the controller counts that from the Job's start (a moment after it is
+// created) and then stops the pods before it sets Failed.
+const waitMargin = 2 * time.Minute
+
+// k8sWaitDeadline is when --apply stops waiting for a Job created at
+// created.
+func k8sWaitDeadline(created time.Time, m *dist.Manifest) time.Time {
+	return created.Add(m.ActiveDeadline() + waitMargin)
 }
 
 // collectK8s waits for the Job, merges the segments' results and judges
@@ -181,15 +213,60 @@ func applyK8s(stdout, stderr io.Writer, m *dist.Manifest, f k8sFlags, length tim
 func collectK8s(ctx context.Context, stdout, stderr io.Writer, c dist.Cluster, m *dist.Manifest, segments int,
 	judge func(*result.Result), out string) error {
 	job, err := c.Wait(ctx, m.Job.Name)
-	if err != nil {
+	var missed *dist.MissedStartError
+	switch {
+	case errors.As(err, &missed):
+		// The segments that did start would send their share of a run that
+		// can no longer be whole: stop them, and leave nothing behind.
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer dcancel()
+		if derr := c.Delete(dctx, m.Job.Name); derr != nil {
+			return fail(exitRun, fmt.Errorf("%v\nthe job could not be deleted (%v), so its running segments keep sending load: kubectl delete job %s -n %s",
+				err, derr, m.Job.Name, c.Namespace))
+		}
+		return fail(exitRun, fmt.Errorf("%v\njob %s deleted (with its pods and configmap): the segments that started stopped, since the run could not be whole", err, m.Job.Name))
+	case err != nil && errors.Is(err, context.Canceled):
 		return fail(exitRun, err)
+	case err != nil:
+		// The wait's deadline or the API server: still collect what the
+		// segments that finished left in their logs.
+		fmt.Fprintf(stderr, "%v; collecting the segments that finished\n", err)
+		job = m.Job
 	}
 	if _, failed, why := dist.JobDone(job); failed {
 		fmt.Fprintf(stderr, "job %s failed: %s\n", job.Name, why)
 	}
-	outs, err := c.Collect(ctx, job, segments)
+	cctx := ctx
+	if ctx.Err() != nil {
+		var ccancel context.CancelFunc
+		cctx, ccancel = context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer ccancel()
+	}
+	outs, err := c.Collect(cctx, job, segments)
 	if err != nil {
 		return fail(exitRun, err)
 	}
 	return mergeAndJudge(stdout, stderr, outs, judge, out)
+}
+
+// writeTerminationMessage writes why the process exits non-zero to the file
+// $STAMPEDE_TERMINATION_MESSAGE_PATH names — a pod's /dev/termination-log,
+// which the kubelet reports as the container's termination message — so
+// the collector names a failed segment by its exact error, not by whatever
+// the log's tail holds. Best effort: without the file the kubelet falls
+// back to the log's tail (FallbackToLogsOnError).
+func writeTerminationMessage(code int, err error) {
+	path := os.Getenv(dist.TerminationEnv)
+	if path == "" || code == exitOK {
+		return
+	}
+	msg := fmt.Sprintf("stampede: exited with %d; the result and the log say why", code)
+	if err != nil && err.Error() != "" {
+		msg = "stampede: " + err.Error()
+	}
+	// The kubelet keeps at most 4096 bytes of a termination message.
+	if len(msg) > 4096 {
+		msg = strings.ToValidUTF8(msg[:4096], "")
+	}
+	_ = os.WriteFile(path, []byte(msg), 0o644)
 }

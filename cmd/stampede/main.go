@@ -48,6 +48,7 @@ func mainCode() (code int) {
 		// the stack only where it helps a bug report.
 		if p := recover(); p != nil {
 			fmt.Fprintf(os.Stderr, "stampede: internal error: %v\n(this is a bug; set STAMPEDE_DEBUG=1 for details)\n", p)
+			writeTerminationMessage(exitRun, fmt.Errorf("internal error: %v", p))
 			if os.Getenv("STAMPEDE_DEBUG") != "" {
 				os.Stderr.Write(debug.Stack())
 			}
@@ -64,10 +65,12 @@ func mainCode() (code int) {
 		if ee.err != nil {
 			fmt.Fprintln(os.Stderr, "stampede:", ee.err)
 		}
+		writeTerminationMessage(ee.code, ee.err)
 		return ee.code
 	}
 	// Cobra's own errors: unknown command or flag.
 	fmt.Fprintln(os.Stderr, "stampede:", err)
+	writeTerminationMessage(exitUsage, err)
 	fmt.Fprintln(os.Stderr, "Run 'stampede --help' for usage.")
 	return exitUsage
 }

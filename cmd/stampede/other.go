@@ -28,6 +28,10 @@ func newValidateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// As one process: the message says how many --workers it needs.
+			if err := checkFit(p, 1); err != nil {
+				return err
+			}
 			steps := 0
 			for _, s := range p.Scenarios {
 				for _, st := range s.Steps {
@@ -129,10 +133,13 @@ database bottlenecks, visible in a postgres monitor):
 			if err != nil {
 				return fail(exitRun, err)
 			}
+			// With --print-url the URL is for a program (run's demo
+			// child, which says where the demo is itself), not a person.
 			if printURL {
 				fmt.Fprintln(cmd.OutOrStdout(), url)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "demo target listening on %s (%s); Ctrl-C to stop\n", url, describeDemo(o))
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "demo target listening on %s (%s); Ctrl-C to stop\n", url, describeDemo(o))
 			<-ctx.Done()
 			done := make(chan error, 1)
 			go func() { done <- stop() }()
@@ -144,7 +151,7 @@ database bottlenecks, visible in a postgres monitor):
 			}
 		},
 	}
-	cmd.Flags().BoolVar(&printURL, "print-url", false, "print the base URL on stdout once listening")
+	cmd.Flags().BoolVar(&printURL, "print-url", false, "print the base URL on stdout once listening, instead of the line on stderr")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	cmd.Flags().StringVar(&opts, "options", "", "behaviour, e.g. "+strings.TrimSpace(`"pool=4,service=20ms"`))
 	return cmd

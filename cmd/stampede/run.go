@@ -34,6 +34,7 @@ func newRunCmd() *cobra.Command {
 		quiet    bool
 		monitors []string
 		dist     distFlags
+		errs     errorFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run PLAN",
@@ -47,9 +48,9 @@ partial. A second Ctrl-C writes the partial result at once and exits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dist.workers > 0 {
-				return runWorkers(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet, dist)
+				return runWorkers(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet, dist, cmd.Flags(), monitors)
 			}
-			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet, dist, monitors)
+			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet, dist, monitors, errs)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "result file (default stampede-<name>-<time>.json)")
@@ -57,11 +58,13 @@ partial. A second Ctrl-C writes the partial result at once and exits.`,
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
 	cmd.Flags().StringArrayVar(&monitors, "monitor", nil, monitorFlagHelp)
 	dist.add(cmd.Flags()) // --segment, --start-at, --workers (segments.go)
+	errs.add(cmd.Flags()) // --error-messages, --keep-failures (errorflags.go)
 	return cmd
 }
 
-// loadPlan loads a plan and checks the parts other packages own (threshold
-// syntax), so every plan error is reported the same way, with its place.
+// loadPlan loads a plan (which checks thresholds too) and the parts other
+// packages own (monitors), so every plan error is reported the same way,
+// with its place.
 func loadPlan(path string) (*plan.Plan, error) {
 	p, err := plan.LoadFile(path)
 	if err != nil {
@@ -71,17 +74,7 @@ func loadPlan(path string) (*plan.Plan, error) {
 		}
 		return nil, fail(exitUsage, fmt.Errorf("cannot read plan: %v", err))
 	}
-	var problems []string
-	check := append([]plan.Located{}, p.Thresholds...)
-	if p.Gates != nil {
-		check = append(check, p.Gates.SLO...)
-	}
-	for _, t := range check {
-		if _, err := gate.Parse(t.Value); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", t.Pos, err))
-		}
-	}
-	problems = append(problems, run.CheckMonitors(p)...)
+	problems := run.CheckMonitors(p)
 	if len(problems) > 0 {
 		return nil, fail(exitUsage, fmt.Errorf("invalid plan:\n%s", strings.Join(problems, "\n")))
 	}
@@ -135,9 +128,12 @@ func finish(res *result.Result, p *plan.Plan) {
 	res.Indicators = gate.Indicators(res)
 }
 
-func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet bool, dist distFlags, monitors []string) error {
+func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet bool, dist distFlags, monitors []string, errs errorFlags) error {
 	p, err := loadPlan(planPath)
 	if err != nil {
+		return err
+	}
+	if err := checkFit(p, dist.processes()); err != nil {
 		return err
 	}
 	tlsConf, err := tlsConfig(p)
@@ -147,10 +143,17 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	if out == "" {
 		out = defaultOut(p, time.Now())
 	}
-	// Fail before any load if the result cannot be written.
+	// Fail before any load if the result cannot be written, and set aside
+	// the open files and disk space its writes need, so a run that takes
+	// every file descriptor or fills the disk still saves what it measured.
 	if err := checkWritable(out); err != nil {
 		return fail(exitUsage, err)
 	}
+	output, err := openOutput(out, resultNeed(p, len(run.PlanMonitors(p))+len(monitors)))
+	if err != nil {
+		return err
+	}
+	defer output.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -160,6 +163,10 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 		return err
 	}
 	if err := monitorOptions(&opts, stderr, p, monitors); err != nil {
+		return err
+	}
+	closeFailures, err := errs.apply(&opts, out, stderr)
+	if err != nil {
 		return err
 	}
 	if p.Target == "demo" {
@@ -173,22 +180,25 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 		}
 		defer stop()
 		opts.BaseURL = url
-		fmt.Fprintf(stderr, "demo target at %s (%s)\n", url, describeDemo(dopts))
+		if !quiet {
+			fmt.Fprintf(stderr, "demo target at %s (%s)\n", url, describeDemo(dopts))
+		}
 	} else if demoOpts != "" {
 		return fail(exitUsage, errors.New("--demo applies only to plans with target: demo"))
 	}
 
-	var writeMu sync.Mutex
-	var writeErr error
-	write := func(res *result.Result) {
-		writeMu.Lock()
-		defer writeMu.Unlock()
-		if err := result.Write(out, res); err != nil && writeErr == nil {
-			writeErr = err
-			fmt.Fprintf(stderr, "\nstampede: cannot write result: %v\n", err)
+	// A failed checkpoint leaves the one before it in place and does not
+	// fail the run: only the final write decides whether the result was
+	// saved.
+	var checkpointWarn sync.Once
+	output.Warn = func(msg string) { fmt.Fprintf(stderr, "\nstampede: warning: %s\n", msg) }
+	opts.Checkpoint = func(res *result.Result) {
+		if err := output.Checkpoint(res); err != nil {
+			checkpointWarn.Do(func() {
+				fmt.Fprintf(stderr, "\nstampede: warning: a checkpoint could not be written (%v); the last good one stays in place and the run goes on\n", err)
+			})
 		}
 	}
-	opts.Checkpoint = write
 
 	var snapshot func(string) *result.Result
 	var snapMu sync.Mutex
@@ -219,14 +229,20 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 		if f != nil {
 			res := f("interrupted twice (Ctrl-C): requests in flight were not waited for and are not counted")
 			finish(res, p)
-			write(res)
+			if err := output.Final(res); err != nil {
+				fmt.Fprintf(stderr, "\nstampede: %v\n", lostResult(output, err))
+				output.Close()
+				os.Exit(exitRun)
+			}
 		}
+		output.Close()
 		fmt.Fprintf(stderr, "\nstampede: quit at once; partial result in %s\n", out)
 		os.Exit(exitRun)
 	}()
 
 	res, err := run.Run(ctx, p, opts)
 	live.done()
+	closeFailures()
 	if err != nil {
 		if errors.Is(err, run.ErrUnreachable) {
 			return fail(exitRun, fmt.Errorf("%v\nNothing was sent. Is the target running, and is the address right?", err))
@@ -235,15 +251,12 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	}
 	finish(res, p)
 	dist.unjudge(res, stderr)
-	write(res)
+	werr := output.Final(res)
 	if err := report.Text(stdout, res); err != nil {
 		return fail(exitRun, err)
 	}
-	writeMu.Lock()
-	werr := writeErr
-	writeMu.Unlock()
 	if werr != nil {
-		return fail(exitRun, fmt.Errorf("the result could not be saved to %s: %v", out, werr))
+		return fail(exitRun, lostResult(output, werr))
 	}
 	fmt.Fprintf(stderr, "result saved to %s\n", out)
 	if err := dist.emitResult(stdout, res); err != nil {

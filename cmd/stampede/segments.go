@@ -105,9 +105,43 @@ func (d *distFlags) emitResult(stdout io.Writer, res *result.Result) error {
 	return dist.Emit(stdout, res)
 }
 
+// notForWorkers are the run flags --workers handles itself; every other
+// flag given is passed on to each worker as it was given, so a flag added
+// to 'run' later reaches the workers without a change here.
+var notForWorkers = map[string]string{
+	"out":         "each worker writes its segment's result in the .segments directory",
+	"quiet":       "workers always run quiet; their output goes to their logs",
+	"demo":        "refused with --workers",
+	"segment":     "each worker gets its own",
+	"start-at":    "passed as the instant every worker starts at",
+	"workers":     "the workers are segments, not more workers",
+	"emit-result": "refused with --workers",
+	"cpuprofile":  "one profile file cannot take N processes",
+}
+
+// workerFlags is the command line given to 'run' that the workers need too
+// (--monitor, --start-grace, ...), as --name=value for each value given.
+func workerFlags(fs *pflag.FlagSet) []string {
+	var args []string
+	fs.Visit(func(f *pflag.Flag) {
+		if _, own := notForWorkers[f.Name]; own {
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return args
+}
+
 // runWorkers runs the plan as d.workers local segment processes of this
-// binary, merges their results and judges the whole.
-func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet bool, d distFlags) error {
+// binary, merges their results and judges the whole. fs is the run
+// command's flags, passed on to the workers (workerFlags).
+func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet bool, d distFlags, fs *pflag.FlagSet, monitors []string) error {
 	if d.segment != "" {
 		return fail(exitUsage, errors.New("--workers runs every segment itself: leave out --segment"))
 	}
@@ -118,24 +152,33 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	if err != nil {
 		return err
 	}
+	if err := checkFit(p, d.workers); err != nil {
+		return err
+	}
 	if p.Target == "demo" || demoOpts != "" {
 		return fail(exitUsage, errors.New("--workers needs a real target: start one with 'stampede demo --addr 127.0.0.1:8080' and set target: http://127.0.0.1:8080 (each worker would otherwise start its own demo)"))
 	}
 	if out == "" {
 		out = defaultOut(p, time.Now())
 	}
+	// A bad --monitor is one usage error here, not N failed workers.
+	if _, err := monitorSpecs(p, monitors); err != nil {
+		return err
+	}
 	if err := checkWritable(out); err != nil {
 		return fail(exitUsage, err)
 	}
+	output, err := openOutput(out, resultNeed(p, len(run.PlanMonitors(p))+len(monitors)))
+	if err != nil {
+		return err
+	}
+	defer output.Close()
 	bin, err := os.Executable()
 	if err != nil {
 		return fail(exitRun, fmt.Errorf("cannot find the stampede executable to start workers: %v", err))
 	}
 	l := dist.Local{Bin: bin, Plan: planPath, Workers: d.workers,
-		Dir: strings.TrimSuffix(out, filepath.Ext(out)) + ".segments"}
-	if d.startGrace != run.DefaultStartGrace {
-		l.Args = append(l.Args, "--start-grace", d.startGrace.String())
-	}
+		Dir: strings.TrimSuffix(out, filepath.Ext(out)) + ".segments", Args: workerFlags(fs)}
 	if d.startAt != "" {
 		if l.StartAt, err = time.Parse(time.RFC3339Nano, d.startAt); err != nil {
 			return fail(exitUsage, fmt.Errorf("--start-at %q: expected an RFC 3339 time such as 2026-05-01T12:00:00Z", d.startAt))
@@ -154,20 +197,37 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	if err != nil {
 		return fail(exitRun, err)
 	}
-	return mergeAndJudge(stdout, stderr, outs, func(m *result.Result) { finish(m, p) }, out)
+	save := func(m *result.Result) error {
+		if err := output.Final(m); err != nil {
+			return lostResult(output, err)
+		}
+		return nil
+	}
+	return mergeAndSave(stdout, stderr, outs, func(m *result.Result) { finish(m, p) }, save, out)
 }
 
 // mergeAndJudge merges the segments' results, judges the plan's thresholds
 // on the whole, saves and prints it: the end of --workers and of k8s --apply.
 func mergeAndJudge(stdout, stderr io.Writer, outs []dist.Outcome, judge func(*result.Result), out string) error {
+	save := func(m *result.Result) error {
+		if err := result.Write(out, m); err != nil {
+			return fmt.Errorf("the merged result could not be saved to %s: %v", out, err)
+		}
+		return nil
+	}
+	return mergeAndSave(stdout, stderr, outs, judge, save, out)
+}
+
+// mergeAndSave is mergeAndJudge with the write given.
+func mergeAndSave(stdout, stderr io.Writer, outs []dist.Outcome, judge func(*result.Result), save func(*result.Result) error, out string) error {
 	dist.SummaryOfOutcomes(stderr, outs)
 	m, err := dist.Merge(outs)
 	if err != nil {
 		return fail(exitRun, err)
 	}
 	judge(m)
-	if err := result.Write(out, m); err != nil {
-		return fail(exitRun, fmt.Errorf("the merged result could not be saved to %s: %v", out, err))
+	if err := save(m); err != nil {
+		return fail(exitRun, err)
 	}
 	if err := report.Text(stdout, m); err != nil {
 		return fail(exitRun, err)

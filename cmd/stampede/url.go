@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -59,6 +60,9 @@ requests in flight.`,
 			if err != nil {
 				return fail(exitUsage, err)
 			}
+			if err := checkFit(p, 1); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			res, err := run.Run(ctx, p, run.Options{Version: version})
@@ -101,7 +105,8 @@ func urlPlan(target string, conns int, dur time.Duration, rate float64, method s
 	if dur <= 0 {
 		return nil, fmt.Errorf("-d must be positive")
 	}
-	step := map[string]any{strings.ToLower(method): target, "name": strings.ToUpper(method) + " " + target, "timeout": timeout.String()}
+	base, path, shown := splitURL(target)
+	step := map[string]any{strings.ToLower(method): path, "name": strings.ToUpper(method) + " " + shown, "timeout": timeout.String()}
 	if len(headers) > 0 {
 		h := map[string]string{}
 		for _, kv := range headers {
@@ -134,11 +139,35 @@ func urlPlan(target string, conns int, dur time.Duration, rate float64, method s
 	load["stages"] = []any{stage}
 	p := map[string]any{
 		"name":      "url",
-		"target":    target,
+		"target":    base,
 		"scenarios": map[string]any{"url": map[string]any{"steps": []any{step}}},
 		"load":      load,
 	}
 	return yaml.Marshal(p)
+}
+
+// splitURL splits a URL into the plan's target (scheme, credentials and
+// host: a target has no query) and the step's path with the query, and
+// gives the URL as summaries may show it, without the credentials (the
+// plan sends those as Basic authentication). A URL that does not parse is
+// left whole for the plan to refuse with its own message.
+func splitURL(raw string) (target, path, shown string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+		return raw, raw, raw
+	}
+	path = u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	// A plan scalar expands ${NAME}; a URL means it literally.
+	path = strings.ReplaceAll(path, "${", "$${")
+	origin := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}
+	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	return origin.String(), path, strings.ReplaceAll(u.String(), "${", "$${")
 }
 
 // brief prints one JSON line with the figures benchmark scripts compare.

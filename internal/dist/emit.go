@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -25,13 +26,32 @@ import (
 //
 // Lines that are not base64 (stderr interleaved into the log stream) are
 // skipped, and the decoded bytes must parse as a result, so a garbled log
-// fails loudly instead of merging a wrong segment.
+// fails loudly instead of merging a wrong segment. The end marker line
+// carries the length and SHA-256 of the gzip bytes
+// ("-----END STAMPEDE RESULT----- 1234 sha256:…"): a line lost or cut
+// anywhere is named as such, never merged as a shorter segment.
+//
+// Size: the kubelet rotates a container's log at containerLogMaxSize (10 MiB
+// by default) and the API server's log endpoint serves only the newest
+// file, so the whole block must be far below that. A 1-hour segment with 50
+// HTTP steps, 3 connection scenarios and 40 noisy monitor series at 1 s is
+// 3.3 MiB of JSON and 2.2 MiB in the log (TestEmitLargestRealistic prints
+// the figures); a result past MaxEmit is refused at the source, with the
+// way out, rather than cut by a rotation.
 const (
 	BeginMarker = "-----BEGIN STAMPEDE RESULT-----"
 	EndMarker   = "-----END STAMPEDE RESULT-----"
 )
 
 const lineWidth = 76
+
+// MaxEmit is the largest block Emit writes: half of the kubelet's default
+// 10 MiB log rotation, leaving the other half to whatever the segment
+// logged before it, so the block is never split across a rotation.
+const MaxEmit = 5 << 20
+
+// ErrTooLarge means a result is too large to travel through a pod's log.
+var ErrTooLarge = errors.New("result too large for the pod log")
 
 // Emit writes res between the markers.
 func Emit(w io.Writer, res *result.Result) error {
@@ -46,6 +66,11 @@ func Emit(w io.Writer, res *result.Result) error {
 		return err
 	}
 	enc := base64.StdEncoding.EncodeToString(gz.Bytes())
+	if len(enc) > MaxEmit {
+		return fmt.Errorf("%w: %d KiB encoded, more than the %d KiB that fit safely in a container log (the kubelet rotates logs at 10 MiB by default, and only the newest file can be read back): keep the result file (-o) on a volume instead, or run more segments so each holds less",
+			ErrTooLarge, len(enc)/1024, MaxEmit/1024)
+	}
+	sum := sha256.Sum256(gz.Bytes())
 	var b strings.Builder
 	b.WriteString("\n" + BeginMarker + "\n")
 	for len(enc) > 0 {
@@ -54,7 +79,7 @@ func Emit(w io.Writer, res *result.Result) error {
 		b.WriteByte('\n')
 		enc = enc[n:]
 	}
-	b.WriteString(EndMarker + "\n")
+	fmt.Fprintf(&b, "%s %d sha256:%x\n", EndMarker, gz.Len(), sum)
 	_, err = io.WriteString(w, b.String())
 	return err
 }
@@ -67,6 +92,8 @@ func Extract(log io.Reader) (*result.Result, error) {
 	sc := bufio.NewScanner(log)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	var cur, last *strings.Builder
+	var trailer, lastTrailer string
+	endOnly := false
 	pending := "" // a short line: data only if the end marker follows
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -75,10 +102,13 @@ func Extract(log io.Reader) (*result.Result, error) {
 		switch {
 		case strings.HasSuffix(line, BeginMarker):
 			cur, pending = &strings.Builder{}, ""
-		case strings.HasSuffix(line, EndMarker):
+		case strings.Contains(line, EndMarker):
+			trailer = strings.TrimSpace(line[strings.Index(line, EndMarker)+len(EndMarker):])
 			if cur != nil {
 				cur.WriteString(pending)
-				last, cur = cur, nil
+				last, cur, lastTrailer = cur, nil, trailer
+			} else if last == nil {
+				endOnly = true
 			}
 		case cur != nil:
 			if i := strings.LastIndexByte(line, ' '); i >= 0 {
@@ -99,14 +129,20 @@ func Extract(log io.Reader) (*result.Result, error) {
 		return nil, err
 	}
 	if last == nil {
-		if cur != nil {
+		switch {
+		case cur != nil:
 			return nil, fmt.Errorf("%w: the log ends inside the result (the pod was cut off?)", ErrNoEmittedResult)
+		case endOnly:
+			return nil, fmt.Errorf("%w: the log holds the end of a result but not its beginning (the container log was rotated — the kubelet's containerLogMaxSize, 10 MiB by default — or cut)", ErrNoEmittedResult)
 		}
 		return nil, ErrNoEmittedResult
 	}
 	gz, err := base64.StdEncoding.DecodeString(last.String())
 	if err != nil {
 		return nil, fmt.Errorf("result in the log: %w", err)
+	}
+	if err := checkTrailer(lastTrailer, gz); err != nil {
+		return nil, err
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
@@ -117,6 +153,27 @@ func Extract(log io.Reader) (*result.Result, error) {
 		return nil, fmt.Errorf("result in the log: %w", err)
 	}
 	return result.Decode(raw)
+}
+
+// checkTrailer compares the decoded bytes with the end marker's length and
+// SHA-256. A marker without them (written by an older stampede) leaves the
+// check to gzip's own CRC-32 and length.
+func checkTrailer(trailer string, gz []byte) error {
+	if trailer == "" {
+		return nil
+	}
+	var n int
+	var sum string
+	if _, err := fmt.Sscanf(trailer, "%d sha256:%s", &n, &sum); err != nil {
+		return fmt.Errorf("result in the log: end marker %q: expected LENGTH sha256:HEX", trailer)
+	}
+	if len(gz) != n {
+		return fmt.Errorf("result in the log: %d bytes between the markers, the end marker says %d: lines were lost (log rotation or a cut stream)", len(gz), n)
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256(gz)); got != sum {
+		return fmt.Errorf("result in the log: SHA-256 %s, the end marker says %s: the log was altered", got, sum)
+	}
+	return nil
 }
 
 func isBase64(s string) bool {

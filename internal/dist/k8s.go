@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stampede-load/stampede/internal/plan"
@@ -35,7 +38,28 @@ const (
 	DefaultImage = "ghcr.io/stampede-load/stampede:latest"
 	// DefaultK8sStartGrace lets a pod that came up a little after the
 	// start time still run (it follows the global schedule, catching up).
-	DefaultK8sStartGrace = 10 * time.Second
+	// A pod evicted or preempted before its container ran is replaced by
+	// the Job controller about 10 s later (its pod-failure backoff, seen
+	// against a real controller), and the replacement must still be
+	// scheduled and start: 30 s lets one disruption near the start cost
+	// nothing, where 10 s failed the whole run.
+	DefaultK8sStartGrace = 30 * time.Second
+	// DefaultK8sStartIn is how far ahead of the manifest the start time is
+	// set by default: scheduling and a first image pull on every node,
+	// with room for one replacement before the start.
+	DefaultK8sStartIn = 2 * time.Minute
+	// TerminationMessagePath is where the kubelet reads a container's
+	// termination message; the segment writes its exact failure there
+	// (TerminationEnv names the file), so the collector does not have to
+	// guess the reason from the log's tail.
+	TerminationMessagePath = "/dev/termination-log"
+	// TerminationEnv, when set in a segment's environment, names the file
+	// the process writes its failure to before it exits non-zero.
+	TerminationEnv = "STAMPEDE_TERMINATION_MESSAGE_PATH"
+	// finishedTTL keeps a finished Job (and through the owner reference
+	// its ConfigMap, and its pods with their logs, the segments' results)
+	// a day for collection by hand; then Kubernetes removes them.
+	finishedTTL = 24 * 60 * 60
 	// maxConfigMap is the API server's limit on a ConfigMap (1 MiB),
 	// less room for the object's metadata.
 	maxConfigMap = 1000 * 1024
@@ -93,6 +117,54 @@ func JobName(planName string) string {
 	return s
 }
 
+// PullPolicies are the image pull policies the API server accepts.
+var PullPolicies = []string{string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever)}
+
+// MaxName is the longest name a run of this many segments may have: the
+// Job controller gives each pod of an Indexed Job the hostname
+// NAME-<index>, and a hostname is a DNS-1123 label (at most 63
+// characters). The API server refuses the Job otherwise ("will not able to
+// create pod with invalid DNS label").
+func MaxName(segments int) int {
+	return validation.DNS1123LabelMaxLength - len("-"+strconv.Itoa(max(segments-1, 0)))
+}
+
+// Validate checks what the API server would refuse, before anything is
+// sent: names, their lengths with the pods' index suffix, enums. Each
+// error names the rule.
+func (k K8s) Validate() error {
+	if k.Segments < 1 {
+		return fmt.Errorf("segments: %d, expected at least 1", k.Segments)
+	}
+	if k.Name != "" {
+		if errs := validation.IsDNS1123Label(k.Name); len(errs) > 0 {
+			return fmt.Errorf("--name %q is not a valid name for a Job and its pods: %s (a DNS-1123 label: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit; no dots)",
+				k.Name, strings.Join(errs, "; "))
+		}
+		if m := MaxName(k.Segments); len(k.Name) > m {
+			return fmt.Errorf("--name %q is %d characters; with %d segments the pods' hostnames are NAME-0 … NAME-%d, each a DNS-1123 label of at most 63 characters, so the name may have at most %d",
+				k.Name, len(k.Name), k.Segments, k.Segments-1, m)
+		}
+	}
+	if k.Namespace != "" {
+		if errs := validation.IsDNS1123Label(k.Namespace); len(errs) > 0 {
+			return fmt.Errorf("--namespace %q: %s (a namespace is a DNS-1123 label)", k.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	if k.EnvFromSecret != "" {
+		if errs := validation.IsDNS1123Subdomain(k.EnvFromSecret); len(errs) > 0 {
+			return fmt.Errorf("--env-from-secret %q: %s (a Secret's name is a DNS-1123 subdomain)", k.EnvFromSecret, strings.Join(errs, "; "))
+		}
+	}
+	if k.PullPolicy != "" && !slices.Contains(PullPolicies, k.PullPolicy) {
+		return fmt.Errorf("--image-pull-policy %q: expected one of %s (case matters)", k.PullPolicy, strings.Join(PullPolicies, ", "))
+	}
+	if strings.ContainsAny(k.Image, " \t\r\n") {
+		return fmt.Errorf("--image %q: an image reference has no spaces", k.Image)
+	}
+	return nil
+}
+
 // planFiles are the files a plan reads besides itself, relative to its
 // directory: data sources and TLS files.
 func planFiles(p *plan.Plan) []string {
@@ -116,14 +188,17 @@ func configKey(i int, rel string) string {
 
 // BuildManifest builds the ConfigMap and the Indexed Job for p.
 func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
-	if k.Segments < 1 {
-		return nil, fmt.Errorf("segments: %d, expected at least 1", k.Segments)
+	if err := k.Validate(); err != nil {
+		return nil, err
 	}
 	if k.StartAt.IsZero() {
 		return nil, errors.New("no start time: every segment needs the same --start-at")
 	}
 	if k.Name == "" {
 		k.Name = JobName(p.Name)
+		if m := MaxName(k.Segments); len(k.Name) > m {
+			k.Name = strings.TrimRight(k.Name[:m], "-")
+		}
 	}
 	if k.Image == "" {
 		k.Image = DefaultImage
@@ -195,6 +270,8 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 			Name: "JOB_COMPLETION_INDEX",
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 				FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}},
+		}, {
+			Name: TerminationEnv, Value: TerminationMessagePath,
 		}},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "plan", MountPath: PlanMount, ReadOnly: true},
@@ -206,6 +283,9 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 			ReadOnlyRootFilesystem:   ptr(true),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
+		// The segment writes its exact failure to the file; an image
+		// that does not (an older stampede) still gets the log's tail.
+		TerminationMessagePath:   TerminationMessagePath,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 	if k.PullPolicy != "" {
@@ -281,11 +361,14 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 					},
 				},
 			}},
-			ActiveDeadlineSeconds: ptr(max(deadline, 60)),
+			ActiveDeadlineSeconds:   ptr(max(deadline, 60)),
+			TTLSecondsAfterFinished: ptr(int32(finishedTTL)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					RestartPolicy:                 corev1.RestartPolicyNever,
+					RestartPolicy: corev1.RestartPolicyNever,
+					// A load generator never talks to the API server.
+					AutomountServiceAccountToken:  ptr(false),
 					TerminationGracePeriodSeconds: ptr(int64(p.Load.Grace.Seconds()) + 10),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr(true),
@@ -329,4 +412,13 @@ func (m *Manifest) YAML() ([]byte, error) {
 		b.Write(y)
 	}
 	return b.Bytes(), nil
+}
+
+// ActiveDeadline is the Job's activeDeadlineSeconds: the Job controller
+// fails the Job (DeadlineExceeded) that long after it started.
+func (m *Manifest) ActiveDeadline() time.Duration {
+	if d := m.Job.Spec.ActiveDeadlineSeconds; d != nil {
+		return time.Duration(*d) * time.Second
+	}
+	return 0
 }

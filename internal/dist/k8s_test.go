@@ -3,6 +3,7 @@ package dist
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,9 +119,14 @@ func TestManifestSchema(t *testing.T) {
 		check(strings.Contains(args, "--start-at 2026-05-01T12:00:00Z"), "shared start time: "+args)
 		check(strings.Contains(args, "--emit-result"), "result printed for the collector")
 		check(strings.HasPrefix(args, "run /plan/plan.yaml "), "runs the mounted plan: "+args)
-		check(len(c.Env) == 1 && c.Env[0].Name == "JOB_COMPLETION_INDEX" &&
+		check(len(c.Env) == 2 && c.Env[0].Name == "JOB_COMPLETION_INDEX" &&
 			c.Env[0].ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']",
 			"JOB_COMPLETION_INDEX declared so $(...) expands")
+		check(c.Env[1].Name == TerminationEnv && c.Env[1].Value == c.TerminationMessagePath && c.TerminationMessagePath == "/dev/termination-log",
+			"the segment writes its failure where the kubelet reads the termination message")
+		check(pod.AutomountServiceAccountToken != nil && !*pod.AutomountServiceAccountToken, "no service-account token in the pod")
+		check(s.TTLSecondsAfterFinished != nil && *s.TTLSecondsAfterFinished > 0, "a finished Job is removed in the end")
+		check(strings.Contains(args, "--start-grace 30s"), "start grace covers a replacement ~10 s after a disruption: "+args)
 		check(*pod.SecurityContext.RunAsNonRoot && *c.SecurityContext.ReadOnlyRootFilesystem, "non-root, read-only root")
 		check(c.Resources.Limits.Cpu().String() == "2" && c.Resources.Requests.Memory().String() == "1Gi", "resources")
 
@@ -210,5 +216,55 @@ func TestJobName(t *testing.T) {
 		if got := JobName(in); got != want {
 			t.Errorf("JobName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// What the API server refuses is refused here first, naming the rule:
+// the names the issue saw refused by a real API server, and enums.
+func TestValidateBeforeSending(t *testing.T) {
+	p, _ := testManifest(t, 1)
+	start := time.Now().Add(time.Minute)
+	long := strings.Repeat("a", 62)
+	cases := []struct {
+		k    K8s
+		want string
+	}{
+		// 62 characters: "aaa…a-2" (64) is no DNS label.
+		{K8s{Name: long, Segments: 3}, "at most 61"},
+		{K8s{Name: strings.Repeat("a", 61), Segments: 11}, "at most 60"},
+		{K8s{Name: "run.v2", Segments: 3}, "no dots"},
+		{K8s{Name: "Run", Segments: 3}, "DNS-1123 label"},
+		{K8s{Name: "run", Segments: 3, PullPolicy: "Sometimes"}, "Always, IfNotPresent, Never"},
+		{K8s{Name: "run", Segments: 3, PullPolicy: "always"}, "case matters"},
+		{K8s{Name: "run", Segments: 3, Namespace: "Load"}, "--namespace"},
+		{K8s{Name: "run", Segments: 3, EnvFromSecret: "my_secret"}, "--env-from-secret"},
+		{K8s{Name: "run", Segments: 3, Image: "registry.example.com/stampede:0.1 "}, "--image"},
+	}
+	for _, c := range cases {
+		c.k.StartAt, c.k.PlanFile = start, testPlan
+		if _, err := BuildManifest(p, c.k); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err = %v, want %q", c.k, err, c.want)
+		}
+	}
+	// The longest name allowed passes, with every pod hostname a label.
+	for _, n := range []int{1, 3, 10, 11, 1000} {
+		name := strings.Repeat("a", MaxName(n))
+		m, err := BuildManifest(p, K8s{Name: name, Segments: n, StartAt: start, PlanFile: testPlan, PullPolicy: "IfNotPresent"})
+		if err != nil {
+			t.Fatalf("N=%d, name of %d: %v", n, len(name), err)
+		}
+		if errs := validation.IsDNS1123Label(fmt.Sprintf("%s-%d", m.Job.Name, n-1)); len(errs) > 0 {
+			t.Errorf("N=%d: hostname of the last pod: %v", n, errs)
+		}
+	}
+	// A default name from a long plan name is cut to fit the segments.
+	q := *p
+	q.Name = strings.Repeat("x", 80)
+	m, err := BuildManifest(&q, K8s{Segments: 100000, StartAt: start, PlanFile: testPlan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := validation.IsDNS1123Label(m.Job.Name + "-99999"); len(errs) > 0 {
+		t.Errorf("default name %q: %v", m.Job.Name, errs)
 	}
 }

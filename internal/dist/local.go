@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/dist/segment"
@@ -113,7 +112,7 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 		cmd := exec.CommandContext(ctx, l.Bin, l.WorkerArgs(i, startAt)...)
 		cmd.Stdout, cmd.Stderr = f, f
 		cmd.Env = append(os.Environ(), l.Env...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = workerAttrs()
 		if err := cmd.Start(); err != nil {
 			o.Err = fmt.Errorf("start: %w", err)
 			f.Close()

@@ -1,13 +1,15 @@
-// Package e2etest is what the end-to-end test packages (e2e, e2e_conn,
-// e2e_levels, e2e_monitors, e2e_report, e2e_dist) share: building the real
-// stampede binary once per test binary, running it with a time limit, and
-// the plan, result and port helpers around that. It is plain Go so those
-// packages can import it; nothing outside tests should.
+//go:build unix
+
+// Package e2etest is what the end-to-end test packages share: building the
+// real stampede binary once for all of them (see sharedBinary), running it
+// with a time limit, and the plan, result and port helpers around that. It
+// is plain Go so those packages can import it; nothing outside tests
+// should. It drives processes by Unix signals and process groups, so it
+// builds on Unix only.
 package e2etest
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -56,20 +58,12 @@ func Main(m *testing.M, name string) int {
 	}
 	defer os.RemoveAll(dir)
 	Shared = dir
-	Bin = filepath.Join(dir, "stampede")
-	args := []string{"build", "-o", Bin}
-	if os.Getenv("STAMPEDE_E2E_RACE") != "" {
-		args = append(args, "-race")
-	}
-	args = append(args, "./cmd/stampede")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: go build ./cmd/stampede: %v\n%s", name, err, out)
+	bin, err := sharedBinary(root)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return 1
 	}
+	Bin = bin
 	return m.Run()
 }
 

@@ -80,9 +80,9 @@ func classHint(class string) string {
 }
 
 // saturatedInRun looks at the last 30 s (or the whole run when shorter):
-// completions per second flat while p95 climbs, and requests in flight
-// grow with it, is a server that has stopped taking more work and queues
-// the rest (seed 002's 1.6k RPS wall).
+// completions per second flat while the offered load grew and p95 climbs,
+// and requests in flight grow with it, is a server that has stopped taking
+// more work and queues the rest (seed 002's 1.6k RPS wall).
 func saturatedInRun(s result.Series) (result.Indicator, bool) {
 	n := len(s.T)
 	// The last interval is usually cut short by the end of the run.
@@ -118,6 +118,12 @@ func saturatedInRun(s result.Series) (result.Indicator, bool) {
 			return 0
 		}
 		return sum / float64(k)
+	}
+	// Throughput that stays flat while the offered load does (a gate's
+	// hold, a steady stage) is the load being served, not a ceiling: only
+	// load that grew across the window can find one.
+	if len(s.Target) >= n && s.Target[n-1] <= s.Target[from]*levelLoadGrowth {
+		return result.Indicator{}, false
 	}
 	r1, r2 := rps(from, mid), rps(mid, n)
 	l1, l2 := p95(from, mid), p95(mid, n)
@@ -171,22 +177,28 @@ func timeoutsClustered(r *result.Result) (result.Indicator, bool) {
 		return result.Indicator{}, false
 	}
 	maxUS := float64(h.Max())
+	// The timeout whose neighbourhood, from 90% to 150% of it, holds the
+	// most requests: a request cut off at its deadline on a busy machine
+	// may be recorded well past it, so one late straggler (the maximum)
+	// must not decide which timeout the requests queued against.
 	var limit time.Duration
+	var near int64
+	dist := h.Distribution()
 	for _, t := range ConfiguredTimeouts(r.Plan.Source) {
 		us := float64(t.Microseconds())
-		if maxUS >= nearTimeout*us && maxUS <= 1.5*us {
-			limit = t
+		lo, hi := int64(nearTimeout*us), int64(1.5*us)
+		var n int64
+		for _, b := range dist {
+			if b.From >= lo && b.To <= hi {
+				n += b.Count
+			}
+		}
+		if n > near {
+			limit, near = t, n
 		}
 	}
 	if limit == 0 {
 		return result.Indicator{}, false
-	}
-	lo := int64(nearTimeout * float64(limit.Microseconds()))
-	var near int64
-	for _, b := range h.Distribution() {
-		if b.From >= lo {
-			near += b.Count
-		}
 	}
 	share := float64(near) / float64(r.Totals.Requests)
 	if near < clusterMinCount || share < clusterMinShare {

@@ -67,6 +67,13 @@ func series(ok, p95 func(i int) int64, n int) result.Series {
 	return s
 }
 
+func steadyTarget(s result.Series) result.Series {
+	for i := range s.Target {
+		s.Target[i] = 200
+	}
+	return s
+}
+
 func withInFlight(s result.Series, f func(i int) int64) result.Series {
 	for i := range s.T {
 		s.InFlight = append(s.InFlight, f(i))
@@ -94,6 +101,11 @@ func TestSaturatedInRun(t *testing.T) {
 		// users), the rise is the generator's host stalling.
 		{"in flight grows with the queue", withInFlight(series(flat, rising, 40), func(i int) int64 { return int64(20 + 10*i) }), true},
 		{"in flight fixed", withInFlight(series(flat, rising, 40), func(int) int64 { return 2 }), false},
+		// A gate's hold offers the same load throughout, so its throughput
+		// is flat by design: p95 and in flight rising there (a busy
+		// generator, a warming cache) find no ceiling (world-cup's 200
+		// gate, whose throughput was 8x the previous gate's).
+		{"steady load", withInFlight(steadyTarget(series(flat, rising, 40)), func(i int) int64 { return int64(20 + 10*i) }), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,6 +117,19 @@ func TestSaturatedInRun(t *testing.T) {
 				t.Errorf("evidence %v: want the last 30s", in.Evidence)
 			}
 		})
+	}
+}
+
+// One request recorded long past every timeout (a busy machine delayed
+// it) does not hide fifty that queued until their 500ms deadline.
+func TestTimeoutsClusteredDespiteAStraggler(t *testing.T) {
+	r := build(t, result.RunInfo{DurationS: 10, Model: "open"},
+		stepSpec{scenario: "s", name: "GET /slow", okUS: spread(900, 1000, 20_000), fails: map[sample.Class]int64{sample.Timeout: 50}, failUS: 500_300},
+		stepSpec{scenario: "s", name: "GET /other", okUS: spread(10, 1000, 2000), fails: map[sample.Class]int64{sample.Timeout: 1}, failUS: 1_200_000})
+	r.Plan.Source = "defaults: {timeout: 2s}\nscenarios:\n  s:\n    steps:\n      - {get: /slow, timeout: 500ms}\n      - {get: /other}\n"
+	in, ok := timeoutsClustered(r)
+	if !ok || in.Evidence["timeout_us"] != 500_000 || in.Evidence["at_timeout"] != 50 {
+		t.Errorf("50 requests at the 500ms timeout and one at 1.2s: %v %v", ok, in)
 	}
 }
 

@@ -159,3 +159,24 @@ func lagP99(l result.Latency) (int64, bool) {
 	}
 	return l.P99US, l.Count > 0
 }
+
+// LagSuspect says when a result's figures say more about the generator
+// than the target: its lag p99 is over the generator_lag limit and at
+// least a quarter of latencyUS (the largest p95 it is compared with), so
+// the generator starting work late could explain a difference of that
+// size. A few milliseconds of lag on a busy machine leave a 150ms p95
+// judgeable; 657ms of lag next to a 1s p95 do not.
+func LagSuspect(r *result.Result, latencyUS int64) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	p99, ok := lagP99(r.Generator.Lag)
+	if !ok || p99 <= generatorLagAbove || p99*lagShareOfLatency < latencyUS {
+		return "", false
+	}
+	return fmt.Sprintf("generator lag p99 %s against a p95 of %s - the generator started work late, so it, not the target, may explain these figures", formatDuration(p99), formatDuration(latencyUS)), true
+}
+
+// lagShareOfLatency: lag from a quarter of the latency up makes the
+// latency suspect.
+const lagShareOfLatency = 4

@@ -140,12 +140,14 @@ func parseValue(metric string, kind Kind, v string) (float64, string) {
 			}
 			return f / 100, ""
 		}
+		// A bare number is refused, 0 aside (the same in any unit): a
+		// plain 1 reads as 1% to people and as 100% as a fraction, and
+		// the difference once passed a run with half its requests failed.
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || f > 1 || math.IsNaN(f) {
-			// A plain 5 could mean 5% or 500%; refusing it beats guessing.
-			return 0, fmt.Sprintf("%s is a rate; expected a percentage such as 1%% (or a fraction from 0 to 1)", metric)
+		if err != nil || f != 0 {
+			return 0, fmt.Sprintf("%s is a rate; expected a percentage such as 1%% (a bare number is refused: 1 could mean 1%% or 100%%)", metric)
 		}
-		return f, ""
+		return 0, ""
 	case Count:
 		if strings.HasSuffix(v, "%") {
 			return 0, fmt.Sprintf("%s is a count; expected a number such as 10 (use %s for a percentage)", metric, rateHint(metric))

@@ -29,8 +29,8 @@ func TestParseGood(t *testing.T) {
 		// any percentile the histogram can answer
 		{"p99.99 < 3s", Threshold{Metric: "p99.99", Op: "<", Value: 3_000_000, Kind: Duration}},
 		{"error_rate <= 0.5%", Threshold{Metric: "error_rate", Op: "<=", Value: 0.005, Kind: Rate}},
-		// a plain number for a rate is a fraction
-		{"success_rate >= 0.99", Threshold{Metric: "success_rate", Op: ">=", Value: 0.99, Kind: Rate}},
+		// a bare 0 is 0 in any unit
+		{"error_rate == 0", Threshold{Metric: "error_rate", Op: "==", Value: 0, Kind: Rate}},
 		{"timeout_rate == 0%", Threshold{Metric: "timeout_rate", Op: "==", Value: 0, Kind: Rate}},
 		{"rate_limited_rate < 2%", Threshold{Metric: "rate_limited_rate", Op: "<", Value: 0.02, Kind: Rate}},
 		// class counts and run counts
@@ -72,8 +72,11 @@ func TestParseBad(t *testing.T) {
 		// nothing close: list what exists
 		{"latency < 1s", `threshold "latency < 1s": unknown metric "latency": expected a latency (p50 p75 p90 p95 p99 p99.9 min max avg, or with _all), a rate (error_rate success_rate CLASS_rate), a count (requests failed successful iterations CLASS) or rps`},
 		// a rate compared with a duration, or an ambiguous plain number
-		{"error_rate < 5s", `threshold "error_rate < 5s": bad value "5s": error_rate is a rate; expected a percentage such as 1% (or a fraction from 0 to 1)`},
-		{"error_rate < 5", `threshold "error_rate < 5": bad value "5": error_rate is a rate; expected a percentage such as 1% (or a fraction from 0 to 1)`},
+		{"error_rate < 5s", `threshold "error_rate < 5s": bad value "5s": error_rate is a rate; expected a percentage such as 1% (a bare number is refused: 1 could mean 1% or 100%)`},
+		{"error_rate < 5", `threshold "error_rate < 5": bad value "5": error_rate is a rate; expected a percentage such as 1% (a bare number is refused: 1 could mean 1% or 100%)`},
+		// a bare 1 once passed a run with 49.99% errors as a fraction (100%)
+		{"error_rate < 1", `threshold "error_rate < 1": bad value "1": error_rate is a rate; expected a percentage such as 1% (a bare number is refused: 1 could mean 1% or 100%)`},
+		{"success_rate >= 0.99", `threshold "success_rate >= 0.99": bad value "0.99": success_rate is a rate; expected a percentage such as 1% (a bare number is refused: 1 could mean 1% or 100%)`},
 		{"error_rate < 150%", `threshold "error_rate < 150%": bad value "150%": expected a percentage from 0% to 100%, such as 1%`},
 		// a count compared with a percentage points at the rate metric
 		{"timeout < 1%", `threshold "timeout < 1%": bad value "1%": timeout is a count; expected a number such as 10 (use timeout_rate for a percentage)`},
@@ -146,7 +149,7 @@ func TestEvaluate(t *testing.T) {
 		// rates over totals: 40 failed of 1640
 		{"error_rate < 1%", "2.44%", false, ""},
 		{"error_rate <= 2.5%", "2.44%", true, ""},
-		{"success_rate > 0.97", "97.56%", true, ""},
+		{"success_rate > 97%", "97.56%", true, ""},
 		{"server_error_rate < 1.5%", "1.52%", false, ""},
 		{"GET /down: error_rate == 100%", "100.00%", true, ""},
 		// counts

@@ -63,5 +63,25 @@ func isTLS(err error) bool {
 	)
 	return errors.As(err, &rh) || errors.As(err, &alert) || errors.As(err, &cv) ||
 		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &ech) ||
-		errors.Is(err, errTLSHandshake)
+		errors.Is(err, errTLSHandshake) || tlsAlertOp(err)
+}
+
+// tlsAlertOp finds the error crypto/tls gives for an alert: a *net.OpError
+// whose Op is "remote error" (the server's alert, such as
+// certificate_required when it wants a client certificate) or "local
+// error" (ours). tls.AlertError is only used with QUIC, so it alone misses
+// both. Every OpError in the chain is looked at, since a transport may wrap
+// the alert in a read or write error of its own.
+func tlsAlertOp(err error) bool {
+	for err != nil {
+		var op *net.OpError
+		if !errors.As(err, &op) {
+			return false
+		}
+		if op.Op == "remote error" || op.Op == "local error" {
+			return true
+		}
+		err = op.Err
+	}
+	return false
 }

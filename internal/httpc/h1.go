@@ -21,8 +21,13 @@ type H1 struct {
 	conns []*h1conn
 	// NewConnPerRequest closes the connection after each answer.
 	NewConnPerRequest bool
-	dialer            net.Dialer
-	limits            *hostLimits
+	// MaxHeaderBytes bounds an answer's header block and MaxKeptBody the
+	// body bytes kept for KeepBody (0: DefaultMaxHeaderBytes and
+	// DefaultMaxKeptBody).
+	MaxHeaderBytes int
+	MaxKeptBody    int
+	dialer         net.Dialer
+	limits         *hostLimits
 
 	// current is the connection a request is using right now, so Interrupt
 	// (called from another goroutine) can cut it off.
@@ -48,9 +53,37 @@ type h1conn struct {
 	// br is borrowed from readers only while an answer is being read: an
 	// idle connection holds no buffer, which is most of the memory of a
 	// user that spends its time thinking.
-	br       *bufio.Reader
-	lastUsed time.Time
-	reused   bool
+	br     *bufio.Reader
+	reused bool
+	// rc and peekFn are made once per connection so that looking at the
+	// socket between answers costs a system call and no allocation.
+	rc     syscall.RawConn
+	peekFn func(fd uintptr) bool
+	peeked peekState
+	one    [1]byte
+}
+
+type peekState uint8
+
+const (
+	peekIdle   peekState = iota // nothing waiting: the connection is usable
+	peekData                    // bytes nobody asked for
+	peekClosed                  // EOF or an error: the server closed it
+)
+
+// peek looks at the socket without blocking or consuming anything. Go's own
+// read with a past deadline would not look at the socket at all.
+func (hc *h1conn) peek() peekState {
+	if hc.br != nil && hc.br.Buffered() > 0 {
+		return peekData
+	}
+	if hc.rc == nil {
+		return peekIdle
+	}
+	if err := hc.rc.Read(hc.peekFn); err != nil {
+		return peekClosed
+	}
+	return hc.peeked
 }
 
 // NewH1 returns an empty client.
@@ -78,10 +111,9 @@ func (hc *h1conn) returnReader() {
 	}
 }
 
-// idleCheckAfter is how long a connection may sit idle before we make sure
-// the server has not closed it. A hot connection skips the check, which
-// costs two system calls; an idle one would otherwise fail its next request
-// for a reason that is ours, not the server's.
+// idleCheckAfter is how long a connection sits idle in the test that shows
+// a server's idle close is not blamed on the next request (every reuse is
+// checked since; before, only one idle this long).
 const idleCheckAfter = time.Second
 
 // Close closes every connection.
@@ -109,12 +141,16 @@ func (c *H1) drop(hc *h1conn) {
 	}
 }
 
-func (c *H1) conn(ep *Endpoint, now, deadline time.Time) (*h1conn, error) {
+func (c *H1) conn(ep *Endpoint, deadline time.Time) (*h1conn, error) {
 	for _, hc := range c.conns {
 		if hc.ep != ep {
 			continue
 		}
-		if now.Sub(hc.lastUsed) < idleCheckAfter || alive(hc) {
+		// Every reuse looks first (one system call): a connection the
+		// server closed, or one holding bytes that arrived after its last
+		// answer was read, would otherwise fail this request for a fault
+		// that is not this request's.
+		if hc.peek() == peekIdle {
 			hc.reused = true
 			return hc, nil
 		}
@@ -136,33 +172,25 @@ func (c *H1) conn(ep *Endpoint, now, deadline time.Time) (*h1conn, error) {
 		return nil, err
 	}
 	hc := &h1conn{ep: ep, nc: nc}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			hc.rc = rc
+			hc.peekFn = hc.peekOnce
+		}
+	}
 	c.conns = append(c.conns, hc)
 	return hc, nil
 }
 
-// alive reports whether an idle connection is still open: a non-blocking
-// peek finds nothing waiting (no EOF, no stray bytes). Go's own read with a
-// past deadline would not look at the socket at all.
-func alive(hc *h1conn) bool {
-	if hc.br != nil && hc.br.Buffered() > 0 {
-		return false
+func (c *H1) limitsOrDefault() (header, body int) {
+	header, body = c.MaxHeaderBytes, c.MaxKeptBody
+	if header <= 0 {
+		header = DefaultMaxHeaderBytes
 	}
-	sc, ok := hc.nc.(syscall.Conn)
-	if !ok {
-		return true
+	if body <= 0 {
+		body = DefaultMaxKeptBody
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	open := false
-	var one [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, rerr := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		open = rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK
-		return true
-	})
-	return err == nil && open
+	return header, body
 }
 
 // RoundTrip sends req and reads the answer into resp. Any error leaves the
@@ -176,7 +204,7 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 		sent = time.Now()
 	}
 	deadline := sent.Add(req.Timeout)
-	hc, err := c.conn(req.Endpoint, sent, deadline)
+	hc, err := c.conn(req.Endpoint, deadline)
 	if err != nil {
 		return err
 	}
@@ -191,15 +219,25 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 		return err
 	}
 	wb := writers.Get().(*[]byte)
-	*wb = appendRequest((*wb)[:0], req)
+	*wb = appendHead((*wb)[:0], req)
+	// A small body goes in the head's write; a big one is written from
+	// where it is, so no pooled buffer grows to its size and stays so.
+	big := len(req.Body) > separateBodyOver
+	if !big {
+		*wb = append(*wb, req.Body...)
+	}
 	_, err = hc.nc.Write(*wb)
 	writers.Put(wb)
+	if err == nil && big {
+		_, err = hc.nc.Write(req.Body)
+	}
 	if err != nil {
 		c.drop(hc)
 		return err
 	}
 	hc.borrowReader()
-	closeAfter, err := readResponse(hc.br, req, resp)
+	maxHeader, maxKept := c.limitsOrDefault()
+	closeAfter, err := readResponse(hc.br, req, resp, maxHeader, maxKept)
 	if err != nil {
 		if hc.reused && errors.Is(err, io.EOF) {
 			err = ErrServerClosed
@@ -207,18 +245,28 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 		c.drop(hc)
 		return err
 	}
-	if closeAfter || c.NewConnPerRequest {
+	// Bytes after a complete answer mean its framing was wrong (a
+	// Content-Length shorter than the body, a body after a 204): this
+	// answer is the one that fails, and its connection goes, so the stray
+	// bytes are never read as the next request's answer.
+	if hc.br.Buffered() > 0 || !closeAfter && !c.NewConnPerRequest && hc.peek() == peekData {
+		c.drop(hc)
+		return errTrailing
+	}
+	if closeAfter || c.NewConnPerRequest || hc.peeked == peekClosed {
 		c.drop(hc)
 		return nil
 	}
 	hc.returnReader()
-	// Idle time counts from the send: close enough for the idle check, and
-	// one clock read cheaper.
-	hc.lastUsed = sent
 	return nil
 }
 
-func appendRequest(b []byte, req *Request) []byte {
+// separateBodyOver is the request body size above which the body is
+// written on its own.
+const separateBodyOver = 16 << 10
+
+// appendHead appends the request line and headers, up to the blank line.
+func appendHead(b []byte, req *Request) []byte {
 	b = append(b, req.Method...)
 	b = append(b, ' ')
 	if len(req.PathQuery) == 0 {
@@ -239,23 +287,39 @@ func appendRequest(b []byte, req *Request) []byte {
 		b = strconv.AppendInt(b, int64(len(req.Body)), 10)
 		b = append(b, "\r\n"...)
 	}
-	b = append(b, "\r\n"...)
-	return append(b, req.Body...)
+	return append(b, "\r\n"...)
 }
 
 func bodyMethod(m string) bool { return m == "POST" || m == "PUT" || m == "PATCH" }
 
 var errMalformed = errors.New("malformed HTTP response")
 
+var (
+	errTrailing   = fmt.Errorf("%w: bytes follow the end of the answer (a Content-Length shorter than the body, or a body where none belongs); connection closed", errMalformed)
+	errUnasked101 = fmt.Errorf("%w: 101 Switching Protocols to a request that asked for no upgrade; connection closed", errMalformed)
+)
+
+// headerTooBig is the error of an answer whose header block passed the cap.
+func headerTooBig(max int) error {
+	return fmt.Errorf("%w: response header block longer than %d bytes (http.max_header_bytes); connection closed", errMalformed, max)
+}
+
 // readResponse parses one answer. It reports whether the server asked to
 // close the connection (or gave no length, so the body ran to EOF).
-func readResponse(br *bufio.Reader, req *Request, resp *Response) (closeAfter bool, err error) {
+// maxHeader bounds the header block (interim answers included) and
+// maxKept the body bytes kept when req.KeepBody.
+func readResponse(br *bufio.Reader, req *Request, resp *Response, maxHeader, maxKept int) (closeAfter bool, err error) {
 	resp.Header = resp.Header[:0]
 	resp.hbuf = resp.hbuf[:0]
 	resp.Body = resp.Body[:0]
 	resp.BodyLen = 0
+	keep := req.KeepHead
+	if req.KeepBody {
+		keep = max(maxKept, keep)
+	}
+	budget := maxHeader
 	for {
-		line, err := readLine(br)
+		line, err := headerLine(br, resp, &budget, maxHeader)
 		if err != nil {
 			return true, err
 		}
@@ -270,7 +334,7 @@ func readResponse(br *bufio.Reader, req *Request, resp *Response) (closeAfter bo
 		resp.Header = resp.Header[:0]
 		resp.hbuf = resp.hbuf[:0]
 		for {
-			line, err := readLine(br)
+			line, err := headerLine(br, resp, &budget, maxHeader)
 			if err != nil {
 				return true, err
 			}
@@ -312,17 +376,25 @@ func readResponse(br *bufio.Reader, req *Request, resp *Response) (closeAfter bo
 			continue
 		}
 		switch {
-		case req.Method == "HEAD" || status == 204 || status == 304 || status == 101:
+		case status == 101:
+			// The connection now speaks another protocol, which this
+			// client does not: it cannot carry another request. Unasked,
+			// the server broke the exchange.
+			if !asksUpgrade(req) {
+				return true, errUnasked101
+			}
+			return true, nil
+		case req.Method == "HEAD" || status == 204 || status == 304:
 			return !keepAlive, nil
 		case chunked:
-			err = readChunked(br, req.KeepBody, resp)
+			err = readChunked(br, keep, maxHeader, resp)
 			return !keepAlive || err != nil, err
 		case contentLength >= 0:
-			err = readBody(br, contentLength, req.KeepBody, resp)
+			err = readBody(br, contentLength, keep, resp)
 			return !keepAlive || err != nil, err
 		default:
 			// No length: the body ends when the server closes.
-			err = readBody(br, -1, req.KeepBody, resp)
+			err = readBody(br, -1, keep, resp)
 			return true, err
 		}
 	}
@@ -333,6 +405,49 @@ func clip(b []byte) []byte {
 		return b[:64]
 	}
 	return b
+}
+
+func asksUpgrade(req *Request) bool {
+	for _, f := range req.Header {
+		if equalFold(f.Name, "Upgrade") {
+			return true
+		}
+	}
+	return false
+}
+
+// headerLine reads one line of a header block and charges it to *budget. A
+// line longer than the reader's buffer (a big cookie) is gathered in
+// resp.lbuf; neither it nor the block may pass the budget, so a server that
+// sends header bytes forever fails its request in bounded memory.
+func headerLine(br *bufio.Reader, resp *Response, budget *int, max int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		resp.lbuf = append(resp.lbuf[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(resp.lbuf) > *budget {
+				return nil, headerTooBig(max)
+			}
+			line, err = br.ReadSlice('\n')
+			resp.lbuf = append(resp.lbuf, line...)
+		}
+		line = resp.lbuf
+	}
+	*budget -= len(line)
+	if *budget < 0 {
+		return nil, headerTooBig(max)
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
 }
 
 // readLine returns one CRLF- or LF-terminated line without its ending. The
@@ -376,8 +491,9 @@ func parseStatusLine(line []byte) (major, minor, status int, ok bool) {
 	return major, minor, status, true
 }
 
-// readBody reads n bytes (n < 0: until EOF), keeping up to MaxKeptBody.
-func readBody(br *bufio.Reader, n int64, keep bool, resp *Response) error {
+// readBody reads n bytes (n < 0: until EOF), keeping the body's first keep
+// bytes.
+func readBody(br *bufio.Reader, n int64, keep int, resp *Response) error {
 	for n != 0 {
 		chunk, err := br.Peek(1)
 		if err != nil {
@@ -398,8 +514,8 @@ func readBody(br *bufio.Reader, n int64, keep bool, resp *Response) error {
 			take = n
 		}
 		buf, _ := br.Peek(int(take))
-		if keep && len(resp.Body) < MaxKeptBody {
-			room := MaxKeptBody - len(resp.Body)
+		if len(resp.Body) < keep {
+			room := keep - len(resp.Body)
 			if len(buf) < room {
 				room = len(buf)
 			}
@@ -414,7 +530,8 @@ func readBody(br *bufio.Reader, n int64, keep bool, resp *Response) error {
 	return nil
 }
 
-func readChunked(br *bufio.Reader, keep bool, resp *Response) error {
+// readChunked reads a chunked body; its trailers share the header cap.
+func readChunked(br *bufio.Reader, keep, maxHeader int, resp *Response) error {
 	for {
 		line, err := readLine(br)
 		if err != nil {
@@ -430,8 +547,9 @@ func readChunked(br *bufio.Reader, keep bool, resp *Response) error {
 		}
 		if size == 0 {
 			// Trailers, then the empty line that ends the message.
+			budget := maxHeader
 			for {
-				t, err := readLine(br)
+				t, err := headerLine(br, resp, &budget, maxHeader)
 				if err != nil {
 					return unexpected(err)
 				}

@@ -285,13 +285,20 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"))
 	f.Add([]byte("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 500 X\r\n\r\nbody"))
 	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("v", 5000) + "\r\nContent-Length: 200\r\n\r\n" + strings.Repeat("b", 200)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		br := bufio.NewReaderSize(bytes.NewReader(data), 4096)
 		var resp Response
 		req := &Request{Method: "GET", KeepBody: true}
-		readResponse(br, req, &resp)
+		readResponse(br, req, &resp, DefaultMaxHeaderBytes, DefaultMaxKeptBody)
 		if len(resp.Body) > len(data) {
 			t.Fatalf("body of %d bytes from %d bytes of input", len(resp.Body), len(data))
+		}
+		// Small caps hold whatever the input.
+		br.Reset(bytes.NewReader(data))
+		readResponse(br, req, &resp, 1024, 100)
+		if len(resp.hbuf) > 1024 || len(resp.lbuf) > 1024+4096 || len(resp.Body) > 100 {
+			t.Fatalf("header %d + line %d bytes, body %d kept, over caps of 1024 and 100", len(resp.hbuf), len(resp.lbuf), len(resp.Body))
 		}
 	})
 }

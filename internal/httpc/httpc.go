@@ -47,6 +47,9 @@ type Request struct {
 	// KeepBody asks for the body bytes (for captures and checks); otherwise
 	// the body is read off the wire and dropped without being copied.
 	KeepBody bool
+	// KeepHead keeps at least this many first body bytes even without
+	// KeepBody, so a failed answer can say what the server said.
+	KeepHead int
 }
 
 // Response is filled by a round trip. Its slices are reused by the next one.
@@ -55,14 +58,36 @@ type Response struct {
 	Header []Field
 	Body   []byte
 	// BodyLen is the body's full length even when it was not kept or was cut
-	// at MaxKeptBody.
+	// at the client's body cap.
 	BodyLen int64
 	hbuf    []byte
+	// lbuf holds a header line longer than the read buffer.
+	lbuf []byte
 }
 
-// MaxKeptBody caps how much of a body is kept for captures and checks; the
-// rest is still read (so the connection stays usable) and counted.
-const MaxKeptBody = 8 << 20
+// Cut reports whether the body was kept (KeepBody) but only in part: it was
+// longer than the client's cap, so checks and captures saw its beginning.
+func (r *Response) Cut() bool { return r.BodyLen > int64(len(r.Body)) }
+
+// CutNote is what a failed check or capture adds to its message when the
+// body was cut: the value may lie past what was kept.
+func (r *Response) CutNote() string {
+	if !r.Cut() {
+		return ""
+	}
+	return fmt.Sprintf(" (in the first %d of the body's %d bytes: raise http.max_kept_body_bytes to look further)", len(r.Body), r.BodyLen)
+}
+
+// DefaultMaxKeptBody caps how much of a body is kept for captures and
+// checks: each user keeps its own copy, so 50 users reading a 10 MB answer
+// would otherwise hold half a gigabyte. The rest is still read (so the
+// connection stays usable) and counted, never stored.
+const DefaultMaxKeptBody = 1 << 20
+
+// DefaultMaxHeaderBytes bounds an answer's header block (status line,
+// header lines and interim 1xx answers together): a server that sends
+// header lines forever must fail its request, not exhaust our memory.
+const DefaultMaxHeaderBytes = 64 << 10
 
 // Get returns the first header with this name (case-insensitive), or nil.
 func (r *Response) Get(name string) []byte {
@@ -119,6 +144,22 @@ type Options struct {
 	// MaxConnsPerHost caps open plain-HTTP connections per endpoint across
 	// all users (0: no cap).
 	MaxConnsPerHost int
+	// MaxHeaderBytes bounds an answer's header block (0: the default).
+	MaxHeaderBytes int
+	// MaxKeptBody bounds the body bytes kept for captures and checks (0:
+	// the default).
+	MaxKeptBody int
+}
+
+func (o Options) limits() (header, body int) {
+	header, body = o.MaxHeaderBytes, o.MaxKeptBody
+	if header <= 0 {
+		header = DefaultMaxHeaderBytes
+	}
+	if body <= 0 {
+		body = DefaultMaxKeptBody
+	}
+	return header, body
 }
 
 // Shared holds what users share: the net/http transport for HTTPS (one
@@ -126,6 +167,7 @@ type Options struct {
 // connection limits.
 type Shared struct {
 	std    *http.Transport
+	cw     *certWatcher
 	opts   Options
 	next   atomic.Uint64
 	limits *hostLimits
@@ -133,15 +175,20 @@ type Shared struct {
 
 // NewShared builds the shared part of the transports.
 func NewShared(o Options) *Shared {
+	cw := &certWatcher{}
 	tr := &http.Transport{
-		TLSClientConfig:     o.TLS,
+		// A clone: net/http writes "h2" into its config's NextProtos,
+		// and the run's config is shared with WebSocket dialers.
+		TLSClientConfig:     cw.config(o.TLS),
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: 100000,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	sh := &Shared{std: tr, opts: o}
+	maxHeader, _ := o.limits()
+	tr.MaxResponseHeaderBytes = int64(maxHeader)
+	sh := &Shared{std: tr, cw: cw, opts: o}
 	if o.MaxConnsPerHost > 0 {
 		sh.limits = &hostLimits{max: o.MaxConnsPerHost, slots: map[string]chan struct{}{}}
 	}
@@ -156,11 +203,12 @@ func (s *Shared) NewTransport() *Mux {
 	h := NewH1()
 	h.NewConnPerRequest = s.opts.NewConnPerRequest
 	h.limits = s.limits
+	h.MaxHeaderBytes, h.MaxKeptBody = s.opts.limits()
 	if n := len(s.opts.SourceAddrs); n > 0 {
 		a := s.opts.SourceAddrs[(s.next.Add(1)-1)%uint64(n)]
 		h.dialer.LocalAddr = &net.TCPAddr{IP: a.AsSlice()}
 	}
-	return &Mux{h1: h, std: &Std{tr: s.std}}
+	return &Mux{h1: h, std: &Std{tr: s.std, cw: s.cw, maxKept: h.MaxKeptBody}}
 }
 
 // hostLimits hands out connection slots per endpoint address.

@@ -15,6 +15,8 @@ import (
 // closed; that is a documented difference from the plain-HTTP path.
 type Std struct {
 	tr          *http.Transport
+	cw          *certWatcher
+	maxKept     int
 	cancel      atomic.Pointer[context.CancelFunc]
 	interrupted atomic.Bool
 }
@@ -29,7 +31,7 @@ func (s *Std) Interrupt() {
 
 // RoundTrip implements Transport.
 func (s *Std) RoundTrip(req *Request, resp *Response) error {
-	ctx, cancel := context.WithTimeout(context.Background(), req.Timeout)
+	ctx, cancel := context.WithTimeout(s.cw.context(req.Endpoint.Addr), req.Timeout)
 	defer cancel()
 	s.cancel.Store(&cancel)
 	defer s.cancel.Store(nil)
@@ -53,9 +55,10 @@ func (s *Std) RoundTrip(req *Request, resp *Response) error {
 	}
 	hres, err := s.tr.RoundTrip(hr)
 	if err != nil {
-		return err
+		return s.cw.blame(req.Endpoint.Addr, err)
 	}
 	defer hres.Body.Close()
+	s.cw.answered(req.Endpoint.Addr)
 	resp.Status = hres.StatusCode
 	resp.Header = resp.Header[:0]
 	resp.hbuf = resp.hbuf[:0]
@@ -74,8 +77,12 @@ func (s *Std) RoundTrip(req *Request, resp *Response) error {
 	for {
 		n, rerr := hres.Body.Read(buf[:])
 		if n > 0 {
-			if req.KeepBody && len(resp.Body) < MaxKeptBody {
-				room := min(MaxKeptBody-len(resp.Body), n)
+			limit := req.KeepHead
+			if req.KeepBody {
+				limit = max(limit, s.keptCap())
+			}
+			if len(resp.Body) < limit {
+				room := min(limit-len(resp.Body), n)
 				resp.Body = append(resp.Body, buf[:room]...)
 			}
 			resp.BodyLen += int64(n)
@@ -87,4 +94,11 @@ func (s *Std) RoundTrip(req *Request, resp *Response) error {
 			return rerr
 		}
 	}
+}
+
+func (s *Std) keptCap() int {
+	if s.maxKept <= 0 {
+		return DefaultMaxKeptBody
+	}
+	return s.maxKept
 }

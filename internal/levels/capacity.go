@@ -120,6 +120,7 @@ func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 	if _, err := p.AtLevel(plan.VaryRate, o.Start, o.Ramp, o.Hold); err != nil {
 		return nil, err
 	}
+	o.carry()
 	began := time.Now()
 	// A level costs its ramp, its hold and up to the grace period for
 	// requests still in flight.
@@ -335,6 +336,7 @@ func WriteCapacity(w io.Writer, c *Capacity, slo []string) error {
 	if err := WriteGates(w, "rate", planned, slo, levels, "text"); err != nil {
 		return err
 	}
+	WriteLevelNotes(w, levels)
 	fmt.Fprintln(w)
 	if c.Rate > 0 {
 		fmt.Fprintf(w, "Capacity: %s iterations/s meet the SLOs", compact(c.Rate))

@@ -19,6 +19,7 @@ import (
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
+	"github.com/stampede-load/stampede/internal/vu"
 )
 
 // Event tells a caller what is starting, for progress lines.
@@ -39,12 +40,16 @@ type Options struct {
 	// for the measured part only.
 	Run run.Options
 	// Ramp runs before each level from zero users (or arrivals) up to it,
-	// as a separate run that is not measured: the level's figures then
-	// describe only its steady part.
+	// in the level's run but not measured: the level's figures describe
+	// only its steady part, from when its population is in place.
 	Ramp time.Duration
 	Hold time.Duration
 	// SLO is judged on each level's result.
 	SLO []string
+	// Overrun is how long past Ramp a level waits for its population to be
+	// in place before it is measured anyway (and fails); default Ramp, at
+	// least MinOverrun.
+	Overrun time.Duration
 	// StopAtFail ends the run at the first level that misses its SLO
 	// (gates); without it every level runs (sweep).
 	StopAtFail bool
@@ -74,6 +79,7 @@ func Run(ctx context.Context, p *plan.Plan, vary string, values []float64, o Opt
 		}
 	}
 	out := &Outcome{Failed: -1}
+	o.carry()
 	var levels []result.Level
 	for i, v := range values {
 		lv, err := runLevel(ctx, p, vary, v, i, len(values), o)
@@ -101,10 +107,44 @@ func Run(ctx context.Context, p *plan.Plan, vary string, values []float64, o Opt
 	return out, nil
 }
 
-// runLevel runs the unmeasured ramp, if any, then the measured hold.
+// carry makes the levels of one command one test for the plan's data: a
+// unique row sent at one level is not sent again at the next.
+func (o *Options) carry() {
+	if o.Run.Carry == nil {
+		o.Run.Carry = &vu.Carry{}
+	}
+}
+
+// rampWait is how long a level waits for its population to be in place
+// before it measures anyway: the planned ramp plus as long again, at least
+// MinOverrun.
+func (o Options) rampWait() time.Duration {
+	over := o.Overrun
+	if over <= 0 {
+		over = max(o.Ramp, MinOverrun)
+	}
+	return o.Ramp + over
+}
+
+// MinOverrun is the least a ramp may overrun before the level is measured
+// anyway: thousands of connections opening against a slow hub take
+// seconds whatever the ramp says.
+const MinOverrun = 30 * time.Second
+
+// overranBy is how far past the planned ramp the population may come into
+// place before the ramp counts as overrun: the generator checks every few
+// tens of milliseconds, and a busy machine adds its own delay.
+func overranBy(planned time.Duration) time.Duration {
+	return max(500*time.Millisecond, planned/10)
+}
+
+// runLevel runs the level's ramp and then its measured hold, in one run.
 func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n int, o Options) (result.Level, error) {
-	lv := result.Level{Vary: vary, Value: v}
-	lp, err := p.AtLevel(vary, v, o.Ramp, o.Hold)
+	lv := result.Level{Vary: vary, Value: v, RampPlannedS: o.Ramp.Seconds()}
+	wait := o.rampWait()
+	// The profile holds long enough for the slowest allowed ramp and the
+	// hold after it; the level ends the run itself a hold after the cut.
+	lp, err := p.AtLevel(vary, v, o.Ramp, wait-o.Ramp+o.Hold)
 	if err != nil {
 		return lv, err
 	}
@@ -113,68 +153,145 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 			o.Event(Event{Vary: vary, Value: v, Phase: phase, Duration: d, Index: i, Count: n})
 		}
 	}
-	ro := o.Run
 	if o.Ramp > 0 {
 		ev("ramp", o.Ramp)
 	}
 	// The ramp and the hold are one run, so users and connections carry on
-	// from the ramp into the level as they would in production; the ramp is
-	// cut off the figures afterwards (Since), from a snapshot taken as the
-	// hold begins.
+	// from the ramp into the level as they would in production. The level
+	// is measured from a snapshot taken when its population is in place
+	// (all users started, every connection open or failed), or at the
+	// latest when the ramp has overrun by as long again; the ramp is cut
+	// off the figures afterwards (Since).
 	var (
-		cutMu  sync.Mutex
-		cut    *result.Result
-		cancel = make(chan struct{})
+		cutMu    sync.Mutex
+		cut      *result.Result
+		inPlace  bool
+		end      = make(chan struct{})
+		finished = make(chan struct{})
 	)
-	defer close(cancel)
-	if o.Ramp > 0 {
-		caller := o.Run.Started
-		ro.Started = func(snap func(string) *result.Result) {
-			if caller != nil {
-				caller(snap)
-			}
-			t := time.NewTimer(o.Ramp)
-			go func() {
-				defer t.Stop()
-				select {
-				case <-t.C:
-				case <-cancel:
-					return
-				}
-				s := snap("")
-				cutMu.Lock()
-				cut = s
-				cutMu.Unlock()
-				ev("hold", o.Hold)
-			}()
+	defer close(finished)
+	startHold := func(s *result.Result, settled bool) {
+		cutMu.Lock()
+		if cut != nil {
+			cutMu.Unlock()
+			return
 		}
-	} else {
+		cut, inPlace = s, settled
+		cutMu.Unlock()
 		ev("hold", o.Hold)
+		// The hold counts from the snapshot's instant: building it (and
+		// a busy machine) may have taken a while since.
+		left := o.Hold - time.Since(s.Run.Ended)
+		go func() {
+			t := time.NewTimer(left)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				close(end)
+			case <-finished:
+			}
+		}()
+	}
+	ro := o.Run
+	if show := o.Run.Progress; show != nil {
+		// The run's own profile holds past any overrun the ramp may take;
+		// the level lasts its ramp and then its hold from the cut.
+		ro.Progress = func(pr run.Progress) {
+			cutMu.Lock()
+			c := cut
+			cutMu.Unlock()
+			pr.Total = o.Ramp + o.Hold
+			if c != nil {
+				pr.Total = time.Duration(c.Run.DurationS*float64(time.Second)) + o.Hold
+			}
+			show(pr)
+		}
+	}
+	ro.End = end
+	ro.InPlace = func(s *result.Result) { startHold(s, true) }
+	caller := o.Run.Started
+	ro.Started = func(snap func(string) *result.Result) {
+		if caller != nil {
+			caller(snap)
+		}
+		go func() {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				startHold(snap(""), false)
+			case <-finished:
+			}
+		}()
 	}
 	res, err := run.Run(ctx, lp, ro)
 	if err != nil {
 		return lv, err
 	}
 	cutMu.Lock()
-	before := cut
+	before, settled := cut, inPlace
 	cutMu.Unlock()
-	if o.Ramp > 0 {
-		if before == nil {
-			// Interrupted during the ramp: nothing of the level was measured.
-			res = emptyPartial(lp, res.Run.PartialReason)
-		} else {
-			steady, err := Since(res, before)
-			if err != nil {
-				return lv, fmt.Errorf("level %s: cutting off the ramp: %w", FormatLevel(vary, v), err)
-			}
-			res = steady
+	switch {
+	case before == nil && res.Run.Partial:
+		// Interrupted during the ramp: nothing of the level was measured.
+		res = emptyPartial(lp, res.Run.PartialReason)
+	case before == nil || before.Run.DurationS >= res.Run.DurationS:
+		// The run ended before its population was in place: there is no
+		// measured part, and no figure of the level to show.
+		lv.NotInPlace = fmt.Sprintf("the run ended before the population was in place (%s after the start)", fmtS(res.Run.DurationS))
+		res = notMeasured(lp, res, lv.NotInPlace)
+	default:
+		lv.RampS = before.Run.DurationS
+		if !settled {
+			lv.NotInPlace = fmt.Sprintf("the population was not in place %s after the level started (ramp planned %s), so the level was measured without all of it", fmtS(lv.RampS), fmtS(o.Ramp.Seconds()))
 		}
+		lv.RampOverran = !settled || lv.RampS > (o.Ramp+overranBy(o.Ramp)).Seconds()
+		steady, err := Since(res, before)
+		if err != nil {
+			return lv, fmt.Errorf("level %s: cutting off the ramp: %w", FormatLevel(vary, v), err)
+		}
+		res = steady
 	}
 	Judge(res, lp, o.SLO)
+	if in, ok := rampIndicator(lv); ok {
+		res.Indicators = append(res.Indicators, in)
+	}
+	if why, ok := gate.LagSuspect(res, res.Totals.LatencyOK.P95US); ok {
+		lv.Suspect = why
+	}
 	lv.Result = res
 	lv.SLO = res.Thresholds
-	lv.Pass = gate.AllPass(res.Thresholds) && !res.Run.Partial
+	lv.Pass = gate.AllPass(res.Thresholds) && !res.Run.Partial && lv.NotInPlace == ""
 	return lv, nil
+}
+
+func fmtS(s float64) string {
+	return (time.Duration(s*10) * time.Second / 10).String()
+}
+
+// rampIndicator tells that a level's ramp overran, which is why the level
+// (and the command) took longer than planned, and what was measured.
+func rampIndicator(lv result.Level) (result.Indicator, bool) {
+	if !lv.RampOverran && lv.NotInPlace == "" {
+		return result.Indicator{}, false
+	}
+	msg := fmt.Sprintf("The ramp took %s, planned %s - the level was measured from when its population was in place", fmtS(lv.RampS), fmtS(lv.RampPlannedS))
+	if lv.NotInPlace != "" {
+		msg = "The ramp overran: " + lv.NotInPlace + " - the level fails"
+	}
+	return result.Indicator{ID: "ramp_overran", Severity: gate.SeverityWarn, Message: msg,
+		Evidence: map[string]float64{"ramp_s": lv.RampS, "ramp_planned_s": lv.RampPlannedS}}, true
+}
+
+// notMeasured stands for a level whose run ended before its population was
+// in place: complete, but with nothing measured.
+func notMeasured(p *plan.Plan, ran *result.Result, reason string) *result.Result {
+	r := emptyPartial(p, "")
+	r.Run.Partial, r.Run.PartialReason = false, ""
+	r.Run.StopReason = reason
+	r.Run.Started, r.Run.Ended = ran.Run.Ended, ran.Run.Ended
+	r.Tool, r.Plan = ran.Tool, ran.Plan
+	return r
 }
 
 // Judge sets a level's verdicts: its SLO (the plan's thresholds when none

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -103,12 +104,30 @@ func TestCapacityFindsKnownCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(c.Rate-capacity)/capacity > 0.10 {
-		t.Fatalf("capacity %g, want %g within 10%% (failed at %g, %s)", c.Rate, capacity, c.FailedAt, c.Stopped)
+	// Arrivals a lagging generator sends in bursts overflow the server's
+	// tenth-of-a-second burst below its rate, so a busy machine finds less
+	// capacity than there is, never more; the search is held to 10% only
+	// where no level says its generator lagged (Level.Suspect).
+	var suspect []string
+	for _, l := range c.Result.Levels {
+		if l.Suspect != "" {
+			suspect = append(suspect, FormatLevel(l.Vary, l.Value)+": "+l.Suspect)
+		}
 	}
-	if !c.KneeFound || c.Knee.AtRate <= capacity*0.95 || c.Knee.FollowedRatio >= followedBelow {
-		t.Errorf("knee %+v (found %v): want the first rate over capacity, where throughput stopped following", c.Knee, c.KneeFound)
+	if c.Rate > capacity*1.1 || c.Rate <= 0 || c.FailedAt <= c.Rate {
+		t.Fatalf("capacity %g, failed at %g (%s): want a bracket at or under the server's %g/s", c.Rate, c.FailedAt, c.Stopped, capacity)
 	}
+	if len(suspect) > 0 {
+		t.Logf("the generator lagged, so the capacity found (%g/s) is only held to be at most %g/s: %v", c.Rate, capacity, suspect)
+	} else {
+		if math.Abs(c.Rate-capacity)/capacity > 0.10 {
+			t.Fatalf("capacity %g, want %g within 10%% (failed at %g, %s)", c.Rate, capacity, c.FailedAt, c.Stopped)
+		}
+		if !c.KneeFound || c.Knee.AtRate <= capacity*0.95 || c.Knee.FollowedRatio >= followedBelow {
+			t.Errorf("knee %+v (found %v): want the first rate over capacity, where throughput stopped following", c.Knee, c.KneeFound)
+		}
+	}
+
 	if c.Little.RPS <= 0 || c.Little.ClosedUsers <= 0 {
 		t.Errorf("Little's law check missing: %+v", c.Little)
 	}
@@ -237,8 +256,11 @@ func TestSweepTableMatchesLevelResults(t *testing.T) {
 	}
 }
 
-// The ramp is run but not measured: a level of 100 arrivals/s held for 1s
-// after a 1s ramp counts about 100 requests, not the ~150 of both.
+// The ramp is run but not measured: a level of 100 arrivals/s after a 1s
+// ramp from zero is measured from when the ramp is over, for at least its
+// hold. Nothing here depends on the machine being prompt: a busy machine
+// only starts the measured part later and makes it longer, and the figures
+// are checked against what the level itself recorded.
 func TestRampIsNotMeasured(t *testing.T) {
 	url := startDemo(t, "")
 	p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, rate: 1/s}"))
@@ -246,15 +268,30 @@ func TestRampIsNotMeasured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := out.Result.Levels[0].Result
-	if n := r.Totals.Requests; n < 80 || n > 120 {
-		t.Errorf("level counted %d requests, want about 100 (hold only)", n)
+	l := out.Result.Levels[0]
+	r := l.Result
+	if l.RampS < 1 || l.RampPlannedS != 1 || l.NotInPlace != "" {
+		t.Errorf("ramp took %.3fs of a planned %.3fs (%q): the measured part cannot start before the ramp ends", l.RampS, l.RampPlannedS, l.NotInPlace)
 	}
-	if d := r.Run.DurationS; d < 0.9 || d > 1.2 {
-		t.Errorf("level duration %.3fs, want about the 1s hold", d)
+	if r.Run.DurationS < 1 {
+		t.Errorf("measured %.3fs: the hold counts from the cut, so at least its 1s", r.Run.DurationS)
 	}
-	if len(r.Series.T) == 0 || r.Series.T[0] != 0 || len(r.Series.T) > 2 {
-		t.Errorf("series t %v: want the hold's intervals from 0", r.Series.T)
+	if got := r.Run.Ended.Sub(r.Run.Started).Seconds(); got < r.Run.DurationS {
+		t.Errorf("measured %.3fs between %v and %v", r.Run.DurationS, r.Run.Started, r.Run.Ended)
+	}
+	if r.Totals.Requests == 0 || len(r.Series.T) == 0 || r.Series.T[0] != 0 {
+		t.Fatalf("%d requests, series t %v: want the hold's intervals from 0", r.Totals.Requests, r.Series.T)
+	}
+	// Every interval kept began at or after the ramp's end, where the
+	// offered rate is the level's.
+	if len(r.Series.Target) != len(r.Series.T) {
+		t.Errorf("%d targets for %d intervals", len(r.Series.Target), len(r.Series.T))
+	}
+	for i, target := range r.Series.Target {
+		if target != 100 {
+			t.Errorf("interval %d offered %g/s: a ramp interval was measured (targets %v)", i, target, r.Series.Target)
+			break
+		}
 	}
 	if err := r.Check(); err != nil {
 		t.Error(err)
@@ -376,3 +413,38 @@ func TestIndicatorsHonest(t *testing.T) {
 
 // clusterMin is the fewest requests at the timeout the 20-user run shows.
 const clusterMin = 5
+
+// A level whose run ends during its ramp (here its only unique row is
+// spent at once) never had its population in place: it has no measured
+// part, says so and fails. It is not an interruption, and no figure of it
+// may come from a cut taken after the run stopped (seed 000's -13.3s).
+func TestLevelThatEndsDuringItsRamp(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	dir := t.TempDir()
+	csv := dir + "/ids.csv"
+	if err := os.WriteFile(csv, []byte("id\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPlan(t, getPlan(srv.URL, "/{{ data.ids.id }}", "data:\n  ids: {file: "+csv+", pick: unique}", "    - {duration: 1s, users: 1}"))
+	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{10}, Options{Ramp: 5 * time.Second, Hold: time.Second, SLO: []string{"error_rate < 1%"}, StopAtFail: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := out.Result.Levels[0]
+	r := l.Result
+	if out.Interrupted || r.Run.Partial || l.Pass || l.NotInPlace == "" || out.Failed != 0 {
+		t.Fatalf("interrupted %v, partial %v (%q), pass %v, not in place %q: want a failed level that says its population never came", out.Interrupted, r.Run.Partial, r.Run.PartialReason, l.Pass, l.NotInPlace)
+	}
+	if r.Run.DurationS != 0 || r.Totals.Requests != 0 {
+		t.Errorf("measured %.3fs, %d requests: a level never in place has no measured part", r.Run.DurationS, r.Totals.Requests)
+	}
+	var buf bytes.Buffer
+	if err := WriteGates(&buf, "users", []float64{10}, []string{"error_rate < 1%"}, out.Result.Levels, "text"); err != nil {
+		t.Fatal(err)
+	}
+	row := strings.Fields(strings.Split(strings.TrimSpace(buf.String()), "\n")[1])
+	if row[1] != "-" || row[len(row)-1] != "FAIL" || !strings.Contains(buf.String(), "not in place") {
+		t.Errorf("table:\n%s\nwant no req/s, the ramp not in place, FAIL", buf.String())
+	}
+}

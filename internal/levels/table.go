@@ -158,7 +158,7 @@ func escapeMD(row []string) []string {
 func WriteGates(w io.Writer, vary string, planned []float64, slo []string, levels []result.Level, format string) error {
 	header := []string{vary, "req/s", "P50", "P95", "P99", "errors"}
 	header = append(header, slo...)
-	header = append(header, "indicator", "gate")
+	header = append(header, "ramp", "indicator", "gate")
 	table := [][]string{header}
 	for i, v := range planned {
 		row := []string{FormatLevel(vary, v)}
@@ -167,15 +167,17 @@ func WriteGates(w io.Writer, vary string, planned []float64, slo []string, level
 			for range slo {
 				row = append(row, "-")
 			}
-			row = append(row, "-", "not run")
+			row = append(row, "-", "-", "not run")
 			table = append(table, row)
 			continue
 		}
 		l := levels[i]
 		r := l.Result
-		rps := 0.0
+		// A level measured for no time has no rate to show: 0.0 would
+		// read as a target that served nothing.
+		rps := "-"
 		if r.Run.DurationS > 0 {
-			rps = float64(r.Totals.Requests) / r.Run.DurationS
+			rps = fmt.Sprintf("%.1f", float64(r.Totals.Requests)/r.Run.DurationS)
 		}
 		errPct := "-"
 		if r.Totals.Requests > 0 {
@@ -188,7 +190,7 @@ func WriteGates(w io.Writer, vary string, planned []float64, slo []string, level
 			}
 			return result.FormatDuration(us)
 		}
-		row = append(row, fmt.Sprintf("%.1f", rps), lat(ok.P50US), lat(ok.P95US), lat(ok.P99US), errPct)
+		row = append(row, rps, lat(ok.P50US), lat(ok.P95US), lat(ok.P99US), errPct)
 		for j := range slo {
 			row = append(row, verdict(l.SLO, j))
 		}
@@ -199,7 +201,7 @@ func WriteGates(w io.Writer, vary string, planned []float64, slo []string, level
 		case !l.Pass:
 			verdictText = "FAIL"
 		}
-		row = append(row, gate.Headline(r.Indicators), verdictText)
+		row = append(row, RampCell(l), gate.Headline(r.Indicators), verdictText)
 		table = append(table, row)
 	}
 	return writeTable(w, table, format)
@@ -217,4 +219,38 @@ func verdict(ts []result.Threshold, j int) string {
 		return "✓ " + t.Value
 	}
 	return "✗ " + t.Value
+}
+
+// RampCell says how long a level's ramp took, and what was planned when it
+// overran: the measured part starts where the ramp ended.
+func RampCell(l result.Level) string {
+	switch {
+	case l.Result != nil && l.Result.Run.Partial && l.RampS == 0:
+		return "-"
+	case l.RampS == 0 && l.NotInPlace != "":
+		return "not in place"
+	case l.RampOverran:
+		return fmtS(l.RampS) + " (planned " + fmtS(l.RampPlannedS) + ")"
+	}
+	return fmtS(l.RampS)
+}
+
+// WriteLevelNotes explains, under a table of levels, each level whose ramp
+// overran (why the command took longer than planned, and what was
+// measured) and each whose figures are suspect because the generator
+// lagged.
+func WriteLevelNotes(w io.Writer, levels []result.Level) {
+	for _, l := range levels {
+		name := l.Vary + " " + FormatLevel(l.Vary, l.Value)
+		switch {
+		case l.NotInPlace != "":
+			fmt.Fprintf(w, "\n%s: %s; the level fails\n", name, l.NotInPlace)
+		case l.RampOverran && l.Result != nil:
+			fmt.Fprintf(w, "\n%s: the ramp took %s, planned %s; the level was measured for %s from when its population was in place\n",
+				name, fmtS(l.RampS), fmtS(l.RampPlannedS), fmtS(l.Result.Run.DurationS))
+		}
+		if l.Suspect != "" {
+			fmt.Fprintf(w, "\n%s: suspect, not a verdict on the target: %s\n", name, l.Suspect)
+		}
+	}
 }

@@ -32,7 +32,7 @@ func Since(end, before *result.Result) (*result.Result, error) {
 	out.Steps = make([]result.Step, len(end.Steps))
 	for i, s := range end.Steps {
 		b := prev[s.Scenario+"\x00"+s.Name]
-		d := s
+		d := result.SinceErrors(s, b) // statuses and messages of the level alone
 		d.Requests -= b.Requests
 		d.Successful -= b.Successful
 		d.Failed -= b.Failed

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -93,6 +94,10 @@ func (o Options) Results(rs []*result.Result) (*result.Result, error) {
 		return nil, err
 	}
 	m.Samples = samples(rs)
+	if flat := result.FlatSamples(m.Steps); len(flat) > 0 {
+		m.Samples = flat
+	}
+	m.ErrorsTop = errorsTop(rs)
 	m.Connections = connections(rs) // extra.go
 	m.Monitors, m.MonitorProblems = o.monitors(rs, m.Run.Started)
 	if m.Levels, err = o.levels(rs); err != nil {
@@ -260,15 +265,48 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 }
 
 // sameReason is the inputs' partial reason when every input is partial
-// for the same one, else "".
+// for the same one, else "". Reasons that differ only in when they struck
+// ("interrupted (Ctrl-C) at 4s of 1m0s" in one segment, "at 5s" in another
+// that saw the signal a moment later) are one reason, said with the span
+// of those times.
 func sameReason(rs []*result.Result) string {
 	reason := rs[0].Run.PartialReason
+	cause, total, first := splitReasonTime(reason)
+	earliest, latest := first, first
 	for _, r := range rs {
-		if !r.Run.Partial || r.Run.PartialReason != reason {
+		if !r.Run.Partial {
 			return ""
 		}
+		if r.Run.PartialReason == reason {
+			continue
+		}
+		c, tot, at := splitReasonTime(r.Run.PartialReason)
+		if cause == "" || c != cause || tot != total {
+			return ""
+		}
+		earliest, latest = min(earliest, at), max(latest, at)
 	}
-	return reason
+	if earliest == latest {
+		return reason
+	}
+	return fmt.Sprintf("%s at %v–%v of %s", cause, earliest, latest, total)
+}
+
+// reasonTime matches a reason that says when it struck: "CAUSE at 4s of 1m0s".
+var reasonTime = regexp.MustCompile(`^(.+) at (\S+) of (\S+)$`)
+
+// splitReasonTime splits a reason into its cause, the run's planned length
+// and the time it struck; cause is "" when the reason names no time.
+func splitReasonTime(reason string) (cause, total string, at time.Duration) {
+	m := reasonTime.FindStringSubmatch(reason)
+	if m == nil {
+		return "", "", 0
+	}
+	d, err := time.ParseDuration(m[2])
+	if err != nil {
+		return "", "", 0
+	}
+	return m[1], m[3], d
 }
 
 func seconds(s float64) time.Duration {
@@ -333,6 +371,12 @@ func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 	type acc struct {
 		step    result.Step
 		ok, all []result.Latency
+		// msgs and others are the inputs' messages of the step; noMsgs
+		// the failures of inputs written before steps kept messages.
+		msgs     [][]result.StepError
+		others   []map[string]int64
+		noMsgs   map[string]int64
+		withMsgs bool
 	}
 	byKey := map[stepKey]*acc{}
 	for _, r := range rs {
@@ -351,8 +395,20 @@ func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 			a.step.Successful += s.Successful
 			a.step.Failed += s.Failed
 			addClasses(a.step.ByClass, s.ByClass)
+			a.step.Statuses = result.AddStatuses(a.step.Statuses, s.Statuses)
+			if len(s.Errors) > 0 || len(s.OtherErrors) > 0 {
+				a.withMsgs = true
+				a.msgs = append(a.msgs, s.Errors)
+				a.others = append(a.others, s.OtherErrors)
+			} else if s.Failed > 0 {
+				if a.noMsgs == nil {
+					a.noMsgs = map[string]int64{}
+				}
+				addClasses(a.noMsgs, s.ByClass)
+			}
 		}
 	}
+	top := errorsTop(rs)
 	out := make([]result.Step, 0, len(order))
 	for _, k := range order {
 		a := byKey[k]
@@ -363,6 +419,13 @@ func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 				}
 			}
 			return result.Step{}, false
+		}
+		if a.withMsgs {
+			// The top of the merge is chosen from every input's kept
+			// messages; what is cut, and the failures of inputs that kept
+			// no messages, count as other messages, so each class still
+			// adds up.
+			a.step.Errors, a.step.OtherErrors = result.CombineErrors(top, a.msgs, append(a.others, a.noMsgs))
 		}
 		what := fmt.Sprintf("step %q", k.name)
 		var err error
@@ -607,4 +670,17 @@ func (o Options) levels(rs []*result.Result) ([]result.Level, error) {
 		}
 	}
 	return out, nil
+}
+
+// errorsTop is how many messages a merged step keeps: the most any input
+// kept, so a merge never shows less than its segments did.
+func errorsTop(rs []*result.Result) int {
+	top := 0
+	for _, r := range rs {
+		top = max(top, r.ErrorsTop)
+	}
+	if top == 0 {
+		return result.DefaultErrorsTop
+	}
+	return top
 }

@@ -202,6 +202,14 @@ func TestMergePlanMismatch(t *testing.T) {
 	}
 }
 
+// oneInterval is a series of one empty interval of the given length, every
+// column filled as result.Check requires.
+func oneInterval(intervalS float64) result.Series {
+	z := []int64{0}
+	return result.Series{IntervalS: intervalS, T: []float64{0}, Started: z, Completed: z, OK: z,
+		P50US: z, P95US: z, P99US: z, Active: z, InFlight: z, Dropped: z, LagP99US: z, Target: []float64{0}}
+}
+
 func TestMergeRefuses(t *testing.T) {
 	base := func(mod func(*result.Result)) *result.Result {
 		return resultOf(t, []req{{1, sample.OK, 1000}}, mod)
@@ -230,8 +238,8 @@ func TestMergeRefuses(t *testing.T) {
 		{"corrupt input", []*result.Result{base(nil), corrupt},
 			"input 2: totals: successful 1 + failed 3 != requests 1"},
 		{"different intervals", []*result.Result{
-			base(func(r *result.Result) { r.Series = result.Series{IntervalS: 1, T: []float64{0}} }),
-			base(func(r *result.Result) { r.Series = result.Series{IntervalS: 5, T: []float64{0}} })},
+			base(func(r *result.Result) { r.Series = oneInterval(1) }),
+			base(func(r *result.Result) { r.Series = oneInterval(5) })},
 			"input 2: series interval 5s, but input 1's is 1s"},
 	}
 	for _, c := range cases {

@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,15 @@ type Recorder struct {
 	mu     sync.Mutex // guards the series below
 	series result.Series
 	lag    *hdr.Histogram
+
+	// top is how many distinct failure messages a step reports; each
+	// shard's table of a step holds tableCap(top). redact cleans a new
+	// message's text before it is kept; failures, when set, takes samples
+	// of failing exchanges (failures.go). Set before the run, by Configure.
+	top      int
+	tableCap int
+	redact   func(string) string
+	failures *FailureLog
 }
 
 // Shard is a share of the recorder that one user (or worker) records into.
@@ -49,13 +59,25 @@ type Shard struct {
 	win   *window
 	spare *window
 	lag   *hdr.Histogram
-	errs  map[errKey]*errSample
 	iters int64
+	// msgs holds each step's failure messages, made at its first failure.
+	msgs []*msgTable
+	key  []byte // scratch for message keys, under mu
+	rec  *Recorder
 }
 
 type stepStats struct {
 	byClass [sample.NumClasses]int64
 	ok, all *hdr.Histogram
+	// statuses counts the HTTP statuses seen; a step sees a handful, so a
+	// short list searched in order beats a map and allocates only when a
+	// new status first appears.
+	statuses []statusCount
+}
+
+type statusCount struct {
+	code  int
+	count int64
 }
 
 type window struct {
@@ -75,33 +97,20 @@ func (w *window) reset() {
 	w.lag.Reset()
 }
 
-type errKey struct {
-	step  int
-	class sample.Class
-}
-
-type errSample struct {
-	msg   string
-	count int64
-}
-
-// maxErrorKinds bounds the error samples a shard keeps, so a run full of
-// distinct error texts cannot grow memory without end.
-const maxErrorKinds = 64
-
 // New makes a recorder for the given steps, with one shard per CPU.
 func New(steps []StepInfo, intervalS float64) *Recorder {
-	r := &Recorder{steps: steps, lag: result.NewHistogram()}
+	r := &Recorder{steps: steps, lag: result.NewHistogram(), top: result.DefaultErrorsTop, redact: RedactURLCredentials}
 	n := runtime.GOMAXPROCS(0)
 	for i := 0; i < n; i++ {
-		sh := &Shard{win: newWindow(), spare: newWindow(), lag: result.NewHistogram(), errs: map[errKey]*errSample{}}
+		sh := &Shard{win: newWindow(), spare: newWindow(), lag: result.NewHistogram(), msgs: make([]*msgTable, len(steps)), rec: r}
+		// A step's histograms are made at its first value (histOf): at
+		// 184 KB each, two per step and shard, a plan of hundreds of
+		// steps would otherwise hold gigabytes before sending anything.
 		sh.steps = make([]stepStats, len(steps))
-		for j := range sh.steps {
-			sh.steps[j] = stepStats{ok: result.NewHistogram(), all: result.NewHistogram()}
-		}
 		r.shards = append(r.shards, sh)
 	}
 	r.series = result.Series{IntervalS: intervalS, Failed: map[string][]int64{}}
+	r.tableCap = tableCap(r.top, len(r.shards))
 	return r
 }
 
@@ -121,16 +130,78 @@ func toUS(d time.Duration) int64 {
 	return us
 }
 
+// ErrorOptions tune how failures are described.
+type ErrorOptions struct {
+	// Top is how many distinct failure messages each step reports
+	// (0: result.DefaultErrorsTop).
+	Top int
+	// Redact, when set, cleans a message's text (after URL credentials
+	// are hidden) before it is kept: the place for the plan's secrets.
+	Redact func(string) string
+	// Failures, when set, receives samples of failing exchanges.
+	Failures *FailureLog
+}
+
+// Configure sets the error options; call it before recording starts.
+func (r *Recorder) Configure(o ErrorOptions) {
+	if o.Top > 0 {
+		r.top = o.Top
+		r.tableCap = tableCap(r.top, len(r.shards))
+	}
+	if o.Redact != nil {
+		r.redact = func(s string) string { return o.Redact(RedactURLCredentials(s)) }
+	}
+	r.failures = o.Failures
+	if r.failures != nil {
+		r.failures.setup(len(r.steps), r.redact)
+	}
+}
+
+// Top is how many distinct failure messages each step reports.
+func (r *Recorder) Top() int { return r.top }
+
+// Failures is the log of failing exchanges, or nil when none is kept.
+func (s *Shard) Failures() *FailureLog { return s.rec.failures }
+
 // Record counts one finished request of step with its class and latency.
+// A failure recorded here has no message of its own; Fail gives one.
 func (s *Shard) Record(step int, class sample.Class, latency time.Duration) {
+	s.record(step, class, 0, latency, nil, "")
+}
+
+// RecordResponse counts one answered request: its class, its HTTP status
+// and latency. A success allocates nothing.
+func (s *Shard) RecordResponse(step int, class sample.Class, status int, latency time.Duration) {
+	s.record(step, class, status, latency, nil, "")
+}
+
+// Fail counts one failed request with what it said: msg is the server's
+// answer, the error text or the check's explanation (status 0: no answer).
+// A message seen before costs no allocation.
+func (s *Shard) Fail(step int, class sample.Class, status int, latency time.Duration, msg []byte) {
+	s.record(step, class, status, latency, msg, "")
+}
+
+// FailText is Fail with a message held in a string.
+func (s *Shard) FailText(step int, class sample.Class, status int, latency time.Duration, msg string) {
+	s.record(step, class, status, latency, nil, msg)
+}
+
+func (s *Shard) record(step int, class sample.Class, status int, latency time.Duration, msg []byte, msgS string) {
 	us := toUS(latency)
 	s.mu.Lock()
 	st := &s.steps[step]
+	if status > 0 {
+		countStatus(st, status)
+	}
+	if class != sample.OK {
+		s.message(step, class, status, msg, msgS, 1)
+	}
 	st.byClass[class]++
-	st.all.RecordValue(us)
+	histOf(&st.all).RecordValue(us)
 	s.win.completed++
 	if class == sample.OK {
-		st.ok.RecordValue(us)
+		histOf(&st.ok).RecordValue(us)
 		s.win.ok++
 		s.win.okHist.RecordValue(us)
 	} else {
@@ -139,15 +210,59 @@ func (s *Shard) Record(step int, class sample.Class, latency time.Duration) {
 	s.mu.Unlock()
 }
 
+func countStatus(st *stepStats, code int) {
+	for i := range st.statuses {
+		if st.statuses[i].code == code {
+			st.statuses[i].count++
+			return
+		}
+	}
+	st.statuses = append(st.statuses, statusCount{code, 1})
+}
+
+// message counts n failures of class with this message (none: the class's
+// default text) in the step's table. Called under s.mu.
+func (s *Shard) message(step int, class sample.Class, status int, msg []byte, msgS string, n int64) {
+	t := s.msgs[step]
+	if t == nil {
+		t = &msgTable{m: map[string]*msgEntry{}}
+		s.msgs[step] = t
+	}
+	s.key = appendKey(s.key[:0], class, status, nil)
+	switch {
+	case len(msg) > 0:
+		s.key = appendText(s.key, msg, MaxMessage, false)
+	case msgS != "":
+		s.key = appendTextString(s.key, msgS, MaxMessage)
+	}
+	if len(s.key) == 3 {
+		s.key = append(s.key, defaultMessage(class)...)
+	}
+	t.count(s.key, class, status, s.key[3:], n, s.rec.tableCap, s.rec.redact)
+}
+
 // RecordUnfinished counts a request that never produced a latency: an
 // arrival dropped for want of a free slot, or one cut off at the end.
 func (s *Shard) RecordUnfinished(step int, class sample.Class) {
 	s.mu.Lock()
+	s.message(step, class, 0, nil, "", 1)
 	s.steps[step].byClass[class]++
 	s.win.failed[class]++
 	if class == sample.Dropped {
 		s.win.dropped++
 	}
+	s.mu.Unlock()
+}
+
+// DroppedN counts n open-model arrivals dropped at once, against step:
+// the dispatcher's bounded catch-up gives up on a whole run of overdue
+// arrivals in one call, which at an absurd rate may be millions.
+func (s *Shard) DroppedN(step int, n int64) {
+	s.mu.Lock()
+	s.message(step, sample.Dropped, 0, nil, "", n)
+	s.steps[step].byClass[sample.Dropped] += n
+	s.win.failed[sample.Dropped] += n
+	s.win.dropped += n
 	s.mu.Unlock()
 }
 
@@ -160,18 +275,6 @@ func (s *Shard) Started(lag time.Duration) {
 	s.iters++
 	s.win.lag.RecordValue(us)
 	s.lag.RecordValue(us)
-	s.mu.Unlock()
-}
-
-// Error keeps a sample of a failure's text for the result file.
-func (s *Shard) Error(step int, class sample.Class, msg string) {
-	k := errKey{step, class}
-	s.mu.Lock()
-	if e, ok := s.errs[k]; ok {
-		e.count++
-	} else if len(s.errs) < maxErrorKinds {
-		s.errs[k] = &errSample{msg: msg, count: 1}
-	}
 	s.mu.Unlock()
 }
 
@@ -248,7 +351,40 @@ type Snapshot struct {
 	Series     result.Series
 	Lag        result.Latency
 	Errors     []result.ErrorSample
+	ErrorsTop  int
 	Iterations int64
+}
+
+// histOf returns *h, making it at its first use.
+func histOf(h **hdr.Histogram) *hdr.Histogram {
+	if *h == nil {
+		*h = result.NewHistogram()
+	}
+	return *h
+}
+
+// mergeInto adds src (nil: empty) to *dst, making *dst only when src has
+// something to add.
+func mergeInto(dst **hdr.Histogram, src *hdr.Histogram) {
+	if src == nil || src.TotalCount() == 0 {
+		return
+	}
+	histOf(dst).Merge(src)
+}
+
+var (
+	emptyOnce sync.Once
+	empty     result.Latency
+)
+
+// latencyOf is result.LatencyOf for a histogram that may never have been
+// made: an empty one encodes the same every time, so it is made once.
+func latencyOf(h *hdr.Histogram) result.Latency {
+	if h != nil && h.TotalCount() > 0 {
+		return result.LatencyOf(h)
+	}
+	emptyOnce.Do(func() { empty = result.LatencyOf(result.NewHistogram()) })
+	return empty
 }
 
 // Snapshot merges the shards into result values. It is safe to call while
@@ -258,12 +394,10 @@ func (r *Recorder) Snapshot() Snapshot {
 		byClass [sample.NumClasses]int64
 		ok, all *hdr.Histogram
 	}
-	accs := make([]acc, len(r.steps))
-	for i := range accs {
-		accs[i] = acc{ok: result.NewHistogram(), all: result.NewHistogram()}
-	}
+	accs := make([]acc, len(r.steps)) // histograms made as mergeInto needs them
 	lag := result.NewHistogram()
-	errs := map[errKey]*errSample{}
+	tables := make([][]*msgTable, len(r.steps))
+	statuses := make([]map[string]int64, len(r.steps))
 	var iters int64
 	for _, sh := range r.shards {
 		sh.mu.Lock()
@@ -271,17 +405,19 @@ func (r *Recorder) Snapshot() Snapshot {
 			for c, n := range sh.steps[i].byClass {
 				accs[i].byClass[c] += n
 			}
-			accs[i].ok.Merge(sh.steps[i].ok)
-			accs[i].all.Merge(sh.steps[i].all)
-		}
-		lag.Merge(sh.lag)
-		for k, e := range sh.errs {
-			if have, ok := errs[k]; ok {
-				have.count += e.count
-			} else {
-				errs[k] = &errSample{msg: e.msg, count: e.count}
+			mergeInto(&accs[i].ok, sh.steps[i].ok)
+			mergeInto(&accs[i].all, sh.steps[i].all)
+			for _, sc := range sh.steps[i].statuses {
+				if statuses[i] == nil {
+					statuses[i] = map[string]int64{}
+				}
+				statuses[i][strconv.Itoa(sc.code)] += sc.count
+			}
+			if t := sh.msgs[i]; t != nil {
+				tables[i] = append(tables[i], t.clone())
 			}
 		}
+		lag.Merge(sh.lag)
 		iters += sh.iters
 		sh.mu.Unlock()
 	}
@@ -304,10 +440,12 @@ func (r *Recorder) Snapshot() Snapshot {
 				snap.Totals.ByClass[cls.String()] += n
 			}
 		}
-		st.LatencyOK = result.LatencyOf(a.ok)
-		st.LatencyAll = result.LatencyOf(a.all)
-		totOK.Merge(a.ok)
-		totAll.Merge(a.all)
+		st.Statuses = statuses[i]
+		st.Errors, st.OtherErrors = combine(r.top, tables[i])
+		st.LatencyOK = latencyOf(a.ok)
+		st.LatencyAll = latencyOf(a.all)
+		mergeInto(&totOK, a.ok)
+		mergeInto(&totAll, a.all)
 		snap.Totals.Requests += st.Requests
 		snap.Totals.Successful += st.Successful
 		snap.Totals.Failed += st.Failed
@@ -316,10 +454,8 @@ func (r *Recorder) Snapshot() Snapshot {
 	snap.Totals.LatencyOK = result.LatencyOf(totOK)
 	snap.Totals.LatencyAll = result.LatencyOf(totAll)
 	snap.Totals.Iterations = iters
-	for k, e := range errs {
-		snap.Errors = append(snap.Errors, result.ErrorSample{Step: r.steps[k.step].Name, Class: k.class.String(), Message: e.msg, Count: e.count})
-	}
-	sortErrors(snap.Errors)
+	snap.ErrorsTop = r.top
+	snap.Errors = result.FlatSamples(snap.Steps)
 
 	r.mu.Lock()
 	snap.Series = copySeries(r.series)

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -11,7 +12,42 @@ import (
 	"strings"
 )
 
-func openFile(path string) (io.ReadCloser, error) { return os.Open(path) }
+// openFile opens a regular file only: opening a FIFO blocks until a writer
+// comes (validate hung forever on one), and a device or directory is no
+// data file either.
+func openFile(path string) (io.ReadCloser, error) {
+	if err := regularFile(path); err != nil {
+		return nil, err
+	}
+	return os.Open(path)
+}
+
+// regularFile returns an error unless path is a regular file (after
+// symbolic links), saying what it is instead.
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if m := fi.Mode(); !m.IsRegular() {
+		return fmt.Errorf("%s is %s, not a regular file", path, modeName(m))
+	}
+	return nil
+}
+
+func modeName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
+}
 
 // readCSV loads a whole data file: the runs it feeds are short and rows are
 // handed out on the hot path, so memory is the cheaper place to keep them.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -35,7 +36,18 @@ type HTTPOptions struct {
 	// (0: no cap); a user waits for a free one, and the wait counts in its
 	// latency, as a browser's connection limit would.
 	MaxConnsPerHost int
+	// MaxHeaderBytes bounds an answer's header block (0: the client's
+	// default, 64 KiB): a longer one fails its request.
+	MaxHeaderBytes int
+	// MaxKeptBodyBytes bounds how much of each answer's body a user keeps
+	// for its step's checks and captures (0: the default, 1 MiB); the rest
+	// is read and counted, not stored.
+	MaxKeptBodyBytes int
 }
+
+// maxSizeOption keeps a size option's value where an int holds it on every
+// platform and where one user's buffer may sensibly grow.
+const maxSizeOption = 1 << 30
 
 // maxSourceAddresses bounds a CIDR's expansion.
 const maxSourceAddresses = 4096
@@ -45,7 +57,7 @@ func init() {
 }
 
 func (p *parser) httpOptions(n *yaml.Node) {
-	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host"})
+	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host", "max_header_bytes", "max_kept_body_bytes"})
 	o := &p.plan.HTTP
 	if e, ok := f["source_addresses"]; ok {
 		p.sourceAddresses(e.v)
@@ -69,6 +81,42 @@ func (p *parser) httpOptions(n *yaml.Node) {
 			o.MaxConnsPerHost = v
 		}
 	}
+	if e, ok := f["max_header_bytes"]; ok {
+		if v, ok := p.size(e.v, "max_header_bytes", 1<<10); ok {
+			o.MaxHeaderBytes = v
+		}
+	}
+	if e, ok := f["max_kept_body_bytes"]; ok {
+		if v, ok := p.size(e.v, "max_kept_body_bytes", 1); ok {
+			o.MaxKeptBodyBytes = v
+		}
+	}
+}
+
+// size reads a byte count: a whole number, or one with a unit (KiB, MiB,
+// GiB, or the decimal KB, MB, GB), between lo and maxSizeOption.
+func (p *parser) size(n *yaml.Node, what string, lo int) (int, bool) {
+	s, ok := p.text(n, what)
+	if !ok {
+		return 0, false
+	}
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 || v > maxSizeOption/mult || int(v*mult) < lo {
+		p.errf(n, "bad %s %s: expected a size from %d bytes to 1GiB, such as 65536, 64KiB or 1MiB", what, q(s), lo)
+		return 0, false
+	}
+	return int(v * mult), true
 }
 
 // sourceAddresses accepts a list of addresses and CIDRs, or one of either.

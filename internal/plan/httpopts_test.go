@@ -39,3 +39,38 @@ func TestHTTPOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPSizeOptions(t *testing.T) {
+	base := "target: http://127.0.0.1:1\nscenarios: {s: {steps: [{get: /}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n"
+	cases := []struct {
+		yaml         string
+		header, body int
+		err          string
+	}{
+		{"", 0, 0, ""},
+		{"http: {max_header_bytes: 8192, max_kept_body_bytes: 2MiB}\n", 8192, 2 << 20, ""},
+		{"http: {max_header_bytes: 64 KiB, max_kept_body_bytes: 10MB}\n", 64 << 10, 10_000_000, ""},
+		{"http: {max_kept_body_bytes: 1GiB}\n", 0, 1 << 30, ""},
+		{"http: {max_header_bytes: 100}\n", 0, 0, `bad max_header_bytes "100": expected a size from 1024 bytes to 1GiB`},
+		{"http: {max_kept_body_bytes: 2GiB}\n", 0, 0, `bad max_kept_body_bytes "2GiB"`},
+		{"http: {max_kept_body_bytes: -1}\n", 0, 0, `bad max_kept_body_bytes "-1"`},
+		{"http: {max_kept_body_bytes: lots}\n", 0, 0, `bad max_kept_body_bytes "lots"`},
+		{"http: {max_header_byte: 1KiB}\n", 0, 0, `did you mean "max_header_bytes"?`},
+	}
+	for _, c := range cases {
+		p, err := Parse("p.yaml", []byte(base+c.yaml), nil)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: err = %v, want it to contain %q", c.yaml, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if p.HTTP.MaxHeaderBytes != c.header || p.HTTP.MaxKeptBodyBytes != c.body {
+			t.Errorf("%q: header %d, body %d; want %d, %d", c.yaml, p.HTTP.MaxHeaderBytes, p.HTTP.MaxKeptBodyBytes, c.header, c.body)
+		}
+	}
+}

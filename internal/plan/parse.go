@@ -42,6 +42,9 @@ var (
 // resolved relative to the plan's directory, so a plan runs the same from
 // anywhere. (It is not called Load because that names the load profile.)
 func LoadFile(path string) (*Plan, error) {
+	if err := regularFile(path); err != nil {
+		return nil, err
+	}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -79,6 +82,12 @@ type parser struct {
 	hinted      map[*yaml.Node]map[string]bool
 	relative    []Pos
 	relativeURL string
+	// secrets are the values read from the environment and the target's
+	// password; readingTarget leaves the target's own text out of them
+	// (secrets.go).
+	secrets       []string
+	readingTarget bool
+	targetAuth    string
 }
 
 func parse(file string, src []byte, lookup func(string) (string, bool), open func(string) (io.ReadCloser, error)) (*Plan, error) {
@@ -86,7 +95,6 @@ func parse(file string, src []byte, lookup func(string) (string, bool), open fun
 		file:    file,
 		dir:     filepath.Dir(file),
 		src:     src,
-		lookup:  lookup,
 		open:    open,
 		data:    map[string]*DataSource{},
 		budget:  jsonBudget,
@@ -97,6 +105,7 @@ func parse(file string, src []byte, lookup func(string) (string, bool), open fun
 			Vars:   map[string]string{},
 		},
 	}
+	p.lookup = p.recordingLookup(lookup)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, &Error{Problems: yamlProblems(file, src, err)}
@@ -168,6 +177,10 @@ func (p *parser) root(n *yaml.Node) {
 	if pl.Target == "" && len(p.relative) > 0 && p.missing(n, "target") {
 		p.errAt(p.relative[0], "relative URL %s needs a target: add target: http://host:port (or demo) at the top level", q(p.relativeURL))
 	}
+	p.finishTarget()
+	p.finishSecrets()
+	p.checkPopulation(f)
+	p.checkThresholds()
 }
 
 // ---- node helpers ----
@@ -454,7 +467,9 @@ func (p *parser) list(n *yaml.Node, what string) ([]*yaml.Node, bool) {
 // ---- top level sections ----
 
 func (p *parser) target(e kv) {
+	p.readingTarget = true
 	s, ok := p.text(e.v, "target")
+	p.readingTarget = false
 	if !ok {
 		return
 	}
@@ -465,12 +480,13 @@ func (p *parser) target(e kv) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		p.errf(e.v, "bad target %s: expected an http:// or https:// URL such as http://127.0.0.1:8080, or demo", q(s))
+		p.errf(e.v, "bad target %s: expected an http:// or https:// URL such as http://127.0.0.1:8080, or demo", q(hideUserinfo(s)))
 		return
 	}
+	p.targetCredentials(u)
 	// Without the trailing slash the engine can join Target and a step path
 	// by concatenation.
-	p.plan.Target = strings.TrimRight(s, "/")
+	p.plan.Target = strings.TrimRight(u.String(), "/")
 }
 
 func (p *parser) vars(n *yaml.Node) {
@@ -812,6 +828,9 @@ func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 				p.relativeURL = u
 			}
 			p.relative = append(p.relative, p.pos(raw))
+		case (strings.HasPrefix(lu, "http://") || strings.HasPrefix(lu, "https://")) && hasUserinfo(u):
+			p.errf(raw, "bad URL: user:password@ in a step URL is not sent; put the credentials in target (sent as Basic authentication to the target only) or set an Authorization header")
+			u = ""
 		case strings.HasPrefix(lu, "http://") || strings.HasPrefix(lu, "https://"):
 		default:
 			p.errf(raw, "bad URL %s: expected an absolute http(s) URL or a path starting with /", q(u))
@@ -1256,6 +1275,7 @@ func (p *parser) load(n *yaml.Node) {
 			p.errf(e.k, "max_in_flight applies to the open model only: with users, in-flight iterations are bounded by the user count")
 		} else if v, ok := p.intMin(e.v, "max_in_flight", 1); ok {
 			l.MaxInFlight = v
+			p.plan.maxInFlightPos = p.pos(deref(e.v))
 		}
 	}
 	if e, ok := f["grace"]; ok {

@@ -20,8 +20,11 @@ type Plan struct {
 	// Source is the plan text with ${ENV} references left unexpanded, so a
 	// result file never carries a secret that came from the environment.
 	Source []byte
-	// Target is the base URL without a trailing slash, or "demo" for the
-	// built-in demo service; "" when every step has an absolute URL.
+	// Target is the base URL without a trailing slash and without the
+	// user:password the plan may give (those are sent as Basic
+	// authentication), or "demo" for the built-in demo service; "" when
+	// every step has an absolute URL. Relative step URLs have its path
+	// joined to them already.
 	Target    string
 	TargetPos Pos
 	Defaults  Defaults
@@ -41,6 +44,10 @@ type Plan struct {
 	Gates *Gates
 	// Monitors are the server-side metric sources (monitors.go).
 	Monitors []MonitorSpec
+	// redactForms is what Redact hides (secrets.go).
+	redactForms []string
+	// maxInFlightPos is where max_in_flight was written, if it was.
+	maxInFlightPos Pos
 }
 
 // Located is a string value with the place it was written.

@@ -11,6 +11,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -87,10 +88,8 @@ func (c *Comparison) judge() error {
 	c.Verdicts = []Verdict{{Outcome: Baseline}}
 	base := c.Runs[0]
 	for i, r := range c.Runs[1:] {
-		worse, better, notes, err := findings(base, r, "")
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.Labels[i+1], err)
-		}
+		var worse, better, notes []string
+		judged, levelSuspect := 0, false
 		// In a sweep each level is its own test: a regression at one level
 		// is a regression even when the others hide it in the totals.
 		for _, lb := range base.Levels {
@@ -98,16 +97,62 @@ func (c *Comparison) judge() error {
 				if lb.Vary != lr.Vary || lb.Value != lr.Value || lb.Result == nil || lr.Result == nil {
 					continue
 				}
+				if why := c.suspect(lb.Result, lr.Result, i+1); why != "" {
+					notes = append(notes, "at "+levelLabel(lb)+": not judged: "+why)
+					levelSuspect = true
+					continue
+				}
 				w, b, n, err := findings(lb.Result, lr.Result, "at "+levelLabel(lb)+": ")
 				if err != nil {
 					return fmt.Errorf("%s: level %s: %w", c.Labels[i+1], levelLabel(lb), err)
 				}
 				worse, better, notes = append(worse, w...), append(better, b...), append(notes, n...)
+				judged++
 			}
 		}
-		c.Verdicts = append(c.Verdicts, judge(worse, better, notes))
+		// The totals hold every level's requests, a suspect one's too.
+		why := c.suspect(base, r, i+1)
+		if why == "" && levelSuspect {
+			why = "they include a level that was not judged"
+		}
+		if why != "" {
+			notes = append([]string{"totals not judged: " + why}, notes...)
+		} else {
+			w, b, n, err := findings(base, r, "")
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.Labels[i+1], err)
+			}
+			worse, better, notes = append(w, worse...), append(b, better...), append(n, notes...)
+			judged++
+		}
+		v := judge(worse, better, notes)
+		if judged == 0 {
+			v.Outcome = Suspect
+		}
+		c.Verdicts = append(c.Verdicts, v)
 	}
 	return nil
+}
+
+// Suspect is the verdict on a run none of whose figures could be judged:
+// its generator (or the baseline's) lagged (gate.LagSuspect).
+const Suspect Outcome = "suspect"
+
+// suspect says why a and b (the baseline's and run i's figures, of the
+// whole run or one level) are not compared: the generator of one of them
+// lagged by as much as the latencies compared, so it, not the target,
+// may be the difference.
+func (c *Comparison) suspect(a, b *result.Result, i int) string {
+	p95 := max(a.Totals.LatencyOK.P95US, b.Totals.LatencyOK.P95US)
+	for _, x := range []struct {
+		r     *result.Result
+		label string
+	}{{a, c.Labels[0]}, {b, c.Labels[i]}} {
+		if why, ok := gate.LagSuspect(x.r, p95); ok {
+			return x.label + "'s " + why
+		}
+	}
+	return ""
 }
 
 // findings applies the verdict rule to b against a, prefixing each finding.
@@ -401,6 +446,12 @@ func CompareText(w io.Writer, c *Comparison) error {
 			fmt.Fprintf(&b, "    - %s\n", f)
 		}
 	}
+	if lines := c.errorChangeLines(termMessage); len(lines) > 0 {
+		fmt.Fprintf(&b, "\nErrors that appeared or vanished (against %s):\n", c.Labels[0])
+		for _, l := range lines {
+			fmt.Fprintf(&b, "  - %s\n", l)
+		}
+	}
 	if len(c.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range c.Notes {
@@ -481,6 +532,13 @@ func CompareMarkdown(w io.Writer, c *Comparison) error {
 		}
 	}
 	b.WriteString("\n")
+	if lines := c.errorChangeLines(0); len(lines) > 0 {
+		fmt.Fprintf(&b, "### Errors that appeared or vanished (against %s)\n\n", mdText(c.Labels[0]))
+		for _, l := range lines {
+			fmt.Fprintf(&b, "- %s\n", mdText(l))
+		}
+		b.WriteString("\n")
+	}
 	if len(c.Notes) > 0 {
 		b.WriteString("**Notes:**\n\n")
 		for _, n := range c.Notes {

@@ -24,7 +24,10 @@ func connections(b *bytes.Buffer, r *result.Result) {
 		if fl := failureList(s.ByClass, sample.OK); s.Failed > 0 && len(fl) > 0 {
 			line += " (" + strings.Join(fl, ", ") + ")"
 		}
-		fmt.Fprintf(b, "%s; peak %d open of %d\n", line, s.PeakOpen, s.Target)
+		// Every opened connection either is open at the end or ended
+		// early for one of the Disconnects reasons; both are shown so the
+		// reader can check that they add up.
+		fmt.Fprintf(b, "%s; peak %d open of %d, %d open at the end\n", line, s.PeakOpen, s.Target, s.OpenAtEnd)
 		if len(s.Disconnects) > 0 {
 			fmt.Fprintf(b, "    Disconnects: %s\n", connCounts(s.Disconnects))
 		}

@@ -64,7 +64,8 @@ type singleView struct {
 	Thresholds  []result.Threshold
 	Indicators  []result.Indicator
 	Generator   string
-	Samples     []result.ErrorSample
+	ErrorRows   []errorRow
+	Statuses    []kv
 	TextSummary string
 	Levels      *plainTable
 	Conns       []connRow
@@ -85,7 +86,9 @@ type compareView struct {
 	Rows     []cmpHTMLRow
 	Notes    []string
 	Baseline string
-	Levels   *plainTable
+	// ErrorChanges are the failure messages that appeared or vanished.
+	ErrorChanges []string
+	Levels       *plainTable
 }
 
 type cmpRun struct {
@@ -132,7 +135,8 @@ func HTML(w io.Writer, r *result.Result) error {
 		Verdict:     verdictOf(r),
 		Thresholds:  r.Thresholds,
 		Indicators:  r.Indicators,
-		Samples:     r.Samples,
+		ErrorRows:   errorRows(r),
+		Statuses:    htmlStatusRows(r),
 		TextSummary: full,
 		Steps:       stepRows(r, v.steps),
 	}
@@ -142,7 +146,7 @@ func HTML(w io.Writer, r *result.Result) error {
 		}
 	}
 	meta("Plan file", r.Plan.File)
-	meta("Target", r.Plan.Target)
+	meta("Target", shownTarget(r.Plan.Target))
 	meta("Model", modelLine(r.Run))
 	meta("Started", startedLine(r))
 	meta("Duration", runDuration(r.Run.DurationS))
@@ -225,7 +229,7 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 	if err != nil {
 		return err
 	}
-	cv := &compareView{Notes: c.Notes, Baseline: c.Labels[0]}
+	cv := &compareView{Notes: c.Notes, Baseline: c.Labels[0], ErrorChanges: c.errorChangeLines(0)}
 	if len(c.levelRows) > 0 {
 		cv.Levels = &plainTable{Head: c.levelHead, Rows: c.levelRows}
 	}

@@ -31,7 +31,7 @@ func Markdown(w io.Writer, r *result.Result) error {
 	fmt.Fprintf(&b, "# Load Test Results: %s\n\n", mdText(title))
 	mdHeader(&b, r)
 
-	label := loadLabel(r)
+	label := headlineLabel(r) // headline_levels.go
 	rows := [][]string{
 		{"Duration", runDuration(r.Run.DurationS)},
 		{"Requests", fmt.Sprint(r.Totals.Requests)},
@@ -44,7 +44,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 	for _, c := range presentClasses(r.Totals.ByClass) {
 		rows = append(rows, []string{classTitle(c), fmt.Sprint(r.Totals.ByClass[c])})
 	}
-	mdTable(&b, []string{"Metric", label}, rows)
+	if err := mdHeadline(&b, r, label, rows); err != nil { // headline_levels.go
+		return err
+	}
 	b.WriteString("\nLatencies are over successful requests.\n\n")
 
 	if len(r.Steps) > 0 {
@@ -57,6 +59,7 @@ func Markdown(w io.Writer, r *result.Result) error {
 		b.WriteString("\n")
 	}
 
+	mdErrors(&b, r) // errors.go
 	mdConnections(&b, r)
 	mdServer(&b, r)
 
@@ -96,7 +99,7 @@ func mdHeader(b *bytes.Buffer, r *result.Result) {
 	if r.Plan.File != "" {
 		item("Plan", "`"+strings.ReplaceAll(r.Plan.File, "`", "'")+"`")
 	}
-	item("Target", mdText(r.Plan.Target))
+	item("Target", mdText(shownTarget(r.Plan.Target)))
 	item("Model", mdText(modelLine(r.Run)))
 	if s := startedLine(r); s != "" {
 		item("Started", s+", ran "+runDuration(r.Run.DurationS))

@@ -62,7 +62,9 @@ func Text(w io.Writer, r *result.Result) error {
 	header(&b, r)
 	summary(&b, r)
 	errorBreakdown(&b, r.Totals.ByClass)
+	errorTable(&b, r) // errors.go
 	requestTypes(&b, r.Steps, v.steps)
+	statusBlock(&b, r)
 	connections(&b, r) // connections.go
 	latencyBlock(&b, "Latency Statistics (successful requests only):", v.ok, "no successful requests")
 	latencyBlock(&b, "Latency Statistics (all requests):", v.all, "no requests")
@@ -115,7 +117,7 @@ func header(b *bytes.Buffer, r *result.Result) {
 		fmt.Fprintf(b, "Plan: %s%s\n", p.Name, p.File)
 	}
 	if p.Target != "" {
-		fmt.Fprintf(b, "Target: %s\n", p.Target)
+		fmt.Fprintf(b, "Target: %s\n", shownTarget(p.Target))
 	}
 	if m := modelLine(r.Run); m != "" {
 		fmt.Fprintf(b, "Model: %s\n", m)

@@ -26,9 +26,11 @@ type ConnScenario struct {
 	// still open when the run ended (and were then closed by us).
 	PeakOpen  int64 `json:"peak_open"`
 	OpenAtEnd int64 `json:"open_at_end"`
-	// Disconnects counts connections that ended, by reason: client_close
-	// (the script or the run ended them), server_close, ping_timeout,
-	// network_reset, protocol_error, write_failed.
+	// Disconnects counts connections that ended during the run, by
+	// reason: client_close (the script or a ramp down ended them),
+	// server_close, ping_timeout, network_reset, protocol_error,
+	// write_failed. Each opened connection ends once, so Opened =
+	// OpenAtEnd + the sum of Disconnects.
 	Disconnects map[string]int64 `json:"disconnects,omitempty"`
 	// Pushes counts server pushes per listened target (SignalR);
 	// OtherPushes those to targets the plan does not listen to.

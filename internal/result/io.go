@@ -13,34 +13,35 @@ import (
 // Write stores r at path atomically: a reader sees the old file or the new
 // one, never half of one, even if the process dies mid-write.
 func Write(path string, r *Result) error {
-	data, err := json.MarshalIndent(r, "", " ")
+	data, err := encode(r)
 	if err != nil {
-		return fmt.Errorf("encode result: %w", err)
+		return err
 	}
-	data = append(data, '\n')
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	cleanup := func() { tmp.Close(); os.Remove(tmp.Name()) }
-	if _, err := tmp.Write(data); err != nil {
-		cleanup()
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		cleanup()
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := writeFile(path, data); err != nil {
 		return fmt.Errorf("write result %s: %w", path, err)
 	}
 	return nil
+}
+
+func writeFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // Read loads and checks a result file. Errors name the file and the problem.
@@ -82,45 +83,6 @@ func Decode(data []byte) (*Result, error) {
 		return nil, fmt.Errorf("corrupt result file: %w", err)
 	}
 	return &r, nil
-}
-
-// Check verifies the invariants every reader relies on: classes sum to the
-// failed count and histograms decode and agree with their counts.
-func (r *Result) Check() error {
-	if err := checkCounts("totals", r.Totals.Requests, r.Totals.Successful, r.Totals.Failed, r.Totals.ByClass); err != nil {
-		return err
-	}
-	for _, l := range []Latency{r.Totals.LatencyOK, r.Totals.LatencyAll} {
-		if _, err := l.Histogram(); err != nil {
-			return fmt.Errorf("totals: %w", err)
-		}
-	}
-	for _, s := range r.Steps {
-		where := fmt.Sprintf("step %q", s.Name)
-		if err := checkCounts(where, s.Requests, s.Successful, s.Failed, s.ByClass); err != nil {
-			return err
-		}
-		for _, l := range []Latency{s.LatencyOK, s.LatencyAll} {
-			if _, err := l.Histogram(); err != nil {
-				return fmt.Errorf("%s: %w", where, err)
-			}
-		}
-	}
-	return nil
-}
-
-func checkCounts(where string, requests, ok, failed int64, byClass map[string]int64) error {
-	if ok+failed != requests {
-		return fmt.Errorf("%s: successful %d + failed %d != requests %d", where, ok, failed, requests)
-	}
-	var sum int64
-	for _, n := range byClass {
-		sum += n
-	}
-	if sum != failed {
-		return fmt.Errorf("%s: failure classes sum to %d but failed is %d", where, sum, failed)
-	}
-	return nil
 }
 
 // Step finds a step by name, or by "scenario/name" when names repeat.

@@ -22,6 +22,9 @@ type Result struct {
 	Thresholds []Threshold   `json:"thresholds"`
 	Indicators []Indicator   `json:"indicators"`
 	Samples    []ErrorSample `json:"error_samples,omitempty"`
+	// ErrorsTop is how many distinct failure messages each step keeps
+	// (Step.Errors); merges keep as many. 0: DefaultErrorsTop.
+	ErrorsTop int `json:"errors_top,omitempty"`
 	// Levels holds one complete result per level of a gates, sweep or
 	// capacity run, in the order they ran.
 	Levels []Level `json:"levels,omitempty"`
@@ -44,6 +47,20 @@ type Level struct {
 	SLO    []Threshold `json:"slo,omitempty"`
 	Pass   bool        `json:"pass"`
 	Result *Result     `json:"result"`
+	// RampS is how long the level took to put its population in place
+	// (all users started, every connection open or failed), where its
+	// measured part begins; RampPlannedS is the ramp the plan asked for.
+	// RampOverran: the population came later than planned. NotInPlace,
+	// when set, says why the level was measured without all of its
+	// population, or not at all; such a level fails.
+	RampS        float64 `json:"ramp_s"`
+	RampPlannedS float64 `json:"ramp_planned_s"`
+	RampOverran  bool    `json:"ramp_overran,omitempty"`
+	NotInPlace   string  `json:"not_in_place,omitempty"`
+	// Suspect, when set, says why the level's figures say more about the
+	// generator than the target (its lag); sweeps and compares mark such
+	// a level instead of judging it.
+	Suspect string `json:"suspect,omitempty"`
 }
 
 // Tool names the program that wrote the file.
@@ -130,6 +147,15 @@ type Step struct {
 	ByClass    map[string]int64 `json:"by_class"`
 	LatencyOK  Latency          `json:"latency_ok"`
 	LatencyAll Latency          `json:"latency_all"`
+	// Statuses counts every HTTP status the step got, successes included,
+	// keyed by the code ("200"); requests that got no answer are not in it.
+	Statuses map[string]int64 `json:"statuses,omitempty"`
+	// Errors are the step's distinct failure messages, most frequent
+	// first (errors.go); OtherErrors counts, per class, the failures whose
+	// message was not kept. For every class, the counts of its messages
+	// plus OtherErrors add up to ByClass.
+	Errors      []StepError      `json:"errors,omitempty"`
+	OtherErrors map[string]int64 `json:"other_errors,omitempty"`
 }
 
 // Series holds per-interval figures; every slice has one value per

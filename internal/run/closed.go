@@ -10,6 +10,23 @@ import (
 // Ramps are smooth at this resolution without a goroutine per change.
 const controlEvery = 20 * time.Millisecond
 
+// startBatch is how many users a start loop starts between looks at the
+// clock and the stop. A population too large to start before the stage
+// ends (or before Ctrl-C) must not hold the run past either: without the
+// look, the loop runs until every user of the target exists.
+const startBatch = 64
+
+// mayStart reports whether new users may still start: the run has not
+// been stopped and the stages have not ended.
+func (r *runner) mayStart(end time.Time) bool {
+	select {
+	case <-r.soft:
+		return false
+	default:
+	}
+	return time.Now().Before(end)
+}
+
 type closedUser struct {
 	u    *vu.User
 	quit chan struct{}
@@ -30,11 +47,14 @@ func (r *runner) runClosed() {
 	defer tick.Stop()
 	for {
 		now := time.Now()
-		if !now.Before(end) {
+		if !r.mayStart(end) {
 			break
 		}
 		want := r.segUsersAt(stages, now.Sub(r.start)) // this segment's stripe
-		for len(running) < want {
+		for n := 1; len(running) < want; n++ {
+			if n%startBatch == 0 && !r.mayStart(end) {
+				break
+			}
 			cu := closedUser{u: r.newUser(), quit: make(chan struct{})}
 			running = append(running, cu)
 			r.startUser(cu)

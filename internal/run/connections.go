@@ -65,6 +65,7 @@ type slot struct {
 	pc     int // WebSocket: next step
 	iter   int64
 	env    *plan.Env
+	tried  bool // an attempt has finished; the controller's, even while busy
 }
 
 type population struct {
@@ -84,9 +85,23 @@ type population struct {
 	wsOp atomic.Int64 // open WebSocket connections
 	disc [ws.NumReasons]atomic.Int64
 
-	opened, failed  atomic.Int64
-	byClass         [sample.NumClasses]atomic.Int64
-	peak, openAtEnd atomic.Int64
+	opened, failed atomic.Int64
+	byClass        [sample.NumClasses]atomic.Int64
+	peak           atomic.Int64
+	// wsAtEnd counts WebSocket connections still open when the run ended
+	// (SignalR's are in Stats.ClosedAtEnd). Each opened connection ends
+	// exactly once, as a disconnect or open at the end, so opened =
+	// open + open at the end + disconnects at any moment after the
+	// counters settle, and opened = open at the end + disconnects once
+	// the run is over.
+	wsAtEnd atomic.Int64
+}
+
+func (p *population) openAtEnd() int64 {
+	if p.sro != nil {
+		return p.sro.Stats.ClosedAtEnd.Load()
+	}
+	return p.wsAtEnd.Load()
 }
 
 func (p *population) open() int64 {
@@ -139,6 +154,7 @@ func (r *runner) startConnections() {
 		}
 	}
 	cr.rec = metrics.New(infos, r.opts.Interval.Seconds())
+	cr.rec.Configure(metrics.ErrorOptions{Top: r.opts.Errors.Top, Redact: r.opts.Errors.Redact})
 	seg := r.seg()
 	for i, sc := range scs {
 		p := &population{sc: sc, kind: sc.Connection.Kind, spec: sc.Connection.Spec(),
@@ -195,14 +211,10 @@ func (p *population) setup(tlsConf *tls.Config) {
 			Stats:            signalr.NewStats(s.Listen...),
 			Recorder:         p.rec,
 		}
-		if tlsConf != nil {
-			p.sro.TLS = tlsConf
-			p.sro.HTTPClient = &http.Client{
-				Transport: &http.Transport{TLSClientConfig: tlsConf, MaxIdleConnsPerHost: 64,
-					IdleConnTimeout: 30 * time.Second, DisableCompression: true, ForceAttemptHTTP2: true},
-				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-			}
-		}
+		// The client clones the config for negotiate and again, offering
+		// only http/1.1, for the upgrade: the run's config is shared with
+		// the HTTP users' transport and must not be written to.
+		p.sro.TLS = tlsConf
 	case c.WebSocket != nil:
 		w := c.WebSocket
 		p.wso = &ws.Options{
@@ -254,11 +266,13 @@ func (cr *connRunner) loop() {
 			lastPoll = now
 		}
 		cr.control(now, poll)
+		cr.checkInPlace(now)
 	}
 }
 
 func (cr *connRunner) returned(hb *handBack) {
 	hb.s.busy = false
+	hb.s.tried = true // every hand-back follows a connect, or comes after one
 	cr.busy--
 }
 
@@ -356,7 +370,7 @@ func (p *population) lost(s *slot, now time.Time) bool {
 		return false
 	}
 	if s.wc != nil {
-		p.wsEnded(d)
+		p.wsEnded(d, false)
 	}
 	p.rec.Record("session", d.Class, now.Sub(s.since), d)
 	p.drop(s)
@@ -364,10 +378,19 @@ func (p *population) lost(s *slot, now time.Time) bool {
 	return true
 }
 
-func (p *population) wsEnded(d *ws.Disconnect) {
+// wsEnded counts a WebSocket connection's end once: open at the end of
+// the run (atEnd), or a disconnect by its reason.
+func (p *population) wsEnded(d *ws.Disconnect, atEnd bool) {
 	p.wsOp.Add(-1)
-	if d != nil && d.Reason < ws.NumReasons {
+	switch {
+	case atEnd:
+		p.wsAtEnd.Add(1)
+	case d != nil && d.Reason < ws.NumReasons:
 		p.disc[d.Reason].Add(1)
+	default:
+		// Cannot happen (an ended connection has its reason); counted
+		// anyway so the ledger still adds up.
+		p.disc[ws.NetworkReset].Add(1)
 	}
 }
 
@@ -439,8 +462,13 @@ func (p *population) connectSignalR(ctx context.Context, s *slot) {
 	for _, call := range spec.Calls {
 		if err := p.call(ctx, c, call, s.env); err != nil {
 			// Recorded under the call's step; the connection is of no
-			// use to the scenario without it, so start over.
-			c.Close()
+			// use to the scenario without it, so start over. A call cut
+			// short by the run's end leaves a connection open at the end.
+			if ctx.Err() != nil {
+				c.CloseAtEnd()
+			} else {
+				c.Close()
+			}
 			p.retryLater(s)
 			return
 		}
@@ -500,8 +528,13 @@ func (p *population) holdOver(ctx context.Context, s *slot) {
 	p.closeSlot(ctx, s)
 }
 
-// closeSlot ends a held connection politely: the session was a success.
-func (p *population) closeSlot(_ context.Context, s *slot) {
+// closeSlot ends a held connection politely (a ramp down): the session
+// was a success.
+func (p *population) closeSlot(_ context.Context, s *slot) { p.closeHeld(s, false) }
+
+// closeHeld closes a held connection; atEnd: because the run ended, so
+// it counts as open at the end rather than as a disconnect.
+func (p *population) closeHeld(s *slot, atEnd bool) {
 	switch {
 	case s.sr != nil:
 		if d := s.sr.Disconnect(); d != nil {
@@ -509,24 +542,29 @@ func (p *population) closeSlot(_ context.Context, s *slot) {
 			p.rec.Record("session", d.Class, time.Since(s.since), d)
 		} else {
 			p.rec.Record("session", sample.OK, time.Since(s.since), nil)
-			s.sr.Close()
+			if atEnd {
+				s.sr.CloseAtEnd()
+			} else {
+				s.sr.Close()
+			}
 		}
 	case s.wc != nil:
-		p.closeWS(s, 1000, "")
+		p.closeWS(s, 1000, "", atEnd)
 	}
 	p.drop(s)
 	s.state = slotIdle
 }
 
-func (p *population) closeWS(s *slot, code int, reason string) {
+func (p *population) closeWS(s *slot, code int, reason string, atEnd bool) {
 	if d := s.wc.Disconnect(); d != nil {
 		// It ended on its own before we came to close it.
 		p.rec.Record("session", d.Class, time.Since(s.since), d)
-	} else {
-		p.rec.Record("session", sample.OK, time.Since(s.since), nil)
-		s.wc.Close(code, reason)
+		p.wsEnded(d, false)
+		return
 	}
-	p.wsEnded(s.wc.Disconnect())
+	p.rec.Record("session", sample.OK, time.Since(s.since), nil)
+	s.wc.Close(code, reason)
+	p.wsEnded(s.wc.Disconnect(), atEnd)
 }
 
 func (p *population) connectWS(ctx context.Context, s *slot) {
@@ -562,7 +600,7 @@ func (p *population) runSteps(ctx context.Context, s *slot) {
 			p.holding(s, st.Hold)
 			return
 		case plan.WSClose:
-			p.closeWS(s, st.Code, st.Reason)
+			p.closeWS(s, st.Code, st.Reason, false)
 			p.drop(s)
 			s.state = slotIdle
 			return
@@ -580,7 +618,7 @@ func (p *population) runSteps(ctx context.Context, s *slot) {
 			err := s.wc.Send(typ, st.Body.Append(nil, s.env))
 			p.rec.Record(st.Name, ws.Classify(err), time.Since(t0), err)
 			if err != nil {
-				p.failStep(s)
+				p.failStep(s, false)
 				return
 			}
 		case plan.WSWait:
@@ -607,24 +645,26 @@ func (p *population) runSteps(ctx context.Context, s *slot) {
 			}
 			p.rec.Record(st.Name, cl, d, err)
 			if err != nil {
-				p.failStep(s)
+				p.failStep(s, ctx.Err() != nil)
 				return
 			}
 		}
 	}
 	// The script ran out: close, and start it again.
-	p.closeWS(s, 1000, "")
+	p.closeWS(s, 1000, "", false)
 	p.drop(s)
 	s.state = slotIdle
 }
 
 // failStep ends the connection after a failed step (the step has the
-// failure; the session is not counted again).
-func (p *population) failStep(s *slot) {
-	if s.wc.Disconnect() == nil {
+// failure; the session is not counted again). atEnd: the step failed
+// because the run ended, so a connection still open is open at the end.
+func (p *population) failStep(s *slot, atEnd bool) {
+	open := s.wc.Disconnect() == nil
+	if open {
 		s.wc.Close(1000, "")
 	}
-	p.wsEnded(s.wc.Disconnect())
+	p.wsEnded(s.wc.Disconnect(), atEnd && open)
 	p.retryLater(s)
 }
 
@@ -672,9 +712,6 @@ func regexValue(re *regexp.Regexp, b []byte) (string, bool) {
 // shutdown ends the populations: in-flight connects and scripts are
 // cancelled, then every held connection is closed politely in parallel.
 func (cr *connRunner) shutdown() {
-	for _, p := range cr.pops {
-		p.openAtEnd.Store(p.open())
-	}
 	cr.cancel()
 	for cr.busy > 0 {
 		cr.returned(<-cr.back)
@@ -693,12 +730,17 @@ func (cr *connRunner) shutdown() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				p.closeSlot(cr.ctx, s)
+				p.closeHeld(s, true)
 				<-sem
 			}()
 		}
 	}
 	wg.Wait()
+	for _, p := range cr.pops {
+		if p.sro != nil {
+			p.sro.CloseIdleConnections()
+		}
+	}
 	cr.r.rec.Connections.Store(0)
 }
 
@@ -719,7 +761,7 @@ func (r *runner) connectionsInto(res *result.Result) {
 		cs := result.ConnScenario{
 			Scenario: p.sc.Name, Protocol: p.kind, Target: len(p.slots),
 			Opened: p.opened.Load(), Failed: p.failed.Load(),
-			ByClass: map[string]int64{}, PeakOpen: p.peak.Load(), OpenAtEnd: p.openAtEnd.Load(),
+			ByClass: map[string]int64{}, PeakOpen: p.peak.Load(), OpenAtEnd: p.openAtEnd(),
 			Disconnects: map[string]int64{},
 		}
 		// An attempt still connecting is neither opened nor failed yet:

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stampede-load/stampede/internal/demo"
+	"github.com/stampede-load/stampede/internal/hostile"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
 )
@@ -55,15 +56,23 @@ func connScenario(t *testing.T, res *result.Result, name string) result.ConnScen
 	return result.ConnScenario{}
 }
 
-// checkConnSums: every attempt opened or failed, failures sum by class.
+// checkConnSums: every attempt opened or failed, failures sum by class,
+// and every opened connection ended once: open at the end of the run, or
+// a disconnect by its reason.
 func checkConnSums(t *testing.T, cs result.ConnScenario) {
 	t.Helper()
-	var sum int64
+	var sum, disc int64
 	for _, n := range cs.ByClass {
 		sum += n
 	}
 	if sum != cs.Failed || cs.Opened+cs.Failed != cs.Attempts {
 		t.Errorf("%s: attempts %d, opened %d, failed %d, by class %v (sum %d)", cs.Scenario, cs.Attempts, cs.Opened, cs.Failed, cs.ByClass, sum)
+	}
+	for _, n := range cs.Disconnects {
+		disc += n
+	}
+	if cs.Opened != cs.OpenAtEnd+disc {
+		t.Errorf("%s: opened %d != open at end %d + disconnects %d %v", cs.Scenario, cs.Opened, cs.OpenAtEnd, disc, cs.Disconnects)
 	}
 }
 
@@ -135,8 +144,9 @@ load: {grace: 1s, stages: [{duration: 200ms, users: 0 -> 5}, {duration: 1800ms, 
 	if len(res.Series.Connections) != len(res.Series.T) || max != 10 {
 		t.Errorf("series connections %v (t %v)", res.Series.Connections, res.Series.T)
 	}
-	if cs.Disconnects["client_close"] != 10 {
-		t.Errorf("disconnects %v", cs.Disconnects)
+	// Open when the run ended: counted there, not as disconnects.
+	if cs.OpenAtEnd != 10 || len(cs.Disconnects) != 0 {
+		t.Errorf("open at end %d, disconnects %v", cs.OpenAtEnd, cs.Disconnects)
 	}
 }
 
@@ -205,7 +215,7 @@ load: {stages: [{duration: 1s, users: 0 -> 100}, {duration: 500ms, users: 100}, 
 	if len(s) < 8 || s[0] >= 20 || peakAt < 1 || s[len(s)-1] != 0 {
 		t.Errorf("connections over time %v: want a ramp to 20, then down to 0 in the last stage", s)
 	}
-	if cs.Opened != 20 || cs.Disconnects["client_close"] != 20 {
+	if cs.Opened != 20 || cs.Disconnects["client_close"] != 20 || cs.OpenAtEnd != 0 {
 		t.Errorf("connections %+v", cs)
 	}
 }
@@ -407,5 +417,127 @@ func TestTenantOfSlot(t *testing.T) {
 		if got := tenantOfSlot(c.spec, c.idx, c.tens); got != c.want {
 			t.Errorf("tenantOfSlot(per_tenant %d, %d, %d) = %d, want %d", c.spec.PerTenant, c.idx, c.tens, got, c.want)
 		}
+	}
+}
+
+// wsHostile serves WebSockets that misbehave: "drop" accepts and cuts the
+// socket at once, "silent" reads and never writes.
+func wsHostile(t *testing.T, mode string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		if mode == "silent" {
+			for {
+				if _, _, err := c.Read(r.Context()); err != nil {
+					return
+				}
+			}
+		}
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv
+}
+
+// Every opened connection ends exactly once: a disconnect by its reason,
+// or open at the end of the run; so opened = open at the end +
+// disconnects, whatever the server does (issue 12, item 9). Before, a
+// SignalR connection the server dropped right after its handshake was
+// opened but never a disconnect, and a connection whose step the run's end
+// interrupted was counted both open at the end and client_close.
+func TestConnLedgerAgainstHostileServers(t *testing.T) {
+	hubBase := func(m hostile.HubMode) (target, hub string) {
+		h := hostile.SignalRHub(t, m)
+		return strings.TrimSuffix(h.URL, "/hub"), h.URL
+	}
+	type tc struct {
+		name, target, scenario string
+		check                  func(t *testing.T, res *result.Result, cs result.ConnScenario)
+	}
+	var cases []tc
+	{
+		target, hub := hubBase(hostile.HubDropAfterHandshake)
+		cases = append(cases, tc{"signalr drop after handshake", target,
+			`{users: 3, signalr: {url: "` + hub + `", reconnect: 50ms}}`,
+			func(t *testing.T, res *result.Result, cs result.ConnScenario) {
+				if cs.Opened < 3 || cs.Disconnects["network_reset"] < cs.Opened-cs.OpenAtEnd || len(cs.Disconnects) > 1 {
+					t.Errorf("%+v", cs)
+				}
+			}})
+	}
+	{
+		target, hub := hubBase(hostile.HubDropOnInvoke)
+		cases = append(cases, tc{"signalr drop during invoke", target,
+			`{users: 3, signalr: {url: "` + hub + `", reconnect: 50ms, invoke: [{method: Join, args: ["{{ vu }}"], timeout: 5s}]}}`,
+			func(t *testing.T, res *result.Result, cs result.ConnScenario) {
+				inv := connStep(t, res, "c", "invoke Join")
+				if cs.Opened < 3 || inv.Failed < 3 || inv.ByClass["conn_reset"] != inv.Failed || cs.Disconnects["network_reset"] != inv.Failed {
+					t.Errorf("%+v; invoke %+v", cs, inv)
+				}
+			}})
+	}
+	{
+		target, hub := hubBase(hostile.HubSilent)
+		cases = append(cases, tc{"signalr run ends during invoke", target,
+			`{users: 3, signalr: {url: "` + hub + `", invoke: [{method: Join, args: ["{{ vu }}"], timeout: 30s}]}}`,
+			func(t *testing.T, res *result.Result, cs result.ConnScenario) {
+				if cs.Opened != 3 || cs.OpenAtEnd != 3 || len(cs.Disconnects) != 0 {
+					t.Errorf("%+v", cs)
+				}
+			}})
+	}
+	{
+		srv := wsHostile(t, "drop")
+		cases = append(cases, tc{"websocket drop after upgrade", srv.URL,
+			`{users: 3, websocket: {url: /x, reconnect: 50ms, steps: [{send: hi}, {wait: {regex: ".", timeout: 5s}}]}}`,
+			func(t *testing.T, res *result.Result, cs result.ConnScenario) {
+				if cs.Opened < 3 || cs.Disconnects["network_reset"] < cs.Opened-cs.OpenAtEnd-cs.Disconnects["write_failed"] {
+					t.Errorf("%+v", cs)
+				}
+			}})
+	}
+	{
+		srv := wsHostile(t, "silent")
+		cases = append(cases, tc{"websocket run ends during wait", srv.URL,
+			`{users: 3, websocket: {url: /x, steps: [{send: hi}, {wait: {regex: ".", timeout: 30s}}]}}`,
+			func(t *testing.T, res *result.Result, cs result.ConnScenario) {
+				if cs.Opened != 3 || cs.OpenAtEnd != 3 || len(cs.Disconnects) != 0 {
+					t.Errorf("%+v", cs)
+				}
+			}})
+	}
+	{
+		srv := wsHostile(t, "silent")
+		cases = append(cases, tc{"websocket held at the end", srv.URL,
+			`{users: 3, websocket: {url: /x, steps: [{send: hi}, {hold: run}]}}`,
+			func(t *testing.T, res *result.Result, cs result.ConnScenario) {
+				if cs.Opened != 3 || cs.OpenAtEnd != 3 || len(cs.Disconnects) != 0 {
+					t.Errorf("%+v", cs)
+				}
+			}})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := connPlan(t, `
+target: `+c.target+`
+scenarios:
+  c: `+c.scenario+`
+load: {stages: [{duration: 800ms, users: 1}]}
+`)
+			res, err := Run(context.Background(), p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, res)
+			cs := connScenario(t, res, "c")
+			checkConnSums(t, cs)
+			c.check(t, res, cs)
+		})
 	}
 }

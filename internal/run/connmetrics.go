@@ -80,8 +80,11 @@ func (a *connRecorder) Record(name string, class sample.Class, d time.Duration, 
 		return
 	}
 	sh := a.rec.Shard(a.next.Add(1))
-	sh.Record(id, class, d)
 	if class != sample.OK && err != nil {
-		sh.Error(id, class, err.Error())
+		// The failure and its reason are counted together, so a step's
+		// messages always add up to its failures.
+		sh.FailText(id, class, 0, d, metrics.ErrorText(err))
+		return
 	}
+	sh.Record(id, class, d)
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/sample"
 	"github.com/stampede-load/stampede/internal/sched"
 	"github.com/stampede-load/stampede/internal/vu"
@@ -104,6 +105,10 @@ func (r *runner) runOpen() {
 			return
 		}
 		due := r.start.Add(at)
+		if el := time.Since(r.start); el-at > maxCatchUp {
+			k = r.dropOverdue(k, sch.Before(el-maxCatchUp), dropShard) - r.seg().Step()
+			continue
+		}
 		if !r.waitUntil(due, timer, precise) {
 			return
 		}
@@ -125,6 +130,31 @@ func (r *runner) runOpen() {
 		}
 		dropShard.RecordUnfinished(a.sc.FirstRequestStep(), sample.Dropped)
 	}
+}
+
+// maxCatchUp is how late the dispatcher still starts an arrival. Past it
+// the arrival is counted dropped: the generator could not start it, as
+// when every slot is busy. Without a bound, a rate the dispatcher cannot
+// keep up with (1e9/s) is worked off one late arrival at a time long past
+// the end of its stage, and a stall of the generator turns into a burst.
+const maxCatchUp = 200 * time.Millisecond
+
+// dropOverdue counts this segment's arrivals from k up to global index
+// upto as dropped (at least arrival k) and returns the next one to fire.
+// Each counts against its own scenario, in bulk: a cycle of the scenario
+// order holds every scenario the run of arrivals can name.
+func (r *runner) dropOverdue(k, upto int64, sh *metrics.Shard) int64 {
+	step := r.seg().Step()
+	if upto <= k {
+		upto = k + 1
+	}
+	n := (upto - k + step - 1) / step
+	cycle := int64(r.prog.ScenarioCycle())
+	for j := int64(0); j < n && j < cycle; j++ {
+		sc := r.prog.ScenarioFor(k + j*step)
+		sh.DroppedN(sc.FirstRequestStep(), (n-j+cycle-1)/cycle)
+	}
+	return k + n*step
 }
 
 // preciseBelow is the wait under which the dispatcher sleeps on a timerfd

@@ -16,7 +16,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/collect"
@@ -75,6 +74,21 @@ type Options struct {
 	// up more than StartGrace (default DefaultStartGrace) after it.
 	StartAt    time.Time
 	StartGrace time.Duration
+	// InPlace, when set, is called once, with the result so far, when the
+	// profile's last stage has begun and the population is in place: every
+	// closed-model user started and every connection open or failed at
+	// least once (inplace.go). Levels measure from there.
+	InPlace func(*result.Result)
+	// Carry, when set, continues data rows from earlier runs given the
+	// same carry (the levels of a gate or sweep).
+	Carry *vu.Carry
+	// End, when closed, ends the run as if its stages were over: nothing
+	// new starts, work in flight gets the grace period, the result is
+	// complete.
+	End <-chan struct{}
+	// Errors says how many distinct failure messages each step keeps,
+	// how they are redacted, and where failing exchanges are sampled.
+	Errors metrics.ErrorOptions
 }
 
 // ErrUnreachable means the target refused or did not answer before any
@@ -92,6 +106,10 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if o.CheckpointEvery <= 0 {
 		o.CheckpointEvery = 5 * time.Second
 	}
+	if o.Errors.Redact == nil {
+		// No text from the environment may reach a result (plan.Redact).
+		o.Errors.Redact = p.Redact
+	}
 	base := o.BaseURL
 	if base == "" {
 		base = p.Target
@@ -103,28 +121,27 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Carry != nil {
+		o.Carry.Adopt(prog)
+	}
 	prog.SetSegment(o.Segment.Norm().Index, o.Segment.Norm().Count)
 	raiseFDLimit()
 	tuneGC(p)
 	if !o.SkipPreflight {
-		if err := preflight(base); err != nil {
+		if err := preflight(base, o.TLS); err != nil {
+			return nil, err
+		}
+		if err := preflightConnTLS(p, o.TLS); err != nil {
 			return nil, err
 		}
 	}
-	r := &runner{
-		plan: p,
-		prog: prog,
-		opts: o,
-		base: base,
-		rec:  metrics.New(prog.Steps, o.Interval.Seconds()),
-		shared: httpc.NewShared(httpc.Options{
-			TLS:               o.TLS,
-			NewConnPerRequest: p.HTTP.Reuse == plan.ReusePerRequest,
-			SourceAddrs:       p.HTTP.SourceAddresses,
-			MaxConnsPerHost:   segmentConnCap(p.HTTP.MaxConnsPerHost, o.Segment),
-		}),
-		soft: make(chan struct{}),
+	if o.Errors.Redact == nil {
+		// Failure messages and samples echo requests: the plan's secrets
+		// must not reach the result.
+		o.Errors.Redact = p.Redact
 	}
+	r := newRunner(p, prog, base, o)
+	r.rec.Configure(o.Errors)
 	defer r.shared.Close()
 	if err := r.startMonitors(ctx); err != nil {
 		return nil, err
@@ -136,7 +153,28 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	return r.run(ctx)
 }
 
-func preflight(base string) error {
+// newRunner prepares the run of a compiled plan; the caller closes
+// r.shared.
+func newRunner(p *plan.Plan, prog *vu.Program, base string, o Options) *runner {
+	return &runner{
+		plan: p,
+		prog: prog,
+		opts: o,
+		base: base,
+		rec:  metrics.New(prog.Steps, o.Interval.Seconds()),
+		shared: httpc.NewShared(httpc.Options{
+			TLS:               o.TLS,
+			NewConnPerRequest: p.HTTP.Reuse == plan.ReusePerRequest,
+			SourceAddrs:       p.HTTP.SourceAddresses,
+			MaxConnsPerHost:   segmentConnCap(p.HTTP.MaxConnsPerHost, o.Segment),
+			MaxHeaderBytes:    p.HTTP.MaxHeaderBytes,
+			MaxKeptBody:       p.HTTP.MaxKeptBodyBytes,
+		}),
+		soft: make(chan struct{}),
+	}
+}
+
+func preflight(base string, conf *tls.Config) error {
 	ep, err := vu.EndpointOf(base)
 	if err != nil {
 		return err
@@ -145,7 +183,10 @@ func preflight(base string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnreachable, base, err)
 	}
-	c.Close()
+	defer c.Close()
+	if ep.Scheme == "https" {
+		return checkTLS(c, base, ep.Addr, conf)
+	}
 	return nil
 }
 
@@ -182,6 +223,8 @@ type runner struct {
 	// startUser.
 	waiting   userQueue
 	schedOnce sync.Once
+	// inPlaceConns: the connection populations are in place (inplace.go).
+	inPlaceConns atomic.Bool
 }
 
 // stop ends the starting of new work; the first reason given wins.
@@ -210,6 +253,9 @@ func (r *runner) newUserAs(id int64, tenant int) *vu.User {
 	u := r.prog.NewUser(id, r.shared.NewTransport(), r.rec)
 	if tenant > 0 {
 		u.SetTenant(tenant)
+	}
+	if r.opts.Carry != nil {
+		r.opts.Carry.Number(u)
 	}
 	r.usersMu.Lock()
 	r.users = append(r.users, u)
@@ -243,9 +289,12 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 		case <-ctx.Done():
 			el := time.Since(r.start).Round(100 * time.Millisecond)
 			r.stop(fmt.Sprintf("interrupted (Ctrl-C) at %v of %v", el, total), true)
+		case <-r.opts.End:
+			r.stop("", false)
 		case <-r.soft:
 		}
 	}()
+	go r.watchInPlace()
 
 	switch {
 	case !r.prog.HasRequests():
@@ -362,17 +411,6 @@ func (r *runner) handleIterErr(err error) {
 	}
 }
 
-// raiseFDLimit lifts the soft open-files limit to the hard one: every
-// connection is a file, and distributions ship a soft limit (1024) far
-// below what a load test holds.
-func raiseFDLimit() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
-		l.Cur = l.Max
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-	}
-}
-
 // manyUsers is the count of users plus held connections from which memory
 // per user matters more than the garbage collector's CPU.
 const manyUsers = 1000
@@ -404,31 +442,6 @@ func tuneGC(p *plan.Plan) {
 	case users+conns >= manyUsers:
 		debug.SetGCPercent(25)
 	}
-}
-
-// FDLimit is the process's open-files limit after raising it.
-func FDLimit() uint64 {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) != nil {
-		return 0
-	}
-	return l.Cur
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func maxRSS() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Maxrss * 1024
 }
 
 func gcPauseP99() time.Duration {
@@ -469,6 +482,7 @@ func (r *runner) build(checkpoint bool) *result.Result {
 		Steps:      snap.Steps,
 		Series:     snap.Series,
 		Samples:    snap.Errors,
+		ErrorsTop:  snap.ErrorsTop,
 		Thresholds: []result.Threshold{},
 		Indicators: []result.Indicator{},
 	}

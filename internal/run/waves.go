@@ -25,14 +25,17 @@ func (r *runner) runWaves() {
 	started := make([]int64, waves.Len())
 	for {
 		now := time.Now()
-		if !now.Before(end) {
+		if !r.mayStart(end) {
 			break
 		}
 		el := now.Sub(r.start)
 		total := 0
 		for g := range running {
 			want := waves.SegUsersAt(seg, g, el)
-			for len(running[g]) < want {
+			for n := 1; len(running[g]) < want; n++ {
+				if n%startBatch == 0 && !r.mayStart(end) {
+					break
+				}
 				started[g]++
 				id, tenant := waves.User(seg, g, started[g])
 				cu := closedUser{u: r.newUserAs(id, tenant), quit: make(chan struct{})}

@@ -151,6 +151,29 @@ func (a *Arrivals) Time(k int64) (time.Duration, bool) {
 	return p.start + d, true
 }
 
+// Before is the number of arrivals due before t: arrival k is due before t
+// exactly when k < Before(t), up to the rounding of Time.
+func (a *Arrivals) Before(t time.Duration) int64 {
+	if t <= 0 || len(a.pieces) == 0 {
+		return 0
+	}
+	cum := a.total
+	for _, p := range a.pieces {
+		if t < p.start+p.dur {
+			cum = p.cumStart + p.countAt((t - p.start).Seconds())
+			break
+		}
+	}
+	// Arrival k exists while k < total (Time); a count past the last one
+	// would name arrivals that never come.
+	last := math.Ceil(a.total - 1e-9)
+	n := math.Min(math.Ceil(cum-1e-9), last)
+	if n < 0 {
+		return 0
+	}
+	return int64(n)
+}
+
 // PaceDelay is how long a paced user waits before iteration iter (from 0),
 // given the time elapsed since the user started. Iterations are due every
 // pace; a late user starts at once and does not try to catch up with a burst.

@@ -124,3 +124,38 @@ func absDur(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// Before is the inverse the open model's bounded catch-up relies on: the
+// arrivals due before t are exactly 0..Before(t)-1, on ramps, step ramps
+// and flat stages alike, and it never counts arrivals past the last.
+func TestArrivalsBeforeInvertsTime(t *testing.T) {
+	a := NewArrivals([]plan.Stage{
+		{Duration: 2 * time.Second, From: 0, To: 50},
+		{Duration: 2 * time.Second, From: 50, To: 200, Steps: 3},
+		{Duration: time.Second, From: 30, To: 30},
+	})
+	if got := a.Before(0); got != 0 {
+		t.Errorf("Before(0) = %d, want 0", got)
+	}
+	var k int64
+	for ; ; k++ {
+		at, ok := a.Time(k)
+		if !ok {
+			break
+		}
+		next, ok := a.Time(k + 1)
+		if !ok {
+			next = 5 * time.Second
+		}
+		if next == at {
+			continue
+		}
+		mid := at + (next-at)/2
+		if got := a.Before(mid); got != k+1 {
+			t.Fatalf("Before(%v) = %d, want %d (arrival %d at %v, next at %v)", mid, got, k+1, k, at, next)
+		}
+	}
+	if got := a.Before(time.Hour); got != k {
+		t.Errorf("Before(after the end) = %d, want the %d arrivals there are", got, k)
+	}
+}

@@ -3,6 +3,7 @@ package vu
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/stampede-load/stampede/internal/plan"
@@ -70,5 +71,52 @@ func (f *Feeder) pick(rows [][]string, cur *atomic.Int64, rnd randomSource, whos
 	default:
 		k := (cur.Add(1)-1)*f.Stride + f.Offset
 		return rows[k%n], nil
+	}
+}
+
+// Carry keeps data cursors from one run to the next, for a command that
+// runs one plan several times in a row (the levels of a gate or sweep): a
+// unique row handed out at one level is never handed out again at the
+// next, and sequential rows go on where the last level stopped.
+//
+// Users are numbered on too: {{ vu }} of a level's users starts after the
+// highest of the levels before, so vu and iter together never repeat.
+type Carry struct {
+	mu      sync.Mutex
+	feeders map[*plan.DataSource]*Feeder
+	// base is added to this run's user ids; next is the highest {{ vu }}
+	// handed out so far, the next run's base.
+	base int64
+	next atomic.Int64
+}
+
+// Number gives u its {{ vu }} after every earlier run's users.
+func (c *Carry) Number(u *User) {
+	v := c.base + u.ID
+	u.env.VU = v
+	for {
+		n := c.next.Load()
+		if v <= n || c.next.CompareAndSwap(n, v) {
+			return
+		}
+	}
+}
+
+// Adopt starts a run: p gets the feeders earlier runs used for the same
+// sources (and keeps its own for sources new to the carry), and its users
+// are numbered after theirs.
+func (c *Carry) Adopt(p *Program) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.base = c.next.Load()
+	if c.feeders == nil {
+		c.feeders = map[*plan.DataSource]*Feeder{}
+	}
+	for i, f := range p.Feeders {
+		if prev, ok := c.feeders[f.src]; ok {
+			p.Feeders[i] = prev
+		} else {
+			c.feeders[f.src] = f
+		}
 	}
 }

@@ -125,6 +125,10 @@ func (p *Program) ScenarioFor(k int64) *Scenario {
 	return p.Scenarios[p.order[k%int64(len(p.order))]]
 }
 
+// ScenarioCycle is the period of ScenarioFor: users or arrivals k and
+// k+ScenarioCycle() run the same scenario.
+func (p *Program) ScenarioCycle() int { return len(p.order) }
+
 // HasThink reports whether the scenario has think steps.
 func (s *Scenario) HasThink() bool {
 	for _, st := range s.Steps {

@@ -35,6 +35,7 @@ type User struct {
 	req     httpc.Request
 	resp    httpc.Response
 	scratch []byte
+	msg     []byte // a failure's message (failures.go), reused
 	hdrBuf  []byte
 	spans   [][2]int
 	jar     *cookiejar.Jar
@@ -168,11 +169,29 @@ func (u *User) Segment(sc *Scenario, pc int) (next int, think time.Duration, end
 		if !ok {
 			// Later steps usually need what this one should have captured;
 			// sending them anyway would count failures that are not the
-			// server's. The iteration ends here.
+			// server's. The iteration ends here, but only after the think
+			// its remaining steps would have taken: a user that skipped
+			// it would come back at once, and a closed model whose
+			// target fails would multiply its load instead of keeping it.
+			if d := u.remainingThink(sc, pc+1); d > 0 {
+				return len(sc.Steps), d, false
+			}
 			return 0, 0, true
 		}
 	}
 	return 0, 0, true
+}
+
+// remainingThink is the sum of the think steps' waits from pc on, drawn as
+// they would have been had the iteration gone on.
+func (u *User) remainingThink(sc *Scenario, pc int) time.Duration {
+	var d time.Duration
+	for ; pc < len(sc.Steps); pc++ {
+		if st := sc.Steps[pc]; st.Kind == plan.StepThink {
+			d += u.thinkTime(st)
+		}
+	}
+	return d
 }
 
 func (u *User) thinkTime(st *Step) time.Duration {
@@ -208,8 +227,7 @@ func (u *User) Think(d time.Duration, stop Stop) bool {
 // reading taken just before, when the caller has one (zero: read it now).
 func (u *User) do(st *Step, from, sent time.Time) bool {
 	if err := u.build(st); err != nil {
-		u.shard.Record(st.ID, sample.Other, 0)
-		u.shard.Error(st.ID, sample.Other, err.Error())
+		u.shard.FailText(st.ID, sample.Other, 0, 0, err.Error())
 		return false
 	}
 	if sent.IsZero() {
@@ -229,19 +247,19 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 			u.shard.RecordUnfinished(st.ID, sample.Interrupted)
 			return false
 		}
-		u.shard.Record(st.ID, class, latency)
-		u.shard.Error(st.ID, class, err.Error())
+		u.failed(st, class, "", err, sent, latency) // failures.go
 		return false
 	}
 	if u.jar != nil || u.resp.Get("Set-Cookie") != nil {
 		u.storeCookies(st)
 	}
 	class, msg := u.judge(st)
-	u.shard.Record(st.ID, class, latency)
-	if class != sample.OK && msg != "" {
-		u.shard.Error(st.ID, class, msg)
+	if class != sample.OK {
+		u.failed(st, class, msg, nil, sent, latency) // failures.go
+		return false
 	}
-	return class == sample.OK
+	u.shard.RecordResponse(st.ID, class, u.resp.Status, latency)
+	return true
 }
 
 // judge classifies an answer: an unexpected 429/4xx/5xx is its status
@@ -269,14 +287,14 @@ func (u *User) judge(st *Step) (sample.Class, string) {
 	}
 	for _, want := range exp.BodyContains {
 		if !bytes.Contains(u.resp.Body, []byte(want)) {
-			return sample.Check, fmt.Sprintf("body does not contain %q", want)
+			return sample.Check, fmt.Sprintf("body does not contain %q", want) + u.resp.CutNote()
 		}
 	}
 	u.doc, u.docParsed = nil, false
 	for _, je := range exp.JSON {
 		doc, ok := u.parsedBody()
 		if !ok {
-			return sample.Check, "body is not JSON"
+			return sample.Check, "body is not JSON" + u.resp.CutNote()
 		}
 		got, ok := jsonAt(doc, je.Path)
 		if !ok {
@@ -309,7 +327,7 @@ func (u *User) judge(st *Step) (sample.Class, string) {
 			}
 		}
 		if !found {
-			return sample.Capture, fmt.Sprintf("capture %q found nothing", c.Name)
+			return sample.Capture, fmt.Sprintf("capture %q found nothing", c.Name) + u.resp.CutNote()
 		}
 		u.env.Captures[c.Slot] = val
 	}
@@ -384,6 +402,7 @@ func (u *User) build(st *Step) error {
 	r.Method = st.Method
 	r.Timeout = st.Timeout
 	r.KeepBody = st.keepBody
+	r.KeepHead = u.keepHead()
 	u.scratch = st.URL.Append(u.scratch[:0], &u.env)
 	target := u.scratch
 	if st.dynamicURL {

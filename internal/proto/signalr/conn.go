@@ -28,11 +28,13 @@ type Options struct {
 	// AccessToken is sent as a bearer token on negotiate and as
 	// access_token on the WebSocket URL.
 	AccessToken string
-	// HTTPClient is used for negotiate (default: a shared pool).
+	// HTTPClient is used for negotiate (default: when TLS is set, a pool
+	// of these Options' own over a clone of TLS; else a shared pool).
 	HTTPClient *http.Client
-	// TLS configures wss:// upgrades (custom CA, client certificate,
-	// server name); negotiate goes through HTTPClient, which the caller
-	// configures the same way.
+	// TLS configures negotiate (when HTTPClient is nil) and wss://
+	// upgrades: custom CA, client certificate, server name. Each gets a
+	// clone, so net/http adding "h2" to its copy never reaches the
+	// upgrade, which offers only http/1.1.
 	TLS *tls.Config
 	// SkipNegotiate connects the WebSocket directly, as clients configured
 	// with skipNegotiation do.
@@ -67,6 +69,7 @@ type Options struct {
 
 	once sync.Once
 	wso  ws.Options
+	hc   *http.Client
 }
 
 func (o *Options) wsOptions() *ws.Options {
@@ -82,8 +85,28 @@ func (o *Options) wsOptions() *ws.Options {
 		if o.Stats != nil {
 			o.wso.Counters = &o.Stats.Counters
 		}
+		o.hc = o.HTTPClient
+		if o.hc == nil && o.TLS != nil {
+			o.hc = newNegotiateClient(o.TLS.Clone())
+		}
+		if o.hc == nil {
+			o.hc = sharedHTTP
+		}
 	})
 	return &o.wso
+}
+
+func (o *Options) httpClient() *http.Client {
+	o.wsOptions()
+	return o.hc
+}
+
+// CloseIdleConnections drops the negotiate client's idle connections
+// (when the population has one of its own), at the end of a run.
+func (o *Options) CloseIdleConnections() {
+	if hc := o.httpClient(); hc != sharedHTTP {
+		hc.CloseIdleConnections()
+	}
 }
 
 func (o *Options) maxMessage() int64 {
@@ -130,6 +153,9 @@ type Conn struct {
 	// closing is set by Close before the Close message goes out: a server
 	// that hangs up on reading it ends a connection we were ending.
 	closing atomic.Bool
+	// atEnd is set by CloseAtEnd: the connection is counted open at the
+	// end, not as a disconnect.
+	atEnd atomic.Bool
 
 	mu     sync.Mutex
 	hs     chan error // handshake outcome, nil once delivered
@@ -139,6 +165,8 @@ type Conn struct {
 	// sigDisc is a reason the hub protocol decided (Close message, bad
 	// record) before the socket went.
 	sigDisc *ws.Disconnect
+	// endDisc is the final reason, set by Closed before the state ends.
+	endDisc *ws.Disconnect
 }
 
 const (
@@ -173,23 +201,40 @@ func Connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 		}
 		return nil, err
 	}
-	// Closed may already have run (the server hung up right after the
-	// handshake); only a connection counted open is counted closed.
-	if c.state.CompareAndSwap(stateNew, stateOpen) && st != nil {
+	switch {
+	case st == nil:
+	case c.state.CompareAndSwap(stateNew, stateOpen):
 		st.Open.Add(1)
 		st.Opened.Add(1)
+	default:
+		// Closed ran first: the server hung up right after the
+		// handshake. The connection did open, so it is counted opened
+		// and ended here (Closed left it to us), keeping opened = open +
+		// ended; before, such connections were opened for the caller
+		// but in no counter, and disconnects came up short.
+		st.Opened.Add(1)
+		c.mu.Lock()
+		d := c.endDisc
+		c.mu.Unlock()
+		c.countEnd(d)
 	}
 	return c, nil
+}
+
+// countEnd counts a connection that was counted opened and has ended.
+func (c *Conn) countEnd(d *ws.Disconnect) {
+	if c.atEnd.Load() {
+		c.stat.ClosedAtEnd.Add(1)
+		return
+	}
+	c.stat.Disconnects[d.Reason].Add(1)
 }
 
 func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Conn, error) {
 	var tm Timing
 	ep := endpoint{base: hub, token: o.AccessToken}
 	if !o.SkipNegotiate {
-		hc := o.HTTPClient
-		if hc == nil {
-			hc = sharedHTTP
-		}
+		hc := o.httpClient()
 		nctx, cancel := context.WithTimeout(ctx, dflt(o.NegotiateTimeout, 15*time.Second))
 		t0 := time.Now()
 		var err error
@@ -409,6 +454,14 @@ func (c *Conn) Close() error {
 	return c.ws.Close(1000, "")
 }
 
+// CloseAtEnd closes politely because the run (or the caller's hold)
+// ended: the connection is counted in Stats.ClosedAtEnd, not as a
+// disconnect, unless it had already ended on its own.
+func (c *Conn) CloseAtEnd() error {
+	c.atEnd.Store(true)
+	return c.Close()
+}
+
 // Abort drops the connection without any goodbye (end of a run).
 func (c *Conn) Abort() { c.ws.Abort() }
 
@@ -456,9 +509,14 @@ func (c *Conn) Closed(_ *ws.Conn, d *ws.Disconnect) *ws.Disconnect {
 	if hs != nil {
 		hs <- &Error{Phase: "handshake", Class: d.Class, Msg: "connection ended before the handshake answer: " + d.Error(), Err: d}
 	}
+	c.mu.Lock()
+	c.endDisc = d
+	c.mu.Unlock()
+	// Exactly one of Connect and Closed counts the end: whichever finds
+	// the connection open (see Connect).
 	if c.state.Swap(stateEnded) == stateOpen && c.stat != nil {
 		c.stat.Open.Add(-1)
-		c.stat.Disconnects[d.Reason].Add(1)
+		c.countEnd(d)
 	}
 	return d
 }

@@ -3,6 +3,7 @@ package signalr
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
@@ -170,7 +172,13 @@ func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.He
 		if cl == sample.OK {
 			cl = sample.Other
 		}
-		return nil, &Error{Phase: "negotiate", Class: cl, Msg: resp.Status}
+		// The body says why (an error object, a gateway's page): keep its
+		// start, so the Errors table shows what the server answered.
+		msg := resp.Status
+		if len(body) > 0 {
+			msg += ": " + string(metrics.AppendBody(nil, body, []byte(resp.Header.Get("Content-Type"))))
+		}
+		return nil, &Error{Phase: "negotiate", Class: cl, Msg: msg}
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	trimmed := bytes.TrimSpace(body)
@@ -212,17 +220,25 @@ func wsURL(ep endpoint) (string, error) {
 	return u.String(), nil
 }
 
-// sharedHTTP is used for negotiate when the plan gives no client: one pool,
-// kept small, so a ramp of thousands of connections reuses a few sockets.
-var sharedHTTP = &http.Client{
-	Transport: &http.Transport{
-		Proxy:               nil,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   true,
-	},
-	// Negotiate redirects are JSON bodies, not HTTP 3xx; a 3xx is a
-	// misconfigured URL and should be reported, not followed.
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// sharedHTTP is used for negotiate when the plan gives no client and no
+// TLS settings: one pool, kept small, so a ramp of thousands of
+// connections reuses a few sockets.
+var sharedHTTP = newNegotiateClient(nil)
+
+// newNegotiateClient makes a negotiate client; conf must be the client's
+// own (net/http writes its NextProtos).
+func newNegotiateClient(conf *tls.Config) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:               nil,
+			TLSClientConfig:     conf,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     30 * time.Second,
+			DisableCompression:  true,
+			ForceAttemptHTTP2:   true,
+		},
+		// Negotiate redirects are JSON bodies, not HTTP 3xx; a 3xx is a
+		// misconfigured URL and should be reported, not followed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }

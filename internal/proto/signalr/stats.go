@@ -33,7 +33,11 @@ type Stats struct {
 	Connecting  atomic.Int64 // negotiating, upgrading or handshaking now
 	Open        atomic.Int64 // handshaken and not yet ended
 	Opened      atomic.Int64 // ever handshaken
+	// Disconnects counts connections that ended while wanted open, by
+	// reason; ClosedAtEnd those still open when CloseAtEnd closed them.
+	// Opened = Open + ClosedAtEnd + the sum of Disconnects.
 	Disconnects [ws.NumReasons]atomic.Int64
+	ClosedAtEnd atomic.Int64
 	OtherPushes atomic.Int64 // pushes to targets nobody listens for
 
 	pushes map[string]*PushStat // fixed at NewStats: read without locks
@@ -118,7 +122,7 @@ func Hold(ctx context.Context, hub string, hdr http.Header, o *Options, calls []
 			if ctx.Err() != nil {
 				// The run ended while a call was in flight: not the
 				// hub's fault, and already recorded as interrupted.
-				c.Close()
+				c.CloseAtEnd()
 				return nil
 			}
 			c.Close()
@@ -127,7 +131,7 @@ func Hold(ctx context.Context, hub string, hdr http.Header, o *Options, calls []
 	}
 	select {
 	case <-ctx.Done():
-		c.Close()
+		c.CloseAtEnd()
 		o.record("session", sample.OK, time.Since(start), nil)
 		return nil
 	case <-c.Done():

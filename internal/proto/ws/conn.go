@@ -68,6 +68,26 @@ type Options struct {
 	Counters *Counters
 	// NetDial replaces the TCP dialer (tests, source-address pools).
 	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	tlsOnce sync.Once
+	tlsConf *tls.Config
+}
+
+// tlsConfig is TLS as the upgrade needs it: a clone of our own that offers
+// only http/1.1. A config that net/http has used carries "h2" in its
+// NextProtos; a server that picks h2 then reads our HTTP/1.1 upgrade
+// request as a broken HTTP/2 preface and the connection dies (WebSockets
+// over HTTP/2, RFC 8441, is another protocol that gorilla does not speak).
+// Cloned once, as o must not change after the first dial.
+func (o *Options) tlsConfig() *tls.Config {
+	o.tlsOnce.Do(func() {
+		if o.TLS != nil {
+			c := o.TLS.Clone()
+			c.NextProtos = []string{"http/1.1"}
+			o.tlsConf = c
+		}
+	})
+	return o.tlsConf
 }
 
 func (o *Options) connectTimeout() time.Duration { return orDefault(o.ConnectTimeout, 10*time.Second) }
@@ -164,7 +184,7 @@ func Dial(ctx context.Context, url string, hdr http.Header, o *Options, h Handle
 	var tcp time.Duration
 	var stop func() bool
 	d := &websocket.Dialer{
-		TLSClientConfig: o.TLS,
+		TLSClientConfig: o.tlsConfig(),
 		ReadBufferSize:  rb,
 		WriteBufferPool: writePool,
 		Subprotocols:    o.Subprotocols,

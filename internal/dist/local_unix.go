@@ -1,0 +1,10 @@
+//go:build unix
+
+package dist
+
+import "syscall"
+
+// workerAttrs puts each worker in a process group of its own, so a terminal's
+// Ctrl-C reaches only the parent, which then stops the workers in order and
+// merges what they measured.
+func workerAttrs() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

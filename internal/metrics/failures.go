@@ -1,0 +1,197 @@
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FailureLog writes complete failing exchanges, up to a number per step,
+// as JSON lines to a side file of the result: the evidence behind an Errors
+// line, for a user to replay with curl. Secrets are redacted before a line
+// is written. Safe for concurrent use.
+type FailureLog struct {
+	per    int64
+	taken  []atomic.Int64
+	redact func(string) string
+
+	mu      sync.Mutex
+	f       *os.File
+	w       *bufio.Writer
+	err     error
+	written int64
+}
+
+// Exchange is one failing request and what came back.
+type Exchange struct {
+	Time     time.Time      `json:"time"`
+	Scenario string         `json:"scenario"`
+	Step     string         `json:"step"`
+	Class    string         `json:"class"`
+	Message  string         `json:"message"`
+	Request  ExchangeReq    `json:"request"`
+	Response *ExchangeResp  `json:"response,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	Timings  ExchangeTiming `json:"timings"`
+}
+
+// ExchangeReq is the request as sent.
+type ExchangeReq struct {
+	Method  string      `json:"method"`
+	URL     string      `json:"url"`
+	Headers [][2]string `json:"headers"`
+	Body    string      `json:"body,omitempty"`
+	// BodyBytes is the body's full length; Body holds at most
+	// MaxSampleRequestBody of it.
+	BodyBytes int `json:"body_bytes"`
+}
+
+// ExchangeResp is the answer: status, headers and the body's start.
+type ExchangeResp struct {
+	Status  int         `json:"status"`
+	Headers [][2]string `json:"headers"`
+	Body    string      `json:"body,omitempty"`
+	// BodyBytes is the body's full length; Body holds at most its first
+	// SampleResponseBody bytes.
+	BodyBytes int64 `json:"body_bytes"`
+}
+
+// ExchangeTiming says when the request went and how long it took.
+type ExchangeTiming struct {
+	// SentAt is when the request was sent; LatencyMS is the latency the
+	// run counted (from the intended start in the open model), ElapsedMS
+	// from the send to the failure.
+	SentAt    time.Time `json:"sent_at"`
+	LatencyMS float64   `json:"latency_ms"`
+	ElapsedMS float64   `json:"elapsed_ms"`
+}
+
+// SampleResponseBody is how much of a failed answer's body a sample keeps.
+const SampleResponseBody = 1024
+
+// MaxSampleRequestBody bounds the request body a sample keeps.
+const MaxSampleRequestBody = 64 << 10
+
+// FailuresPath is the side file of a result file: RESULT.failures.jsonl
+// beside RESULT.json.
+func FailuresPath(resultPath string) string {
+	return strings.TrimSuffix(resultPath, ".json") + ".failures.jsonl"
+}
+
+// OpenFailureLog creates path for up to perStep exchanges per step.
+func OpenFailureLog(path string, perStep int) (*FailureLog, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &FailureLog{per: int64(perStep), f: f, w: bufio.NewWriter(f), redact: RedactURLCredentials}, nil
+}
+
+// setup sizes the log for the recorder's steps and takes its redaction.
+func (l *FailureLog) setup(steps int, redact func(string) string) {
+	l.taken = make([]atomic.Int64, steps)
+	if redact != nil {
+		l.redact = redact
+	}
+}
+
+// Want reports whether step still takes samples; it is cheap, so a caller
+// builds an Exchange only when it will be kept.
+func (l *FailureLog) Want(step int) bool {
+	return step < len(l.taken) && l.taken[step].Load() < l.per
+}
+
+// Add writes x as a sample of step, unless the step has its share.
+func (l *FailureLog) Add(step int, x *Exchange) {
+	if step >= len(l.taken) || l.taken[step].Add(1) > l.per {
+		return
+	}
+	l.clean(x)
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	// Bodies are often HTML; escaped as \u003c they would be unreadable.
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(x)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		_, err = l.w.Write(line.Bytes())
+	}
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+	l.written++
+}
+
+// Written is how many samples the log holds.
+func (l *FailureLog) Written() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.written
+}
+
+// Close flushes the file; it returns the first write error.
+func (l *FailureLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.w.Flush()
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if l.err != nil {
+		return l.err
+	}
+	return err
+}
+
+// secretHeaders are headers whose values are credentials.
+var secretHeaders = map[string]bool{
+	"authorization": true, "proxy-authorization": true, "cookie": true, "set-cookie": true,
+	"x-api-key": true, "x-auth-token": true, "x-csrf-token": true, "x-xsrf-token": true,
+}
+
+// Redacted replaces a secret's value in samples.
+const Redacted = "[redacted]"
+
+func (l *FailureLog) clean(x *Exchange) {
+	x.Request.URL = l.redact(x.Request.URL)
+	x.Request.Body = l.redact(x.Request.Body)
+	x.Message = l.redact(x.Message)
+	x.Error = l.redact(x.Error)
+	cleanHeaders(x.Request.Headers, l.redact)
+	if x.Response != nil {
+		x.Response.Body = l.redact(x.Response.Body)
+		cleanHeaders(x.Response.Headers, l.redact)
+	}
+}
+
+func cleanHeaders(h [][2]string, redact func(string) string) {
+	for i := range h {
+		if secretHeaders[strings.ToLower(h[i][0])] {
+			h[i][1] = Redacted
+			continue
+		}
+		h[i][1] = redact(h[i][1])
+	}
+}
+
+// ErrorText is a transport error's text as a failure message: the local
+// address of a connection (an ephemeral port, new for every connection) is
+// left out, so "connection reset by peer" on a thousand connections is one
+// message, not a thousand.
+func ErrorText(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Source != nil {
+		s := err.Error()
+		src := op.Source.String() + "->"
+		return strings.Replace(s, src, "", 1)
+	}
+	return err.Error()
+}

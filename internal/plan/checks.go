@@ -1,0 +1,324 @@
+package plan
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/stampede-load/stampede/internal/gate"
+)
+
+// checkPopulation refuses a plan that would run and send nothing: every
+// stage at 0 users (or 0/s) and no connection population. With gates the
+// levels give the population, so the stages may well be 0.
+func (p *parser) checkPopulation(f map[string]kv) {
+	pl := p.plan
+	// After another problem a stage or scenario may be missing, and the
+	// plan is refused anyway.
+	if len(p.probs) > 0 || pl.Gates != nil || len(pl.Load.Stages) == 0 || maxStage(pl.Load.Stages) > 0 {
+		return
+	}
+	for _, s := range pl.Scenarios {
+		if s.persistent() {
+			return
+		}
+	}
+	what, want := "users: 0", "users above 0"
+	if pl.Load.Model == Open {
+		what, want = "rate: 0/s", "a rate above 0/s"
+	}
+	pos := pl.Load.Stages[0].Pos
+	if e, ok := f["load"]; ok {
+		pos = p.pos(e.k)
+	}
+	p.errAt(pos, "every stage has %s, so the run would send nothing: give at least one stage %s", what, want)
+}
+
+// checkThresholds parses thresholds and gate SLOs (package gate owns the
+// syntax) and checks that each step they name exists, so a typo is caught
+// before the run instead of failing the verdict after it.
+func (p *parser) checkThresholds() {
+	pl := p.plan
+	check := append([]Located{}, pl.Thresholds...)
+	if pl.Gates != nil {
+		check = append(check, pl.Gates.SLO...)
+	}
+	if len(check) == 0 {
+		return
+	}
+	names, pushes := pl.metricNames()
+	// A step that failed to parse is missing from names; saying so again
+	// under each threshold would only repeat its own problem.
+	stepsKnown := len(p.probs) == 0
+	for _, t := range check {
+		th, err := gate.Parse(t.Value)
+		if err != nil {
+			p.errAt(t.Pos, "%v", err)
+			continue
+		}
+		if th.Step == "" || th.Kind == gate.Monitor || names[th.Step] || !stepsKnown {
+			continue
+		}
+		// A SignalR client counts every push target it receives, listed
+		// or not, so any push name may turn up in the result.
+		if pushes && (strings.HasPrefix(th.Step, "push ") || strings.Contains(th.Step, "/push ")) {
+			continue
+		}
+		list := make([]string, 0, len(names))
+		for n := range names {
+			list = append(list, n)
+		}
+		if s := suggestStep(th.Step, list); s != "" {
+			p.errAt(t.Pos, "threshold %s names step %s, which the plan does not have: did you mean %s?", q(t.Value), q(th.Step), q(s))
+		} else {
+			p.errAt(t.Pos, "threshold %s names step %s, which the plan does not have: name a step by its name, \"METHOD /path\" as written when it has none, or scenario/name", q(t.Value), q(th.Step))
+		}
+	}
+}
+
+// suggestStep is Suggest for free-text step names, compared ignoring case
+// (Suggest expects the valid keys in lower case).
+func suggestStep(s string, names []string) string {
+	lower := make([]string, len(names))
+	byLower := make(map[string]string, len(names))
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+		byLower[lower[i]] = n
+	}
+	if m := Suggest(s, lower); m != "" {
+		return byLower[m]
+	}
+	return ""
+}
+
+// metricNames is every step name a result of the plan can hold, bare and
+// as scenario/name; pushes is set when a SignalR scenario may record push
+// targets it was not told to listen for.
+func (pl *Plan) metricNames() (map[string]bool, bool) {
+	names := map[string]bool{}
+	pushes := false
+	for _, s := range pl.Scenarios {
+		add := func(n string) {
+			names[n] = true
+			names[s.Name+"/"+n] = true
+		}
+		for _, st := range s.Steps {
+			if st.Kind == StepRequest {
+				add(st.Name)
+			}
+		}
+		c := s.Connection.Spec()
+		if c == nil {
+			continue
+		}
+		// As the run names them (run/connmetrics.go).
+		switch {
+		case c.SignalR != nil:
+			pushes = true
+			for _, n := range []string{"negotiate", "upgrade", "handshake"} {
+				add(n)
+			}
+			for _, call := range c.SignalR.Calls {
+				add([...]string{"invoke ", "send ", "stream "}[call.Mode] + call.Method)
+			}
+			for _, t := range c.SignalR.Listen {
+				add("push " + t)
+			}
+		case c.WebSocket != nil:
+			add("upgrade")
+			for _, st := range c.WebSocket.Steps {
+				if st.Kind == WSSend || st.Kind == WSWait {
+					add(st.Name)
+				}
+			}
+		}
+		add("session")
+	}
+	return names, pushes
+}
+
+// Limits a process is checked against before any load (CheckFit).
+const (
+	// ReservedFiles are the open files kept back from the load for what a
+	// run needs beside it: the result and checkpoint writes, monitors,
+	// the demo target, standard streams, DNS and the runtime's own.
+	ReservedFiles = 256
+	// MaxRatePerProcess is the most arrivals per second one process is
+	// asked to schedule: one every microsecond, already past what the
+	// fastest request path (about 8 µs of CPU each, docs/benchmarks.md)
+	// can start on a large machine; beyond it the schedule would be
+	// fiction, so the load must be split across processes.
+	MaxRatePerProcess = 1_000_000
+)
+
+// Peak is the most a process of a run holds at once.
+type Peak struct {
+	// HTTP is the most HTTP connections: users (closed model; capped by
+	// max_conns_per_host) or max_in_flight (open model), each with at most
+	// one connection at a time.
+	HTTP int64
+	// Conns is the persistent (WebSocket, SignalR) connections.
+	Conns int64
+	// Rate is the peak arrivals per second (open model).
+	Rate float64
+}
+
+// Files is the open files the peak needs.
+func (k Peak) Files() int64 { return k.HTTP + k.Conns }
+
+// PeakOf is the peak of one of processes equal parts of the run (the
+// segments of --workers N or --segment i/N), rounded up.
+func (pl *Plan) PeakOf(processes int) Peak {
+	n := int64(max(processes, 1))
+	share := func(v int64) int64 { return (v + n - 1) / n }
+	var k Peak
+	peak := maxStage(pl.Load.Stages)
+	if pl.Load.Model == Open {
+		k.Rate = peak / float64(n)
+		k.HTTP = share(int64(pl.Load.MaxInFlight))
+	} else {
+		k.HTTP = share(int64(math.Min(math.Round(peak), math.MaxInt64/2)))
+		if c := int64(pl.HTTP.MaxConnsPerHost); c > 0 && pl.singleOrigin() {
+			k.HTTP = min(k.HTTP, max(1, share(c)))
+		}
+	}
+	if !pl.hasRequests() {
+		k.HTTP = 0
+	}
+	for _, s := range pl.Scenarios {
+		if s.Connection != nil {
+			k.Conns += share(int64(s.Connection.Count(max(pl.Tenants, 1))))
+		}
+	}
+	return k
+}
+
+func (pl *Plan) hasRequests() bool {
+	for _, s := range pl.Scenarios {
+		if !s.persistent() {
+			return true
+		}
+	}
+	return false
+}
+
+// singleOrigin reports whether every request goes to the target, so a
+// per-host connection cap bounds all of a process's HTTP connections.
+func (pl *Plan) singleOrigin() bool {
+	for _, s := range pl.Scenarios {
+		for _, st := range s.Steps {
+			if st.Kind == StepRequest && (st.URL == nil || !strings.HasPrefix(st.URL.Source, "/")) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// CheckFit refuses a plan that one of processes processes cannot run:
+// more connections at the peak than openFiles (the process's open-files
+// limit, RLIMIT_NOFILE) allows after ReservedFiles, or a rate above
+// MaxRatePerProcess. The error is an *Error naming the place in the plan
+// and what to do: split the run (--workers) or raise the limit.
+func (pl *Plan) CheckFit(processes int, openFiles uint64) error {
+	processes = max(processes, 1)
+	k := pl.PeakOf(processes)
+	var probs []Problem
+	if k.Rate > MaxRatePerProcess {
+		need := int(math.Ceil(k.Rate * float64(processes) / MaxRatePerProcess))
+		probs = append(probs, Problem{Pos: pl.peakStagePos(), Msg: "rate " + fmtCount(k.Rate) + "/s per process is more than one process can schedule (at most " +
+			fmtCount(MaxRatePerProcess) + " arrivals/s): run it as " + strconv.Itoa(need) + " or more processes with --workers " + strconv.Itoa(need) + " (or --segment i/N on several machines)"})
+	}
+	if openFiles != math.MaxUint64 && uint64(k.Files())+ReservedFiles > openFiles {
+		avail := int64(openFiles) - ReservedFiles
+		what := pl.peakWhat(k, processes)
+		msg := what + " need " + fmtCount(float64(k.Files())) + " open connections at the peak, but this process may open only " +
+			fmtCount(float64(openFiles)) + " files (its open-files limit, RLIMIT_NOFILE; " + strconv.Itoa(ReservedFiles) + " are kept for the result file, monitors and logs)"
+		if avail > 0 {
+			total := pl.PeakOf(1).Files()
+			need := (total + avail - 1) / avail
+			msg += ": run it as several processes with --workers " + strconv.FormatInt(need, 10) + " (or --segment i/N on several machines),"
+		} else {
+			msg += ":"
+		}
+		msg += " or raise the limit (ulimit -n, LimitNOFILE= in systemd, --ulimit nofile= in docker)"
+		if pl.Load.Model == Open && k.HTTP > k.Conns {
+			msg += ", or lower max_in_flight"
+		}
+		probs = append(probs, Problem{Pos: pl.peakPos(k), Msg: msg})
+	}
+	if len(probs) > 0 {
+		return &Error{Problems: probs}
+	}
+	return nil
+}
+
+func (pl *Plan) peakWhat(k Peak, processes int) string {
+	var parts []string
+	if k.HTTP > 0 {
+		if pl.Load.Model == Open {
+			parts = append(parts, fmtCount(float64(k.HTTP))+" iterations in flight (max_in_flight)")
+		} else {
+			parts = append(parts, fmtCount(float64(k.HTTP))+" users")
+		}
+	}
+	if k.Conns > 0 {
+		parts = append(parts, fmtCount(float64(k.Conns))+" persistent connections")
+	}
+	s := strings.Join(parts, " and ")
+	if processes > 1 {
+		s += " in each of " + strconv.Itoa(processes) + " processes"
+	}
+	return s
+}
+
+// peakPos is where the plan sets what dominates the peak.
+func (pl *Plan) peakPos(k Peak) Pos {
+	if k.Conns > k.HTTP {
+		var best *Scenario
+		for _, s := range pl.Scenarios {
+			if s.Connection != nil && (best == nil || s.Connection.Count(max(pl.Tenants, 1)) > best.Connection.Count(max(pl.Tenants, 1))) {
+				best = s
+			}
+		}
+		if best != nil {
+			return best.Pos
+		}
+	}
+	if pl.Load.Model == Open && pl.maxInFlightPos.Line > 0 {
+		return pl.maxInFlightPos
+	}
+	return pl.peakStagePos()
+}
+
+func (pl *Plan) peakStagePos() Pos {
+	st := pl.Load.Stages
+	if len(st) == 0 {
+		return Pos{File: pl.File}
+	}
+	m := maxStage(st)
+	for _, s := range st {
+		if s.From == m || s.To == m {
+			return s.Pos
+		}
+	}
+	return st[0].Pos
+}
+
+// fmtCount prints a count with thousands separators, as the reports do.
+func fmtCount(v float64) string {
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

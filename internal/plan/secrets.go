@@ -1,0 +1,185 @@
+package plan
+
+import (
+	"encoding/base64"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Redacted replaces text that came from the environment, or a password
+// from the target URL, wherever the engine records a message.
+const Redacted = "[redacted]"
+
+// minSecret is the shortest environment value Redact hides: shorter ones
+// (a port, a user count, "true") are everywhere in ordinary messages, and
+// hiding every "10" would make them unreadable while protecting nothing.
+const minSecret = 4
+
+// Redact hides in s every value that came from the environment (${NAME})
+// and the target URL's password, as written and in the quoted and
+// URL-escaped forms that error messages carry. Anything that records text
+// which may echo a request or an expectation (error samples, failure
+// tables, logs) passes it through Redact first. It is safe for concurrent
+// use and cheap on a plan without secrets.
+func (pl *Plan) Redact(s string) string {
+	if pl == nil {
+		return s
+	}
+	for _, v := range pl.redactForms {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	return s
+}
+
+// recordingLookup wraps lookup so every value it hands out is remembered
+// as a secret, except while the target is read: the target is shown in
+// every summary by design (its password is taken apart and kept secret on
+// its own, see target).
+func (p *parser) recordingLookup(lookup func(string) (string, bool)) func(string) (string, bool) {
+	if lookup == nil {
+		return nil
+	}
+	return func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if ok && !p.readingTarget {
+			p.secret(v)
+		}
+		return v, ok
+	}
+}
+
+func (p *parser) secret(v string) {
+	if len(v) >= minSecret {
+		p.secrets = append(p.secrets, v)
+	}
+}
+
+// finishSecrets computes the forms Redact looks for, longest first so a
+// secret that contains another is hidden whole.
+func (p *parser) finishSecrets() {
+	seen := map[string]bool{}
+	var forms []string
+	for _, v := range p.secrets {
+		quoted := strconv.Quote(v)
+		for _, f := range []string{v, quoted[1 : len(quoted)-1], url.QueryEscape(v), url.PathEscape(v)} {
+			if len(f) >= minSecret && !seen[f] {
+				seen[f] = true
+				forms = append(forms, f)
+			}
+		}
+	}
+	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	p.plan.redactForms = forms
+}
+
+// targetCredentials takes user:password out of the target URL: curl sends
+// them as Basic authentication, so stampede does too (finishTarget), and a
+// URL without them is what summaries, results and reports show.
+func (p *parser) targetCredentials(u *url.URL) {
+	if u.User == nil {
+		return
+	}
+	user := u.User.Username()
+	pass, _ := u.User.Password()
+	token := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	p.secret(pass)
+	p.secret(token)
+	p.targetAuth = "Basic " + token
+	u.User = nil
+}
+
+// finishTarget joins relative step URLs to the target's path, as base URLs
+// do in k6 and Gatling (/api/v1 + /items/1 = /api/v1/items/1), and sends
+// the target's credentials with every request that goes to it. Connection
+// URLs are joined to the whole target when a population connects, so they
+// only get the credentials here.
+func (p *parser) finishTarget() {
+	pl := p.plan
+	if pl.Target == "" || pl.Target == "demo" {
+		return
+	}
+	path := ""
+	if u, err := url.Parse(pl.Target); err == nil {
+		path = strings.TrimRight(u.EscapedPath(), "/")
+	}
+	for _, s := range pl.Scenarios {
+		for _, st := range s.Steps {
+			if st.Kind != StepRequest || st.URL == nil || !strings.HasPrefix(st.URL.Source, "/") {
+				continue
+			}
+			if path != "" {
+				prependLiteral(st.URL, path)
+			}
+			st.Headers = p.withAuth(st.Headers)
+		}
+		c := s.Connection.Spec()
+		switch {
+		case c == nil:
+		case c.SignalR != nil && c.SignalR.URL != nil && strings.HasPrefix(c.SignalR.URL.Source, "/"):
+			c.SignalR.Headers = p.withAuth(c.SignalR.Headers)
+		case c.WebSocket != nil && c.WebSocket.URL != nil && strings.HasPrefix(c.WebSocket.URL.Source, "/"):
+			c.WebSocket.Headers = p.withAuth(c.WebSocket.Headers)
+		}
+	}
+}
+
+// withAuth adds the target's Basic authentication unless the headers set
+// Authorization themselves, which then wins as a step header wins over a
+// default.
+func (p *parser) withAuth(hs []Header) []Header {
+	if p.targetAuth == "" {
+		return hs
+	}
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, "Authorization") {
+			return hs
+		}
+	}
+	out := make([]Header, len(hs), len(hs)+1)
+	copy(out, hs)
+	return append(out, Header{Name: "Authorization", Value: &Template{Source: p.targetAuth, Parts: []Part{{Kind: PartLiteral, Literal: p.targetAuth}}}})
+}
+
+func prependLiteral(t *Template, s string) {
+	t.Source = s + t.Source
+	if len(t.Parts) > 0 && t.Parts[0].Kind == PartLiteral {
+		t.Parts[0].Literal = s + t.Parts[0].Literal
+		return
+	}
+	t.Parts = append([]Part{{Kind: PartLiteral, Literal: s}}, t.Parts...)
+}
+
+// hasUserinfo reports whether an absolute URL carries user:password@,
+// which stampede does not send from a step (only from the target).
+func hasUserinfo(u string) bool {
+	_, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return strings.Contains(rest, "@")
+}
+
+// hideUserinfo replaces user:password@ in a URL that may not even parse,
+// for an error message.
+func hideUserinfo(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	end := len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		end = i
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return u
+	}
+	return scheme + "://" + Redacted + rest[at:]
+}

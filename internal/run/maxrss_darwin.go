@@ -1,0 +1,4 @@
+package run
+
+// getrusage reports ru_maxrss in bytes on macOS.
+const maxrssUnit = 1

@@ -1,0 +1,37 @@
+//go:build unix
+
+package run
+
+import (
+	"syscall"
+	"time"
+)
+
+// raiseFDLimit lifts the soft open-files limit to the hard one: every
+// connection is a file, and distributions ship a soft limit (1024) far
+// below what a load test holds.
+func raiseFDLimit() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
+
+// cpuTime is the CPU the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// maxRSS is the process's peak resident memory in bytes.
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * maxrssUnit
+}

@@ -1,0 +1,105 @@
+package run
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/plan"
+)
+
+// ErrTLS means a TLS handshake with the target (or a wss/https connection
+// URL) failed before any load was sent. Without this check an untrusted
+// certificate turned the whole test into `tls` failures, read as an
+// overloaded system.
+var ErrTLS = errors.New("TLS check failed")
+
+const tlsCheckTimeout = 10 * time.Second
+
+// checkTLS completes one handshake over nc with a clone of conf, as the
+// users' transports will. rawURL and hostport are the URL being checked and
+// its host:port.
+func checkTLS(nc net.Conn, rawURL, hostport string, conf *tls.Config) error {
+	cfg := &tls.Config{}
+	if conf != nil {
+		cfg = conf.Clone()
+	}
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(hostport)
+		if err != nil {
+			host = hostport
+		}
+		cfg.ServerName = host
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tlsCheckTimeout)
+	defer cancel()
+	tc := tls.Client(nc, cfg)
+	err := tc.HandshakeContext(ctx)
+	if err == nil {
+		return nil
+	}
+	fix := "Nothing was sent. Check that the address speaks TLS, and the plan's tls settings (ca_file, cert_file, key_file, server_name)."
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		fix = "Nothing was sent. The server's certificate is not trusted here: give the CA that signed it as tls.ca_file (a PEM file) in the plan, or, for a test server only, set tls.insecure: true."
+	}
+	return fmt.Errorf("%w: %s: %v\n%s", ErrTLS, rawURL, err, fix)
+}
+
+// preflightConnTLS checks TLS to the wss/https URLs of connection
+// scenarios that are not on the target (a path is joined to the target,
+// which preflight has checked). A URL is rendered for the population's
+// first slot, so one whose host varies per tenant is checked for one
+// tenant. A host that cannot be reached is left to the run, which counts
+// its failed attempts: only a failed handshake stops the run here.
+func preflightConnTLS(p *plan.Plan, conf *tls.Config) error {
+	seen := map[string]bool{}
+	for _, sc := range p.Scenarios {
+		spec := sc.Connection.Spec()
+		if spec == nil {
+			continue
+		}
+		var t *plan.Template
+		switch {
+		case spec.SignalR != nil:
+			t = spec.SignalR.URL
+		case spec.WebSocket != nil:
+			t = spec.WebSocket.URL
+		}
+		if t == nil {
+			continue
+		}
+		env := &plan.Env{Tenant: tenantOfSlot(sc.Connection, 0, p.Tenants), VU: 1}
+		raw := t.String(env)
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		if s := strings.ToLower(u.Scheme); s != "wss" && s != "https" {
+			continue
+		}
+		hostport := u.Host
+		if u.Port() == "" {
+			hostport = net.JoinHostPort(u.Hostname(), "443")
+		}
+		if seen[hostport] {
+			continue
+		}
+		seen[hostport] = true
+		nc, err := net.DialTimeout("tcp", hostport, 5*time.Second)
+		if err != nil {
+			continue
+		}
+		err = checkTLS(nc, raw, hostport, conf)
+		nc.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
