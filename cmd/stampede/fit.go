@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"syscall"
 
 	"github.com/stampede-load/stampede/internal/plan"
 )
@@ -16,16 +14,6 @@ func checkFit(p *plan.Plan, processes int) error {
 		return fail(exitUsage, fmt.Errorf("invalid plan:\n%v", err))
 	}
 	return nil
-}
-
-// openFilesLimit is the open files a run may have: the hard limit, since
-// a run raises its soft limit to it before the load starts.
-func openFilesLimit() uint64 {
-	var l syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
-		return math.MaxUint64
-	}
-	return uint64(l.Max)
 }
 
 // processes is how many processes share the run: the segment count of

@@ -220,9 +220,20 @@ func (pl *Plan) singleOrigin() bool {
 // limit, RLIMIT_NOFILE) allows after ReservedFiles, or a rate above
 // MaxRatePerProcess. The error is an *Error naming the place in the plan
 // and what to do: split the run (--workers) or raise the limit.
+//
+// A max_in_flight the plan does not set is only a safety cap, not a
+// population the user asked for: when the default does not fit, it is
+// lowered to what the limit allows instead of refusing the plan.
 func (pl *Plan) CheckFit(processes int, openFiles uint64) error {
 	processes = max(processes, 1)
 	k := pl.PeakOf(processes)
+	if pl.Load.Model == Open && pl.maxInFlightPos.Line == 0 && openFiles != math.MaxUint64 {
+		budget := int64(openFiles) - ReservedFiles - k.Conns
+		if budget > 0 && k.HTTP > budget {
+			pl.Load.MaxInFlight = int(budget) * processes
+			k = pl.PeakOf(processes)
+		}
+	}
 	var probs []Problem
 	if k.Rate > MaxRatePerProcess {
 		need := int(math.Ceil(k.Rate * float64(processes) / MaxRatePerProcess))

@@ -224,4 +224,16 @@ load: {stages: [{duration: 1s, users: 50000}]}
 	if k := capped.PeakOf(1); k.HTTP != 100 {
 		t.Errorf("capped PeakOf = %+v", k)
 	}
+	// An open model that leaves max_in_flight at its default is not
+	// refused for it: the default is a safety cap, lowered to fit.
+	dflt := mustParse(t, `target: http://h
+scenarios: {s: {steps: [{get: /}]}}
+load: {stages: [{duration: 1s, rate: 100/s}]}
+`, nil)
+	if err := dflt.CheckFit(2, 1024); err != nil {
+		t.Errorf("default max_in_flight under a 1024-file limit: %v", err)
+	}
+	if got, want := dflt.Load.MaxInFlight, 2*(1024-ReservedFiles); got != want {
+		t.Errorf("default max_in_flight lowered to %d, want %d (two processes of %d)", got, want, 1024-ReservedFiles)
+	}
 }

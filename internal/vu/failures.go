@@ -26,7 +26,7 @@ func (u *User) keepHead() int {
 // answer's status, reason and the start of its body are the message, as
 // "409 Conflict: {"error":"voter has already voted"}". A message this
 // shard has seen before costs no allocation.
-func (u *User) failed(st *Step, class sample.Class, check string, err error, sent time.Time, latency time.Duration) {
+func (u *User) failed(st *Step, class sample.Class, check []byte, err error, sent time.Time, latency time.Duration) {
 	status := 0
 	if err == nil {
 		status = u.resp.Status
@@ -38,8 +38,8 @@ func (u *User) failed(st *Step, class sample.Class, check string, err error, sen
 			text = "timeout after " + st.Timeout.String() + ": " + text
 		}
 		u.shard.FailText(st.ID, class, 0, latency, text)
-	case check != "":
-		u.shard.FailText(st.ID, class, status, latency, check)
+	case len(check) > 0:
+		u.shard.Fail(st.ID, class, status, latency, check)
 	default:
 		u.msg = appendStatus(u.msg[:0], status)
 		if len(u.resp.Body) > 0 {
@@ -66,7 +66,7 @@ func appendStatus(dst []byte, code int) []byte {
 
 // sampleFailure writes the whole exchange to the failure log; it runs at
 // most a few times per step, so it may allocate freely.
-func (u *User) sampleFailure(log *metrics.FailureLog, st *Step, class sample.Class, check string, err error, sent time.Time, latency time.Duration) {
+func (u *User) sampleFailure(log *metrics.FailureLog, st *Step, class sample.Class, check []byte, err error, sent time.Time, latency time.Duration) {
 	r := &u.req
 	info := u.prog.Steps[st.ID]
 	x := &metrics.Exchange{
@@ -89,10 +89,8 @@ func (u *User) sampleFailure(log *metrics.FailureLog, st *Step, class sample.Cla
 		x.Error = err.Error()
 		x.Message = metrics.ErrorText(err)
 	default:
-		x.Message = check
-		if check == "" {
-			x.Message = string(u.msg)
-		}
+		// A check's explanation and a status message are both in u.msg.
+		x.Message = string(u.msg)
 		body := u.resp.Body[:min(len(u.resp.Body), metrics.SampleResponseBody)]
 		x.Response = &metrics.ExchangeResp{
 			Status: u.resp.Status, Headers: fields(u.resp.Header), Body: string(body), BodyBytes: u.resp.BodyLen,

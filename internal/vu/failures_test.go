@@ -183,6 +183,9 @@ load: {stages: [{duration: 1s, users: 1}]}
 // A failure the shard has seen allocates nothing: the message is built in
 // the user's buffer and found in the table without a string.
 func TestRepeatedFailureDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
 	base := cannedServer(t, conflictAnswer)
 	u, sc, rec := recUserFor(t, votePlan, base, metrics.ErrorOptions{})
 	stop := Stop{Soft: make(chan struct{})}
@@ -234,5 +237,35 @@ func TestFailureMessageOverHTTPS(t *testing.T) {
 	got := rec.Snapshot().Steps[0].Errors
 	if len(got) != 1 || got[0].Message != `409 Conflict: {"error":"voter has already voted"}` {
 		t.Fatalf("errors = %+v", got)
+	}
+}
+
+// A failing check or capture the shard has seen allocates nothing either:
+// its explanation is built in the user's buffer, not with fmt.
+func TestRepeatedCheckFailureDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	const okAnswer = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
+	for name, c := range map[string]struct{ expect, want string }{
+		"status":  {"expect: {status: [201, 4xx]}", "expected status 201 or 4xx, got 200"},
+		"body":    {"expect: {body_contains: counted}", `body does not contain "counted"`},
+		"capture": {"capture: {id: {regex: 'id=(\\d+)'}}", `capture "id" found nothing`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := cannedServer(t, okAnswer)
+			yaml := "scenarios:\n  s:\n    steps:\n      - name: get\n        get: /\n        " + c.expect + "\nload: {stages: [{duration: 1s, users: 1}]}\n"
+			u, sc, rec := recUserFor(t, yaml, base, metrics.ErrorOptions{})
+			stop := Stop{Soft: make(chan struct{})}
+			u.Iterate(sc, time.Time{}, stop)
+			allocs := testing.AllocsPerRun(100, func() { u.Iterate(sc, time.Time{}, stop) })
+			if allocs != 0 {
+				t.Errorf("%.1f allocs per repeated failure, want 0", allocs)
+			}
+			errs := rec.Snapshot().Steps[0].Errors
+			if len(errs) != 1 || errs[0].Message != c.want || errs[0].Count != 102 {
+				t.Errorf("errors %+v, want one message %q counted 102 times", errs, c.want)
+			}
+		})
 	}
 }

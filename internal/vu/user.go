@@ -247,7 +247,7 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 			u.shard.RecordUnfinished(st.ID, sample.Interrupted)
 			return false
 		}
-		u.failed(st, class, "", err, sent, latency) // failures.go
+		u.failed(st, class, nil, err, sent, latency) // failures.go
 		return false
 	}
 	if u.jar != nil || u.resp.Get("Set-Cookie") != nil {
@@ -265,7 +265,12 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 // judge classifies an answer: an unexpected 429/4xx/5xx is its status
 // class, any other unmet expectation is a check failure, and a capture that
 // finds nothing is a capture failure.
-func (u *User) judge(st *Step) (sample.Class, string) {
+//
+// A check's explanation is built in the user's reused buffer (u.msg) and
+// returned as a slice of it, so a failing check costs no allocation once
+// its message has been seen: a server failing every request must not make
+// the generator slower by allocating per failure.
+func (u *User) judge(st *Step) (sample.Class, []byte) {
 	code := u.resp.Status
 	exp := &st.Expect
 	if len(exp.Status) > 0 {
@@ -278,30 +283,41 @@ func (u *User) judge(st *Step) (sample.Class, string) {
 		}
 		if !accepted {
 			if c := sample.FromStatus(code); c != sample.OK {
-				return c, ""
+				return c, nil
 			}
-			return sample.Check, fmt.Sprintf("expected status %s, got %d", statusList(exp.Status), code)
+			m := append(u.msg[:0], "expected status "...)
+			m = appendStatusList(m, exp.Status)
+			m = append(m, ", got "...)
+			u.msg = strconv.AppendInt(m, int64(code), 10)
+			return sample.Check, u.msg
 		}
 	} else if c := sample.FromStatus(code); c != sample.OK {
-		return c, ""
+		return c, nil
 	}
 	for _, want := range exp.BodyContains {
 		if !bytes.Contains(u.resp.Body, []byte(want)) {
-			return sample.Check, fmt.Sprintf("body does not contain %q", want) + u.resp.CutNote()
+			u.msg = strconv.AppendQuote(append(u.msg[:0], "body does not contain "...), want)
+			u.msg = append(u.msg, u.resp.CutNote()...)
+			return sample.Check, u.msg
 		}
 	}
 	u.doc, u.docParsed = nil, false
 	for _, je := range exp.JSON {
 		doc, ok := u.parsedBody()
 		if !ok {
-			return sample.Check, "body is not JSON" + u.resp.CutNote()
+			u.msg = append(append(u.msg[:0], "body is not JSON"...), u.resp.CutNote()...)
+			return sample.Check, u.msg
 		}
 		got, ok := jsonAt(doc, je.Path)
 		if !ok {
-			return sample.Check, fmt.Sprintf("json %s: not found", strings.Join(je.Path, "."))
+			u.msg = append(appendPath(append(u.msg[:0], "json "...), je.Path), ": not found"...)
+			return sample.Check, u.msg
 		}
 		if got != je.Value {
-			return sample.Check, fmt.Sprintf("json %s: expected %q, got %q", strings.Join(je.Path, "."), je.Value, got)
+			m := append(appendPath(append(u.msg[:0], "json "...), je.Path), ": expected "...)
+			m = append(strconv.AppendQuote(m, je.Value), ", got "...)
+			u.msg = strconv.AppendQuote(m, got)
+			return sample.Check, u.msg
 		}
 	}
 	for _, c := range st.Captures {
@@ -327,11 +343,13 @@ func (u *User) judge(st *Step) (sample.Class, string) {
 			}
 		}
 		if !found {
-			return sample.Capture, fmt.Sprintf("capture %q found nothing", c.Name) + u.resp.CutNote()
+			u.msg = append(strconv.AppendQuote(append(u.msg[:0], "capture "...), c.Name), " found nothing"...)
+			u.msg = append(u.msg, u.resp.CutNote()...)
+			return sample.Capture, u.msg
 		}
 		u.env.Captures[c.Slot] = val
 	}
-	return sample.OK, ""
+	return sample.OK, nil
 }
 
 // parsedBody decodes the response body as JSON once per response, for
@@ -346,16 +364,29 @@ func (u *User) parsedBody() (any, bool) {
 	return u.doc, u.doc != nil
 }
 
-func statusList(ms []plan.StatusMatch) string {
-	parts := make([]string, len(ms))
+func appendStatusList(dst []byte, ms []plan.StatusMatch) []byte {
 	for i, m := range ms {
+		if i > 0 {
+			dst = append(dst, " or "...)
+		}
 		if m.Code != 0 {
-			parts[i] = strconv.Itoa(m.Code)
+			dst = strconv.AppendInt(dst, int64(m.Code), 10)
 		} else {
-			parts[i] = strconv.Itoa(m.Class) + "xx"
+			dst = append(strconv.AppendInt(dst, int64(m.Class), 10), "xx"...)
 		}
 	}
-	return strings.Join(parts, " or ")
+	return dst
+}
+
+// appendPath appends a JSON path as it is written in the plan, a.b.0.c.
+func appendPath(dst []byte, path []string) []byte {
+	for i, p := range path {
+		if i > 0 {
+			dst = append(dst, '.')
+		}
+		dst = append(dst, p...)
+	}
+	return dst
 }
 
 // jsonAt walks a decoded document; numeric parts index arrays. Scalars are

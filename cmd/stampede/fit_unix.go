@@ -1,0 +1,18 @@
+//go:build unix
+
+package main
+
+import (
+	"math"
+	"syscall"
+)
+
+// openFilesLimit is the open files a run may have: the hard limit, since
+// a run raises its soft limit to it before the load starts.
+func openFilesLimit() uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return math.MaxUint64
+	}
+	return uint64(l.Max)
+}

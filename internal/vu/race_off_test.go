@@ -1,0 +1,5 @@
+//go:build !race
+
+package vu
+
+const raceEnabled = false
