@@ -201,7 +201,8 @@ func (c Cluster) Wait(ctx context.Context, name string) (*batchv1.Job, error) {
 		if done, _, _ := JobDone(j); done {
 			return j, nil
 		}
-		if f := failing(j); f != "" && f != lastFailing {
+		f := failing(j)
+		if f != "" && f != lastFailing {
 			c.say("job %s is failing: %s (its pods are being stopped)", name, f)
 			lastFailing = f
 		}
@@ -222,7 +223,9 @@ func (c Cluster) Wait(ctx context.Context, name string) (*batchv1.Job, error) {
 			c.say("%s", line)
 			last = line
 		}
-		if !c.StartBy.IsZero() && len(cs.notStarted) > 0 && time.Now().After(c.StartBy.Add(slack)) {
+		// A failing Job is left to fail: what its finished segments left is
+		// then collected.
+		if f == "" && !c.StartBy.IsZero() && len(cs.notStarted) > 0 && time.Now().After(c.StartBy.Add(slack)) {
 			return j, &MissedStartError{Job: name, Segments: n, StartBy: c.StartBy, Missing: cs.notStarted}
 		}
 		t := time.NewTimer(poll)

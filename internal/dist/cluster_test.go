@@ -437,12 +437,15 @@ func TestWaitKeepsWaitingBeforeStartBy(t *testing.T) {
 }
 
 // The Job's FailureTarget (the controller decided, e.g. DeadlineExceeded,
-// and is stopping the pods) is reported as soon as it appears.
+// and is stopping the pods) is reported as soon as it appears, and the
+// Job is then left to fail — even past the start time with its segment
+// never started — so what finished is collected, not deleted.
 func TestWaitReportsFailureTarget(t *testing.T) {
 	_, m := testManifest(t, 1)
 	cs := fakeClient()
 	var lines []string
-	c := Cluster{Client: cs, Namespace: "load", Poll: time.Millisecond, Progress: func(s string) { lines = append(lines, s) }}
+	c := Cluster{Client: cs, Namespace: "load", Poll: time.Millisecond, Progress: func(s string) { lines = append(lines, s) },
+		StartBy: time.Now().Add(-time.Hour), StartSlack: time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Apply(ctx, m); err != nil {

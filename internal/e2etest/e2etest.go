@@ -40,7 +40,7 @@ var (
 // Main builds ./cmd/stampede into a temporary directory, runs the tests and
 // removes the directory. name prefixes its messages. Use it as
 //
-//	func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_x")) }
+//	func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e/x")) }
 //
 // Set STAMPEDE_E2E_RACE=1 to build the binary with the race detector (much
 // slower; raise -timeout).
@@ -51,7 +51,7 @@ func Main(m *testing.M, name string) int {
 		return 1
 	}
 	ModRoot = root
-	dir, err := os.MkdirTemp("", "stampede-"+strings.ReplaceAll(name, "_", "-")+"-")
+	dir, err := os.MkdirTemp("", "stampede-"+strings.NewReplacer("_", "-", "/", "-").Replace(name)+"-")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return 1

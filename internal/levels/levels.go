@@ -166,6 +166,11 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 		cutMu    sync.Mutex
 		cut      *result.Result
 		inPlace  bool
+		snapshot func(string) *result.Result
+		// last is the run as the hold ended: requests still queued then
+		// finish in the grace period after it, and counting them would
+		// lift the level's rate above what the target served in the hold.
+		last     *result.Result
 		end      = make(chan struct{})
 		finished = make(chan struct{})
 	)
@@ -187,6 +192,15 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 			defer t.Stop()
 			select {
 			case <-t.C:
+				cutMu.Lock()
+				snap := snapshot
+				cutMu.Unlock()
+				if snap != nil {
+					e := snap("")
+					cutMu.Lock()
+					last = e
+					cutMu.Unlock()
+				}
 				close(end)
 			case <-finished:
 			}
@@ -214,6 +228,9 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 		if caller != nil {
 			caller(snap)
 		}
+		cutMu.Lock()
+		snapshot = snap
+		cutMu.Unlock()
 		go func() {
 			t := time.NewTimer(wait)
 			defer t.Stop()
@@ -229,7 +246,7 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 		return lv, err
 	}
 	cutMu.Lock()
-	before, settled := cut, inPlace
+	before, settled, atEnd := cut, inPlace, last
 	cutMu.Unlock()
 	switch {
 	case before == nil && res.Run.Partial:
@@ -246,7 +263,7 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 			lv.NotInPlace = fmt.Sprintf("the population was not in place %s after the level started (ramp planned %s), so the level was measured without all of it", fmtS(lv.RampS), fmtS(o.Ramp.Seconds()))
 		}
 		lv.RampOverran = !settled || lv.RampS > (o.Ramp+overranBy(o.Ramp)).Seconds()
-		steady, err := Since(res, before)
+		steady, err := Since(endOfHold(res, atEnd), before)
 		if err != nil {
 			return lv, fmt.Errorf("level %s: cutting off the ramp: %w", FormatLevel(vary, v), err)
 		}
@@ -263,6 +280,24 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 	lv.SLO = res.Thresholds
 	lv.Pass = gate.AllPass(res.Thresholds) && !res.Run.Partial && lv.NotInPlace == ""
 	return lv, nil
+}
+
+// endOfHold is what a level's figures end with: the snapshot taken as
+// its hold ended, with the finished run's verdict on how it ended and its
+// connections and monitors; the run itself when it was interrupted
+// before the hold ended.
+func endOfHold(ran, atEnd *result.Result) *result.Result {
+	if atEnd == nil || ran.Run.Partial {
+		return ran
+	}
+	e := *atEnd
+	e.Run.Partial, e.Run.PartialReason, e.Run.StopReason = false, "", ran.Run.StopReason
+	e.Connections, e.Monitors = ran.Connections, ran.Monitors
+	// A snapshot's series ends at the last interval closed before it, so
+	// a short hold could be left without any: the run's own series, to
+	// the interval the hold ended in, charts it.
+	e.Series = seriesUntil(ran.Series, atEnd.Run.DurationS)
+	return &e
 }
 
 func fmtS(s float64) string {

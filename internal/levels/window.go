@@ -138,6 +138,9 @@ func seriesFrom(s result.Series, cutS float64) result.Series {
 		InFlight: cut64(s.InFlight), Dropped: cut64(s.Dropped), LagP99US: cut64(s.LagP99US),
 		Failed: map[string][]int64{},
 	}
+	if len(s.Connections) > 0 {
+		out.Connections = cut64(s.Connections)
+	}
 	for c, v := range s.Failed {
 		out.Failed[c] = cut64(v)
 	}
@@ -164,6 +167,31 @@ func subSamples(a, b []result.ErrorSample) []result.ErrorSample {
 		if s.Count > 0 {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// seriesUntil keeps the intervals that start before endS.
+func seriesUntil(s result.Series, endS float64) result.Series {
+	n := sort.Search(len(s.T), func(i int) bool { return s.T[i] >= endS })
+	cut64 := func(v []int64) []int64 {
+		if n >= len(v) {
+			return v
+		}
+		return v[:n]
+	}
+	out := s
+	out.T = s.T[:n]
+	out.Started, out.Completed, out.OK = cut64(s.Started), cut64(s.Completed), cut64(s.OK)
+	out.P50US, out.P95US, out.P99US = cut64(s.P50US), cut64(s.P95US), cut64(s.P99US)
+	out.Active, out.InFlight, out.Dropped, out.LagP99US = cut64(s.Active), cut64(s.InFlight), cut64(s.Dropped), cut64(s.LagP99US)
+	out.Connections = cut64(s.Connections)
+	if n < len(s.Target) {
+		out.Target = s.Target[:n]
+	}
+	out.Failed = map[string][]int64{}
+	for c, v := range s.Failed {
+		out.Failed[c] = cut64(v)
 	}
 	return out
 }

@@ -2,18 +2,34 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
-// stepCost builds a recorder for a plan of n request steps of which only
-// the first is ever sent, records into it from every shard, closes a few
-// intervals and takes a snapshot, as a run with checkpoints does. It
-// returns the heap the recorder holds and what one snapshot allocates.
-func stepCost(n int) (retained, snapshot uint64) {
+// spread is a step's latencies in a typical run: spanning two decades
+// (1–100 ms), log-uniformly and densely enough that every bucket chunk in
+// that range is reached, as a long run would.
+var spread = func() []time.Duration {
+	const n = 400
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = time.Duration(float64(time.Millisecond) * math.Pow(100, float64(i)/(n-1)))
+	}
+	return out
+}()
+
+// stepCost builds a recorder for a plan of n request steps, records into
+// it from every shard, closes a few intervals and takes a snapshot, as a
+// run with checkpoints does. Only the first step is sent unless sent is
+// set; then every step records the spread of latencies and a few
+// failures in every shard. It returns the heap the recorder holds and
+// what one snapshot allocates.
+func stepCost(n int, sent bool) (retained, snapshot uint64) {
 	steps := make([]StepInfo, n)
 	for i := range steps {
 		steps[i] = StepInfo{Scenario: "s", Name: fmt.Sprintf("GET /page/%d", i)}
@@ -27,6 +43,16 @@ func stepCost(n int) (retained, snapshot uint64) {
 		sh.Started(time.Millisecond)
 		sh.Record(0, sample.OK, 3*time.Millisecond)
 		sh.Record(0, sample.ServerError, 5*time.Millisecond)
+		if !sent {
+			continue
+		}
+		for step := 0; step < n; step++ {
+			for _, d := range spread {
+				sh.Record(step, sample.OK, d)
+			}
+			sh.Record(step, sample.ServerError, 5*time.Millisecond)
+			sh.Record(step, sample.Timeout, 30*time.Second)
+		}
 	}
 	for i := 0; i < 3; i++ {
 		rec.Tick(float64(i), 1)
@@ -55,8 +81,8 @@ func BenchmarkPlanSteps(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(shards))
 				var held, snap, held1, snap1 uint64
 				for i := 0; i < b.N; i++ {
-					held1, snap1 = stepCost(1)
-					held, snap = stepCost(n)
+					held1, snap1 = stepCost(1, false)
+					held, snap = stepCost(n, false)
 				}
 				b.ReportMetric(float64(held)/float64(n), "held-B/step")
 				b.ReportMetric(float64(snap)/float64(n), "snapshot-B/step")
@@ -76,12 +102,83 @@ func BenchmarkPlanSteps(b *testing.B) {
 func TestIdleStepCost(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
 	const limit = 64 << 10
-	held1, snap1 := stepCost(1)
-	held, snap := stepCost(1001)
+	held1, snap1 := stepCost(1, false)
+	held, snap := stepCost(1001, false)
 	perHeld := (float64(held) - float64(held1)) / 1000
 	perSnap := (float64(snap) - float64(snap1)) / 1000
 	t.Logf("per idle step with 16 shards: %.0f B held, %.0f B per snapshot", perHeld, perSnap)
 	if perHeld > limit || perSnap > limit {
 		t.Errorf("an idle step costs %.0f B held and %.0f B per snapshot, want at most %d", perHeld, perSnap, limit)
+	}
+}
+
+// sentCost is what a sent step costs: the heap it holds in each shard it
+// records into, and what one snapshot allocates for it; the recorder with
+// n sent steps less the one with a single step barely sent. With n = 1
+// that is the one step's whole cost; above, the figure at n less the one
+// at 1, over n-1 steps.
+func sentCost(n, shards int) (heldPerShard, snap float64) {
+	if n == 1 {
+		h0, s0 := stepCost(1, false)
+		h1, s1 := stepCost(1, true)
+		return (float64(h1) - float64(h0)) / float64(shards), float64(s1) - float64(s0)
+	}
+	h1, s1 := stepCost(1, true)
+	hn, sn := stepCost(n, true)
+	return (float64(hn) - float64(h1)) / float64((n-1)*shards), (float64(sn) - float64(s1)) / float64(n-1)
+}
+
+// BenchmarkSentSteps reports the memory each sent request step costs the
+// recorder, with latencies spread over two decades (spread) and a few
+// failures, with the shards set to 2 and 16: bytes held in each shard the
+// step records into, and bytes one snapshot allocates for the step.
+func BenchmarkSentSteps(b *testing.B) {
+	for _, n := range []int{1, 100, 1000} {
+		for _, shards := range []int{2, 16} {
+			b.Run(fmt.Sprintf("steps=%d/shards=%d", n, shards), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(shards))
+				var held, snap float64
+				for i := 0; i < b.N; i++ {
+					held, snap = sentCost(n, shards)
+				}
+				b.ReportMetric(held, "held-B/sent-step/shard")
+				b.ReportMetric(snap, "snapshot-B/sent-step")
+			})
+		}
+	}
+}
+
+// A sent request step with latencies spanning two decades holds at most
+// 64 KiB in each shard it records into, even with 16 shards: plans
+// imported from recordings send hundreds of steps, and two dense
+// histograms of 184 KB per step and shard took 0.6 GB for 1,000 steps on
+// 2 cores (6 GB on 16). A snapshot allocates no histogram per step, only
+// the step's two encoded latencies (what result.LatencyOf allocates) and
+// small change.
+func TestSentStepCost(t *testing.T) {
+	const shards = 16
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(shards))
+	const limit = 64 << 10
+	h := result.NewHistogram()
+	for _, d := range spread {
+		h.RecordValue(d.Microseconds())
+	}
+	h.RecordValue(5000)
+	h.RecordValue(30_000_000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < 4; i++ {
+		result.LatencyOf(h)
+	}
+	runtime.ReadMemStats(&after)
+	perEncode := float64(after.TotalAlloc-before.TotalAlloc) / 4
+
+	held, snap := sentCost(101, shards)
+	t.Logf("per sent step with %d shards: %.0f B held per shard, %.0f B per snapshot (%.0f B per encoded latency)", shards, held, snap, perEncode)
+	if held > limit {
+		t.Errorf("a sent step holds %.0f B in each shard, want at most %d", held, limit)
+	}
+	if snap > 2*perEncode+limit {
+		t.Errorf("a snapshot allocates %.0f B per sent step, want at most two encodings (%.0f B each) and %d", snap, perEncode, limit)
 	}
 }

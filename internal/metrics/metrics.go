@@ -68,7 +68,9 @@ type Shard struct {
 
 type stepStats struct {
 	byClass [sample.NumClasses]int64
-	ok, all *hdr.Histogram
+	// Latencies of successes and of failures, apart: the step's "all"
+	// is their sum, made at snapshot. Both are made at their first value.
+	ok, fail *sparseHist
 	// statuses counts the HTTP statuses seen; a step sees a handful, so a
 	// short list searched in order beats a map and allocates only when a
 	// new status first appears.
@@ -103,9 +105,10 @@ func New(steps []StepInfo, intervalS float64) *Recorder {
 	n := runtime.GOMAXPROCS(0)
 	for i := 0; i < n; i++ {
 		sh := &Shard{win: newWindow(), spare: newWindow(), lag: result.NewHistogram(), msgs: make([]*msgTable, len(steps)), rec: r}
-		// A step's histograms are made at its first value (histOf): at
-		// 184 KB each, two per step and shard, a plan of hundreds of
-		// steps would otherwise hold gigabytes before sending anything.
+		// A step's histograms are made at its first value (sparseOf) and
+		// hold only the buckets its latencies reach: dense ones, at 184 KB
+		// each, two per step and shard, made a plan of hundreds of steps
+		// hold gigabytes.
 		sh.steps = make([]stepStats, len(steps))
 		r.shards = append(r.shards, sh)
 	}
@@ -198,13 +201,13 @@ func (s *Shard) record(step int, class sample.Class, status int, latency time.Du
 		s.message(step, class, status, msg, msgS, 1)
 	}
 	st.byClass[class]++
-	histOf(&st.all).RecordValue(us)
 	s.win.completed++
 	if class == sample.OK {
-		histOf(&st.ok).RecordValue(us)
+		sparseOf(&st.ok).record(us)
 		s.win.ok++
 		s.win.okHist.RecordValue(us)
 	} else {
+		sparseOf(&st.fail).record(us)
 		s.win.failed[class]++
 	}
 	s.mu.Unlock()
@@ -363,71 +366,59 @@ func histOf(h **hdr.Histogram) *hdr.Histogram {
 	return *h
 }
 
-// mergeInto adds src (nil: empty) to *dst, making *dst only when src has
-// something to add.
-func mergeInto(dst **hdr.Histogram, src *hdr.Histogram) {
-	if src == nil || src.TotalCount() == 0 {
-		return
-	}
-	histOf(dst).Merge(src)
-}
-
 var (
 	emptyOnce sync.Once
 	empty     result.Latency
 )
 
-// latencyOf is result.LatencyOf for a histogram that may never have been
-// made: an empty one encodes the same every time, so it is made once.
-func latencyOf(h *hdr.Histogram) result.Latency {
-	if h != nil && h.TotalCount() > 0 {
-		return result.LatencyOf(h)
-	}
+// emptyLatency is result.LatencyOf of an empty histogram: it encodes the
+// same every time, so it is made once.
+func emptyLatency() result.Latency {
 	emptyOnce.Do(func() { empty = result.LatencyOf(result.NewHistogram()) })
 	return empty
 }
 
 // Snapshot merges the shards into result values. It is safe to call while
-// recording goes on (for periodic flushes); each shard is locked in turn.
+// recording goes on (for periodic flushes). A step is read from each shard
+// under that shard's lock, so its counts and latencies agree.
 func (r *Recorder) Snapshot() Snapshot {
-	type acc struct {
-		byClass [sample.NumClasses]int64
-		ok, all *hdr.Histogram
-	}
-	accs := make([]acc, len(r.steps)) // histograms made as mergeInto needs them
-	lag := result.NewHistogram()
-	tables := make([][]*msgTable, len(r.steps))
-	statuses := make([]map[string]int64, len(r.steps))
-	var iters int64
-	for _, sh := range r.shards {
-		sh.mu.Lock()
-		for i := range sh.steps {
-			for c, n := range sh.steps[i].byClass {
-				accs[i].byClass[c] += n
+	// A step's latencies are summed across shards into these, encoded,
+	// and cleared for the next step: the shards keep only the buckets
+	// they reached, and a snapshot makes no histogram per step. Those for
+	// failures are made at the first step that has some.
+	okH := result.NewHistogram()
+	var failH, allH *hdr.Histogram
+	totOK, totAll := result.NewHistogram(), result.NewHistogram()
+	var snap Snapshot
+	snap.Totals.ByClass = map[string]int64{}
+	for i, info := range r.steps {
+		var byClass [sample.NumClasses]int64
+		var tables []*msgTable
+		var statuses map[string]int64
+		for _, sh := range r.shards {
+			sh.mu.Lock()
+			ss := &sh.steps[i]
+			for c, n := range ss.byClass {
+				byClass[c] += n
 			}
-			mergeInto(&accs[i].ok, sh.steps[i].ok)
-			mergeInto(&accs[i].all, sh.steps[i].all)
-			for _, sc := range sh.steps[i].statuses {
-				if statuses[i] == nil {
-					statuses[i] = map[string]int64{}
+			ss.ok.addTo(okH, totOK, totAll)
+			if ss.fail != nil {
+				ss.fail.addTo(histOf(&failH), totAll)
+			}
+			for _, sc := range ss.statuses {
+				if statuses == nil {
+					statuses = map[string]int64{}
 				}
-				statuses[i][strconv.Itoa(sc.code)] += sc.count
+				statuses[strconv.Itoa(sc.code)] += sc.count
 			}
 			if t := sh.msgs[i]; t != nil {
-				tables[i] = append(tables[i], t.clone())
+				tables = append(tables, t.clone())
 			}
+			sh.mu.Unlock()
 		}
-		lag.Merge(sh.lag)
-		iters += sh.iters
-		sh.mu.Unlock()
-	}
 
-	snap := Snapshot{Iterations: iters, Lag: result.LatencyOf(lag)}
-	totOK, totAll := result.NewHistogram(), result.NewHistogram()
-	snap.Totals.ByClass = map[string]int64{}
-	for i, a := range accs {
-		st := result.Step{Scenario: r.steps[i].Scenario, Name: r.steps[i].Name, Group: r.steps[i].Group, ByClass: map[string]int64{}}
-		for c, n := range a.byClass {
+		st := result.Step{Scenario: info.Scenario, Name: info.Name, Group: info.Group, ByClass: map[string]int64{}}
+		for c, n := range byClass {
 			cls := sample.Class(c)
 			st.Requests += n
 			if cls == sample.OK {
@@ -440,17 +431,45 @@ func (r *Recorder) Snapshot() Snapshot {
 				snap.Totals.ByClass[cls.String()] += n
 			}
 		}
-		st.Statuses = statuses[i]
-		st.Errors, st.OtherErrors = combine(r.top, tables[i])
-		st.LatencyOK = latencyOf(a.ok)
-		st.LatencyAll = latencyOf(a.all)
-		mergeInto(&totOK, a.ok)
-		mergeInto(&totAll, a.all)
+		st.Statuses = statuses
+		st.Errors, st.OtherErrors = combine(r.top, tables)
+		st.LatencyOK = emptyLatency()
+		if okH.TotalCount() > 0 {
+			st.LatencyOK = result.LatencyOf(okH)
+		}
+		switch {
+		case failH == nil || failH.TotalCount() == 0:
+			st.LatencyAll = st.LatencyOK
+		case okH.TotalCount() == 0:
+			st.LatencyAll = result.LatencyOf(failH)
+		default:
+			histOf(&allH).Merge(okH)
+			allH.Merge(failH)
+			st.LatencyAll = result.LatencyOf(allH)
+			allH.Reset()
+		}
+		if okH.TotalCount() > 0 {
+			okH.Reset()
+		}
+		if failH != nil && failH.TotalCount() > 0 {
+			failH.Reset()
+		}
 		snap.Totals.Requests += st.Requests
 		snap.Totals.Successful += st.Successful
 		snap.Totals.Failed += st.Failed
 		snap.Steps = append(snap.Steps, st)
 	}
+
+	lag := result.NewHistogram()
+	var iters int64
+	for _, sh := range r.shards {
+		sh.mu.Lock()
+		lag.Merge(sh.lag)
+		iters += sh.iters
+		sh.mu.Unlock()
+	}
+	snap.Iterations = iters
+	snap.Lag = result.LatencyOf(lag)
 	snap.Totals.LatencyOK = result.LatencyOf(totOK)
 	snap.Totals.LatencyAll = result.LatencyOf(totAll)
 	snap.Totals.Iterations = iters

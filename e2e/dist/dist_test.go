@@ -1,8 +1,8 @@
-// Package e2edist runs the real stampede binary as a distributed run on
+// Package dist runs the real stampede binary as a distributed run on
 // this machine (--workers N: N segment processes, merged) against a real
 // loopback HTTP server that counts what it receives, and checks that the
 // segments add up exactly to one process's run.
-package e2edist
+package dist
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_dist")) }
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e/dist")) }
 
 // counter is the target: it counts requests and every id it was sent.
 type counter struct {

@@ -1,4 +1,4 @@
-// Package e2e_monitors runs the real stampede binary with server monitors
+// Package monitors runs the real stampede binary with server monitors
 // against real servers on 127.0.0.1: the demo target backed by PostgreSQL
 // (from .ci/services.sh), a Redis server each test starts and kills
 // itself, and in-process HTTP targets.
@@ -6,7 +6,7 @@
 // Tests that need PostgreSQL or redis-server skip when they are missing on
 // a developer's machine, and fail in CI (CI=true), where .ci/run starts
 // them first and a skip would hide that the monitors went untested.
-package e2e_monitors
+package monitors
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_monitors")) }
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e/monitors")) }
 
 // stampede runs the binary in the module root with extra environment and
 // fails the test if it does not end within limit.

@@ -1,4 +1,4 @@
-package e2e_monitors
+package monitors
 
 import (
 	"os"

@@ -1,10 +1,10 @@
-// Package e2e_report runs the real stampede binary's report, compare and
+// Package report runs the real stampede binary's report, compare and
 // merge commands on results of real runs against the built-in demo target,
 // and opens the HTML reports in headless Chromium.
 //
 // The binary is built once in TestMain; the runs happen once, on first
 // use, and take about 17 s.
-package e2e_report
+package report
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_report")) }
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e/report")) }
 
 // command runs the binary in its own process group, so a run that hangs is
 // killed along with the demo target it started, and its output pipes
@@ -72,7 +72,7 @@ func allRuns(t *testing.T) (healthy, slow, open string) {
 			{&runs.open, "open.yaml", "open.json", "pool=2,service=10ms,wait=500ms"},
 		} {
 			*r.path = filepath.Join(e2etest.Shared, r.name)
-			plan := filepath.Join(e2etest.ModRoot, "e2e_report", "testdata", r.plan)
+			plan := filepath.Join(e2etest.ModRoot, "e2e", "report", "testdata", r.plan)
 			args := []string{"run", plan, "-q", "-o", *r.path}
 			if r.demo != "" {
 				args = append(args, "--demo", r.demo)
@@ -107,7 +107,7 @@ func connsRun(t *testing.T) string {
 	t.Helper()
 	connRun.once.Do(func() {
 		connRun.path = filepath.Join(e2etest.Shared, "conns.json")
-		plan := filepath.Join(e2etest.ModRoot, "e2e_report", "testdata", "conns.yaml")
+		plan := filepath.Join(e2etest.ModRoot, "e2e", "report", "testdata", "conns.yaml")
 		args := []string{"run", plan, "-q", "-o", connRun.path, "--monitor", "host"}
 		// A 6 s plan: a minute is a hang, not a slow machine.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,4 +1,4 @@
-package e2edist
+package dist
 
 import (
 	"fmt"

@@ -1,8 +1,8 @@
-// Package e2econn runs the real stampede binary with persistent-connection
+// Package conn runs the real stampede binary with persistent-connection
 // scenarios: the restaurants example against `stampede demo` (whose kitchen
 // hub is github.com/philippseith/signalr), a hub nobody listens on, and a
 // WebSocket script against a coder/websocket server in the test.
-package e2econn
+package conn
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ import (
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_conn")) }
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e/conn")) }
 
 // demoProcess serves `stampede demo` in a process of its own, as a real
 // hub would be, and returns its base URL.

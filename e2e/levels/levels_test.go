@@ -1,7 +1,7 @@
-// Package e2e_levels runs the real stampede binary's gates, sweep and
+// Package levels runs the real stampede binary's gates, sweep and
 // capacity commands against the demo target and loopback servers, and
 // checks the tables, exit codes and result files.
-package e2e_levels
+package levels
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 	"github.com/stampede-load/stampede/internal/testserver"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e_levels")) }
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m, "e2e/levels")) }
 
 // writePlan also gives the plan's directory: the commands run there and
 // write their results beside the plan.

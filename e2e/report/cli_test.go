@@ -1,4 +1,4 @@
-package e2e_report
+package report
 
 import (
 	"encoding/json"
