@@ -39,6 +39,7 @@ type k8sFlags struct {
 	cpu, mem   string
 	secret     string
 	pull       string
+	dataPVC    string
 }
 
 func newK8sCmd() *cobra.Command {
@@ -60,6 +61,18 @@ Names and enums are checked before anything is sent (exit 2): --name is a
 DNS-1123 label (lower-case letters, digits, '-', no dots) short enough that
 NAME-<index> is one too (63 characters); --image-pull-policy is Always,
 IfNotPresent or Never.
+
+Data files larger than a ConfigMap holds (1 MiB with the plan): put them on
+a PersistentVolumeClaim at their paths relative to the plan and pass
+--data-pvc CLAIM (or CLAIM:SUBPATH for a directory in the claim). The claim
+is mounted read-only at /data in every pod, the data files stay out of the
+ConfigMap, and each pod runs with --data-dir /data. The claim must be
+mountable by all pods at once (ReadOnlyMany or ReadWriteMany, or all pods
+on one node); any other volume source may replace it in the written
+manifest. A segment keeps only its share of each unique source's rows
+(rows i, i+N, ...), and checks the file as a local run does before it
+starts: present, a regular file, the plan's columns, at least one row of
+its share. stampede k8s reads the files here too, to check the plan.
 
 Without --apply the manifest goes to -o (default stdout); create it with
 'kubectl create -f' or 'kubectl apply --server-side -f'. Plain 'kubectl
@@ -101,6 +114,7 @@ names it with the segment's own error message.`,
 	fl.StringVar(&f.mem, "memory", "", `memory request and limit of each pod, e.g. "1Gi"`)
 	fl.StringVar(&f.secret, "env-from-secret", "", "Secret whose keys become environment variables (the plan's ${ENV} references)")
 	fl.StringVar(&f.pull, "image-pull-policy", "", "Always, IfNotPresent or Never (default: the cluster's)")
+	fl.StringVar(&f.dataPVC, "data-pvc", "", "CLAIM[:SUBPATH]: read the data files from this PersistentVolumeClaim (mounted read-only at /data) instead of the ConfigMap")
 	return cmd
 }
 
@@ -118,9 +132,14 @@ func runK8s(stdout, stderr io.Writer, planPath string, f k8sFlags) error {
 			return fail(exitUsage, fmt.Errorf("--start-at %q: expected an RFC 3339 time such as 2026-05-01T12:00:00Z", f.startAt))
 		}
 	}
+	claim, subPath, _ := strings.Cut(f.dataPVC, ":")
+	if f.dataPVC != "" && claim == "" {
+		return fail(exitUsage, fmt.Errorf("--data-pvc %q: expected CLAIM or CLAIM:SUBPATH", f.dataPVC))
+	}
 	m, err := dist.BuildManifest(p, dist.K8s{Name: f.name, Namespace: f.namespace, Image: f.image,
 		Segments: f.segments, StartAt: start, StartGrace: f.startGrace, PlanFile: planPath,
-		CPU: f.cpu, Memory: f.mem, EnvFromSecret: f.secret, PullPolicy: f.pull})
+		CPU: f.cpu, Memory: f.mem, EnvFromSecret: f.secret, PullPolicy: f.pull,
+		DataPVC: claim, DataSubPath: subPath})
 	if err != nil {
 		return fail(exitUsage, err)
 	}

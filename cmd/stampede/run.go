@@ -66,7 +66,12 @@ partial. A second Ctrl-C writes the partial result at once and exits.`,
 // packages own (monitors), so every plan error is reported the same way,
 // with its place.
 func loadPlan(path string) (*plan.Plan, error) {
-	p, err := plan.LoadFile(path)
+	return loadPlanWith(path, plan.LoadOptions{})
+}
+
+// loadPlanWith is loadPlan with the data read as o says (datadir.go).
+func loadPlanWith(path string, o plan.LoadOptions) (*plan.Plan, error) {
+	p, err := plan.LoadFileWith(path, o)
 	if err != nil {
 		var pe *plan.Error
 		if errors.As(err, &pe) {
@@ -129,7 +134,7 @@ func finish(res *result.Result, p *plan.Plan) {
 }
 
 func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet bool, dist distFlags, monitors []string, errs errorFlags) error {
-	p, err := loadPlan(planPath)
+	p, err := dist.loadPlan(planPath)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ type distFlags struct {
 	startGrace time.Duration
 	workers    int
 	emit       bool
+	dataDir    string
 }
 
 func (d *distFlags) add(fs *pflag.FlagSet) {
@@ -39,6 +40,7 @@ func (d *distFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&d.startAt, "start-at", "", "start at this RFC 3339 instant (all segments of a run share it); a segment that comes up later than --start-grace after it does not run")
 	fs.DurationVar(&d.startGrace, "start-grace", run.DefaultStartGrace, "how late after --start-at a segment may still start")
 	fs.IntVar(&d.workers, "workers", 0, "run the test as N segment processes on this machine, then merge them and judge the whole (past one process's limits, such as open files)")
+	fs.StringVar(&d.dataDir, "data-dir", "", "read the plan's data files (relative paths) from this directory instead of the plan's (a volume mounted in a pod)")
 	fs.BoolVar(&d.emit, "emit-result", false, "also print the result file (gzip, base64) between marker lines on stdout, for collection from pod logs")
 }
 
@@ -148,7 +150,7 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	if d.emit {
 		return fail(exitUsage, errors.New("--emit-result is for a single segment (a pod): leave out --workers"))
 	}
-	p, err := loadPlan(planPath)
+	p, err := d.loadPlan(planPath)
 	if err != nil {
 		return err
 	}

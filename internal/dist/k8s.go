@@ -33,6 +33,9 @@ import (
 const (
 	ContainerName = "stampede"
 	PlanMount     = "/plan"
+	// DataMount is where --data-pvc's volume is mounted, read-only; the
+	// pods resolve the plan's data files against it (run --data-dir).
+	DataMount = "/data"
 	// DefaultImage is what the Dockerfile at the repository root builds;
 	// push it where the cluster can pull it and pass --image.
 	DefaultImage = "ghcr.io/stampede-load/stampede:latest"
@@ -88,6 +91,12 @@ type K8s struct {
 	EnvFromSecret string
 	// PullPolicy is the image pull policy ("" leaves the cluster default).
 	PullPolicy string
+	// DataPVC, when set, names a PersistentVolumeClaim that holds the
+	// plan's data files at their paths relative to the plan (below
+	// DataSubPath within the claim, when set). It is mounted read-only at
+	// DataMount in every pod, and the data files stay out of the
+	// ConfigMap, which holds about 1 MiB.
+	DataPVC, DataSubPath string
 	// Now is when the manifest is made (default time.Now()); the Job's
 	// deadline counts from it.
 	Now time.Time
@@ -159,6 +168,22 @@ func (k K8s) Validate() error {
 	if k.PullPolicy != "" && !slices.Contains(PullPolicies, k.PullPolicy) {
 		return fmt.Errorf("--image-pull-policy %q: expected one of %s (case matters)", k.PullPolicy, strings.Join(PullPolicies, ", "))
 	}
+	if k.DataPVC != "" {
+		if errs := validation.IsDNS1123Subdomain(k.DataPVC); len(errs) > 0 {
+			return fmt.Errorf("--data-pvc %q: %s (a PersistentVolumeClaim's name is a DNS-1123 subdomain)", k.DataPVC, strings.Join(errs, "; "))
+		}
+	}
+	if k.DataSubPath != "" {
+		if k.DataPVC == "" {
+			return errors.New("a data sub-path needs a claim: --data-pvc CLAIM:SUBPATH")
+		}
+		// The API server refuses an absolute subPath or one with a ".."
+		// element: it must stay inside the volume.
+		sp := k.DataSubPath
+		if strings.HasPrefix(sp, "/") || slices.Contains(strings.Split(sp, "/"), "..") {
+			return fmt.Errorf("--data-pvc %s:%s: the sub-path is a relative path inside the claim, without '..' elements", k.DataPVC, sp)
+		}
+	}
 	if strings.ContainsAny(k.Image, " \t\r\n") {
 		return fmt.Errorf("--image %q: an image reference has no spaces", k.Image)
 	}
@@ -227,10 +252,23 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 	}
 	items := []corev1.KeyToPath{{Key: "plan.yaml", Path: planName}}
 	size := len(src)
+	dataFiles := map[string]bool{}
+	for _, ds := range p.Data {
+		dataFiles[ds.File] = true
+	}
 	for i, f := range planFiles(p) {
 		rel, err := filepath.Rel(planDir, f)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+			if k.DataPVC != "" && dataFiles[f] {
+				return nil, fmt.Errorf("%s is outside the plan's directory %s: with --data-pvc the pods read each data file at its path relative to the plan, below %s; move the file beside the plan", f, planDir, DataMount)
+			}
 			return nil, fmt.Errorf("%s is outside the plan's directory %s: the pods see only the plan's directory; move the file beside the plan (or bake it into the image)", f, planDir)
+		}
+		if k.DataPVC != "" && dataFiles[f] {
+			// Read from the claim in the pod (checked there at start, as
+			// a local run checks it); checked here already by the plan's
+			// loading.
+			continue
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -249,7 +287,10 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 		items = append(items, corev1.KeyToPath{Key: key, Path: filepath.ToSlash(rel)})
 	}
 	if size > maxConfigMap {
-		return nil, fmt.Errorf("the plan and its files are %d KiB, more than a ConfigMap holds (1 MiB): gzip the CSV files (.csv.gz), or bake them into the image", size/1024)
+		if k.DataPVC != "" {
+			return nil, fmt.Errorf("the plan and its TLS files are %d KiB, more than a ConfigMap holds (1 MiB)", size/1024)
+		}
+		return nil, fmt.Errorf("the plan and its files are %d KiB, more than a ConfigMap holds (1 MiB): gzip the CSV files (.csv.gz), or put the data files on a PersistentVolumeClaim and pass --data-pvc CLAIM[:SUBPATH] (each segment then reads only its share of unique rows)", size/1024)
 	}
 
 	n := int32(k.Segments)
@@ -259,6 +300,27 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 		"--start-at", k.StartAt.UTC().Format(time.RFC3339Nano),
 		"--start-grace", k.StartGrace.String(),
 		"--emit-result", "-q", "-o", "/tmp/result.json",
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "plan", MountPath: PlanMount, ReadOnly: true},
+		{Name: "tmp", MountPath: "/tmp"},
+	}
+	volumes := []corev1.Volume{
+		{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: k.Name},
+			Items:                items,
+		}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if k.DataPVC != "" {
+		args = append(args, "--data-dir", DataMount)
+		mounts = append(mounts, corev1.VolumeMount{Name: "data", MountPath: DataMount, ReadOnly: true, SubPath: k.DataSubPath})
+		// Read-only: N pods share the claim, which then needs an access
+		// mode that allows that (ReadOnlyMany, or ReadWriteMany) unless
+		// the pods land on one node. Any other volume source can replace
+		// this one in the written manifest.
+		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: k.DataPVC, ReadOnly: true}}})
 	}
 	container := corev1.Container{
 		Name:  ContainerName,
@@ -273,10 +335,7 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 		}, {
 			Name: TerminationEnv, Value: TerminationMessagePath,
 		}},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "plan", MountPath: PlanMount, ReadOnly: true},
-			{Name: "tmp", MountPath: "/tmp"},
-		},
+		VolumeMounts: mounts,
 		SecurityContext: &corev1.SecurityContext{
 			RunAsNonRoot:             ptr(true),
 			AllowPrivilegeEscalation: ptr(false),
@@ -377,13 +436,7 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: []corev1.Container{container},
-					Volumes: []corev1.Volume{
-						{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: k.Name},
-							Items:                items,
-						}}},
-						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					},
+					Volumes:    volumes,
 				},
 			},
 		},

@@ -23,13 +23,20 @@ var spread = func() []time.Duration {
 	return out
 }()
 
+// sendMode is which of a plan's steps stepCost sends.
+type sendMode int
+
+const (
+	sendNone  sendMode = iota // no request at all
+	sendFirst                 // two requests of the first step in every shard
+	sendAll                   // the first's two, then the spread and two failures of every step in every shard
+)
+
 // stepCost builds a recorder for a plan of n request steps, records into
-// it from every shard, closes a few intervals and takes a snapshot, as a
-// run with checkpoints does. Only the first step is sent unless sent is
-// set; then every step records the spread of latencies and a few
-// failures in every shard. It returns the heap the recorder holds and
-// what one snapshot allocates.
-func stepCost(n int, sent bool) (retained, snapshot uint64) {
+// it from every shard as sent says, closes a few intervals and takes a
+// snapshot, as a run with checkpoints does. It returns the heap the
+// recorder holds and what one snapshot allocates.
+func stepCost(n int, sent sendMode) (retained, snapshot uint64) {
 	steps := make([]StepInfo, n)
 	for i := range steps {
 		steps[i] = StepInfo{Scenario: "s", Name: fmt.Sprintf("GET /page/%d", i)}
@@ -41,9 +48,12 @@ func stepCost(n int, sent bool) (retained, snapshot uint64) {
 	for id := int64(0); id < int64(len(rec.shards)); id++ {
 		sh := rec.Shard(id)
 		sh.Started(time.Millisecond)
+		if sent == sendNone {
+			continue
+		}
 		sh.Record(0, sample.OK, 3*time.Millisecond)
 		sh.Record(0, sample.ServerError, 5*time.Millisecond)
-		if !sent {
+		if sent != sendAll {
 			continue
 		}
 		for step := 0; step < n; step++ {
@@ -81,8 +91,8 @@ func BenchmarkPlanSteps(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(shards))
 				var held, snap, held1, snap1 uint64
 				for i := 0; i < b.N; i++ {
-					held1, snap1 = stepCost(1, false)
-					held, snap = stepCost(n, false)
+					held1, snap1 = stepCost(1, sendFirst)
+					held, snap = stepCost(n, sendFirst)
 				}
 				b.ReportMetric(float64(held)/float64(n), "held-B/step")
 				b.ReportMetric(float64(snap)/float64(n), "snapshot-B/step")
@@ -102,8 +112,8 @@ func BenchmarkPlanSteps(b *testing.B) {
 func TestIdleStepCost(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
 	const limit = 64 << 10
-	held1, snap1 := stepCost(1, false)
-	held, snap := stepCost(1001, false)
+	held1, snap1 := stepCost(1, sendFirst)
+	held, snap := stepCost(1001, sendFirst)
 	perHeld := (float64(held) - float64(held1)) / 1000
 	perSnap := (float64(snap) - float64(snap1)) / 1000
 	t.Logf("per idle step with 16 shards: %.0f B held, %.0f B per snapshot", perHeld, perSnap)
@@ -113,18 +123,17 @@ func TestIdleStepCost(t *testing.T) {
 }
 
 // sentCost is what a sent step costs: the heap it holds in each shard it
-// records into, and what one snapshot allocates for it; the recorder with
-// n sent steps less the one with a single step barely sent. With n = 1
-// that is the one step's whole cost; above, the figure at n less the one
-// at 1, over n-1 steps.
+// records into, and what one snapshot allocates for it. With n = 1 that is
+// the recorder with its one step sent less the one with it never sent;
+// above, the figure at n less the one at 1, over n-1 steps.
 func sentCost(n, shards int) (heldPerShard, snap float64) {
 	if n == 1 {
-		h0, s0 := stepCost(1, false)
-		h1, s1 := stepCost(1, true)
+		h0, s0 := stepCost(1, sendNone)
+		h1, s1 := stepCost(1, sendAll)
 		return (float64(h1) - float64(h0)) / float64(shards), float64(s1) - float64(s0)
 	}
-	h1, s1 := stepCost(1, true)
-	hn, sn := stepCost(n, true)
+	h1, s1 := stepCost(1, sendAll)
+	hn, sn := stepCost(n, sendAll)
 	return (float64(hn) - float64(h1)) / float64((n-1)*shards), (float64(sn) - float64(s1)) / float64(n-1)
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -49,28 +50,106 @@ func modeName(m fs.FileMode) string {
 	return "a special file"
 }
 
-// readCSV loads a whole data file: the runs it feeds are short and rows are
+// LoadOptions change where and how much of a plan's data is read.
+type LoadOptions struct {
+	// DataDir, when set, is where the data sources' relative paths are
+	// resolved instead of the plan's directory: a Kubernetes pod reads the
+	// plan from its ConfigMap and the data from a volume mounted elsewhere.
+	DataDir string
+	// Index of Count, when Count > 1, loads only segment Index's stripe of
+	// each unique source (rows Index, Index+Count, ...): the rows that
+	// segment hands out and no other, so a segment holds 1/Count of a large
+	// file. Sequential, random and by_tenant sources are loaded whole, since
+	// every segment may read any of their rows.
+	Index, Count int
+}
+
+// LoadFileWith is LoadFile with o: the plan of one segment, or with its
+// data in another directory.
+func LoadFileWith(path string, o LoadOptions) (*Plan, error) {
+	if o.Count > 1 && (o.Index < 0 || o.Index >= o.Count) {
+		return nil, fmt.Errorf("segment %d/%d: expected 0 ≤ index < count", o.Index, o.Count)
+	}
+	if err := regularFile(path); err != nil {
+		return nil, err
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseWith(path, src, os.LookupEnv, openFile, o)
+}
+
+// FileRows is how many data rows the source's file has; Rows may hold only
+// a segment's share of them (Share).
+func (ds *DataSource) FileRows() int {
+	if ds.ShareCount > 1 {
+		return ds.TotalRows
+	}
+	return len(ds.Rows)
+}
+
+// dataPath resolves a data source's file name.
+func (p *parser) dataPath(name string) string {
+	if p.loadOpts.DataDir != "" && !filepath.IsAbs(name) {
+		return filepath.Join(p.loadOpts.DataDir, name)
+	}
+	return p.resolve(name)
+}
+
+// loadData reads ds's file, only the segment's stripe of it for a unique
+// source, and returns a message naming the file on failure.
+func (p *parser) loadData(ds *DataSource) string {
+	index, count := 0, 1
+	if p.loadOpts.Count > 1 && ds.Pick == PickUnique && ds.ByTenant == "" {
+		index, count = p.loadOpts.Index, p.loadOpts.Count
+	}
+	where := "the plan's directory"
+	if p.loadOpts.DataDir != "" {
+		where = p.loadOpts.DataDir + " (--data-dir)"
+	}
+	cols, rows, total, msg := readCSV(ds.File, p.open, where, index, count)
+	if msg != "" {
+		return msg
+	}
+	if len(rows) == 0 {
+		// The same check a whole run makes (a file without data rows),
+		// for the segment's share: it could hand out no row at all.
+		return fmt.Sprintf("data file %s has %d data rows, and segment %d/%d takes rows %d, %d, … of a unique source: it has none of them; run fewer segments or add rows",
+			ds.File, total, index, count, index, index+count)
+	}
+	ds.Columns, ds.Rows, ds.TotalRows = cols, rows, total
+	if count > 1 {
+		ds.ShareIndex, ds.ShareCount = index, count
+	}
+	return ""
+}
+
+// readCSV loads a data file, keeping the data rows k with k mod count =
+// index (all of them for 0 of 1): the runs it feeds are short and rows are
 // handed out on the hot path, so memory is the cheaper place to keep them.
-// It returns a message naming the file on failure.
-func readCSV(path string, open func(string) (io.ReadCloser, error)) (cols []string, rows [][]string, msg string) {
+// It returns the rows kept and the file's count of data rows, or a
+// message naming the file on failure; where says where relative paths
+// are taken from.
+func readCSV(path string, open func(string) (io.ReadCloser, error), where string, index, count int) (cols []string, rows [][]string, total int, msg string) {
 	lower := strings.ToLower(path)
 	gz := strings.HasSuffix(lower, ".csv.gz")
 	if !gz && !strings.HasSuffix(lower, ".csv") {
-		return nil, nil, "bad data file " + q(path) + ": expected a .csv or .csv.gz file"
+		return nil, nil, 0, "bad data file " + q(path) + ": expected a .csv or .csv.gz file"
 	}
 	f, err := open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, "data file " + path + " not found (paths are relative to the plan's directory)"
+			return nil, nil, 0, "data file " + path + " not found (paths are relative to " + where + ")"
 		}
-		return nil, nil, "cannot read data file: " + err.Error()
+		return nil, nil, 0, "cannot read data file: " + err.Error()
 	}
 	defer f.Close()
 	var r io.Reader = f
 	if gz {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
-			return nil, nil, "data file " + path + " is not gzip: " + err.Error()
+			return nil, nil, 0, "data file " + path + " is not gzip: " + err.Error()
 		}
 		defer zr.Close()
 		r = zr
@@ -81,10 +160,10 @@ func readCSV(path string, open func(string) (io.ReadCloser, error)) (cols []stri
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
 	if err == io.EOF {
-		return nil, nil, "data file " + path + " is empty: expected a header row and at least one data row"
+		return nil, nil, 0, "data file " + path + " is empty: expected a header row and at least one data row"
 	}
 	if err != nil {
-		return nil, nil, "data file " + csvErr(path, err)
+		return nil, nil, 0, "data file " + csvErr(path, err)
 	}
 	// Spreadsheet exports often start with a byte order mark that would
 	// otherwise become part of the first column's name.
@@ -92,10 +171,10 @@ func readCSV(path string, open func(string) (io.ReadCloser, error)) (cols []stri
 	seen := make(map[string]bool, len(header))
 	for _, c := range header {
 		if c == "" {
-			return nil, nil, "data file " + path + " line 1: empty column name in the header"
+			return nil, nil, 0, "data file " + path + " line 1: empty column name in the header"
 		}
 		if seen[c] {
-			return nil, nil, "data file " + path + " line 1: column " + q(c) + " appears twice in the header"
+			return nil, nil, 0, "data file " + path + " line 1: column " + q(c) + " appears twice in the header"
 		}
 		seen[c] = true
 	}
@@ -105,18 +184,21 @@ func readCSV(path string, open func(string) (io.ReadCloser, error)) (cols []stri
 			break
 		}
 		if err != nil {
-			return nil, nil, "data file " + csvErr(path, err)
+			return nil, nil, 0, "data file " + csvErr(path, err)
 		}
 		if len(rec) != len(header) {
 			line, _ := cr.FieldPos(0)
-			return nil, nil, "data file " + path + " line " + strconv.Itoa(line) + ": found " + strconv.Itoa(len(rec)) + " fields, expected " + strconv.Itoa(len(header)) + " as in the header"
+			return nil, nil, 0, "data file " + path + " line " + strconv.Itoa(line) + ": found " + strconv.Itoa(len(rec)) + " fields, expected " + strconv.Itoa(len(header)) + " as in the header"
 		}
-		rows = append(rows, rec)
+		if total%count == index {
+			rows = append(rows, rec)
+		}
+		total++
 	}
-	if len(rows) == 0 {
-		return nil, nil, "data file " + path + " has a header but no data rows"
+	if total == 0 {
+		return nil, nil, 0, "data file " + path + " has a header but no data rows"
 	}
-	return header, rows, ""
+	return header, rows, total, ""
 }
 
 func csvErr(path string, err error) string {

@@ -88,17 +88,24 @@ type parser struct {
 	secrets       []string
 	readingTarget bool
 	targetAuth    string
+	// loadOpts says where data files are and which share of them to keep (data.go).
+	loadOpts LoadOptions
 }
 
 func parse(file string, src []byte, lookup func(string) (string, bool), open func(string) (io.ReadCloser, error)) (*Plan, error) {
+	return parseWith(file, src, lookup, open, LoadOptions{})
+}
+
+func parseWith(file string, src []byte, lookup func(string) (string, bool), open func(string) (io.ReadCloser, error), o LoadOptions) (*Plan, error) {
 	p := &parser{
-		file:    file,
-		dir:     filepath.Dir(file),
-		src:     src,
-		open:    open,
-		data:    map[string]*DataSource{},
-		budget:  jsonBudget,
-		entries: entryBudget,
+		loadOpts: o,
+		file:     file,
+		dir:      filepath.Dir(file),
+		src:      src,
+		open:     open,
+		data:     map[string]*DataSource{},
+		budget:   jsonBudget,
+		entries:  entryBudget,
 		plan: &Plan{
 			File:   file,
 			Source: bytes.Clone(src),
@@ -555,13 +562,11 @@ func (p *parser) dataSources(n *yaml.Node) {
 			p.errf(fk.v, "bad file for %s: expected the path of a .csv or .csv.gz file", what)
 			continue
 		}
-		ds.File = p.resolve(name)
-		cols, rows, msg := readCSV(ds.File, p.open)
-		if msg != "" {
+		ds.File = p.dataPath(name)
+		if msg := p.loadData(ds); msg != "" {
 			p.errf(fk.k, "%s", msg)
 			continue
 		}
-		ds.Columns, ds.Rows = cols, rows
 	}
 }
 

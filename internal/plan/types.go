@@ -103,6 +103,11 @@ type DataSource struct {
 	ByTenant    string
 	TenantRows  map[int][][]string
 	byTenantPos Pos
+	// TotalRows is the file's count of data rows; ShareIndex of ShareCount,
+	// when ShareCount > 1, says Rows holds only that segment's stripe of
+	// them (LoadOptions, data.go).
+	TotalRows              int
+	ShareIndex, ShareCount int
 }
 
 // Scenario is one kind of user.

@@ -105,7 +105,15 @@ func (q *userQueue) next(now time.Time) (*schedUser, time.Duration) {
 
 func (r *runner) startScheduler() {
 	r.waiting.wake = make(chan struct{}, 1)
-	go r.dispatch()
+	// The dispatcher starts workers (wg.Add) until the run stops; counted
+	// in the group itself, it keeps the count above zero while it may add,
+	// so the grace period's wg.Wait cannot return before a worker it is
+	// starting has begun.
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.dispatch()
+	}()
 }
 
 // dispatch hands due users to workers until the run stops starting work.

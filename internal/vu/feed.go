@@ -63,6 +63,9 @@ func (f *Feeder) pick(rows [][]string, cur *atomic.Int64, rnd randomSource, whos
 	case plan.PickRandom:
 		return rows[rnd.Int64N(n)], nil
 	case plan.PickUnique:
+		if f.src.ShareCount > 1 {
+			return f.share(rows, cur, whose)
+		}
 		k := (cur.Add(1)-1)*f.Stride + f.Offset
 		if k >= n {
 			return nil, fmt.Errorf("%w: %q has no unused row left%s (%d rows, pick: unique)", ErrDataExhausted, f.src.Name, whose, n)
@@ -72,6 +75,24 @@ func (f *Feeder) pick(rows [][]string, cur *atomic.Int64, rnd randomSource, whos
 		k := (cur.Add(1)-1)*f.Stride + f.Offset
 		return rows[k%n], nil
 	}
+}
+
+// share hands out the rows of a source loaded as one segment's stripe
+// (plan.LoadOptions): they are already rows Offset, Offset+Stride, ... of
+// the file, so they are taken in order, the same rows in the same order as
+// striding over the whole file.
+func (f *Feeder) share(rows [][]string, cur *atomic.Int64, whose string) ([]string, error) {
+	if int64(f.src.ShareIndex) != f.Offset || int64(f.src.ShareCount) != f.Stride {
+		// Rows of another segment would be sent twice across the run.
+		return nil, fmt.Errorf("%q was loaded as segment %d/%d's share of unique rows but runs as segment %d/%d",
+			f.src.Name, f.src.ShareIndex, f.src.ShareCount, f.Offset, f.Stride)
+	}
+	k := cur.Add(1) - 1
+	if k >= int64(len(rows)) {
+		return nil, fmt.Errorf("%w: %q has no unused row left%s (segment %d/%d's share: %d of the file's %d rows, pick: unique)",
+			ErrDataExhausted, f.src.Name, whose, f.Offset, f.Stride, len(rows), f.src.TotalRows)
+	}
+	return rows[k], nil
 }
 
 // Carry keeps data cursors from one run to the next, for a command that

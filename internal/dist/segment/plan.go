@@ -145,7 +145,7 @@ func Of(p *plan.Plan, s Segment) PlanShare {
 		ps.MaxConnsPerHost = max(1, s.Share(c))
 	}
 	for _, ds := range p.Data {
-		n := int64(len(ds.Rows))
+		n := int64(ds.FileRows()) // Rows may be a segment's share already
 		if ds.Pick == plan.PickUnique {
 			n = s.Stripe(n)
 		}
