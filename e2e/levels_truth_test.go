@@ -21,8 +21,8 @@ import (
 
 // slowHub is the demo target (kitchen hub and orders) behind a negotiate
 // endpoint that serves one connection at a time, each after a pause: a hub
-// that opens connections slower than the plan ramps them, as seed 000's
-// did at its 2,000-restaurant gate. n connections take at least n × pause
+// that opens connections slower than the plan ramps them, as a
+// restaurant-ordering hub's did at its 2,000-restaurant gate. n connections take at least n × pause
 // to come up, however fast or busy the machine.
 func slowHub(t *testing.T, pause time.Duration) string {
 	t.Helper()
@@ -75,7 +75,7 @@ gates:
   slo: ["error_rate < 5%%"]
 `
 
-// Seed 000's third gate in small: the hub needs at least 60 × 30ms =
+// The restaurant-ordering hub's third gate in small: the hub needs at least 60 × 30ms =
 // 1.8s to open the last level's 60 kitchen displays, against a 300ms ramp.
 // The level must be measured from when they are all open - no connection
 // opens inside the measured part - and say how long its ramp took.

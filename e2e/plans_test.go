@@ -305,6 +305,38 @@ load:
 	}
 }
 
+// A password written literally in the target URL (not through ${ENV}) is
+// kept out of the result too, plan source included.
+func TestPlanLiteralURLPassword(t *testing.T) {
+	t.Parallel()
+	srv := newSeenServer(t)
+	const pass = "Hunter3Literal"
+	out := filepath.Join(t.TempDir(), "r.json")
+	target := strings.Replace(srv.URL, "http://", "http://alice:"+pass+"@", 1)
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`target: %s
+scenarios:
+  s:
+    steps:
+      - get: /ok
+      - think: 50ms
+load:
+  stages: [{duration: 1s, users: 1}]
+`, target), nil)
+	o := e2etest.Start(t, "", nil, "run", plan, "-o", out).Wait(t, 60*time.Second)
+	if o.Code != 0 {
+		t.Fatalf("exit %d\n%s", o.Code, o)
+	}
+	if _, auth := srv.snapshot(); auth["alice:"+pass] == 0 {
+		t.Errorf("credentials seen by the server: %v; want alice's", auth)
+	}
+	noSecret(t, "run output", o.Stdout+o.Stderr, pass)
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSecret(t, "result file", string(raw), pass)
+}
+
 // TestPlanEnvNotInErrors: a ${ENV} value in an expectation does not reach
 // the result's failure messages (issue 12 item 12). Before, error_samples
 // held `body does not contain "CheckSecret999"`.

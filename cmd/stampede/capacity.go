@@ -88,15 +88,11 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 			}
 			writeIndicators(stdout, c.Result.Indicators)
 			fmt.Fprintf(stderr, "result saved to %s\n", out)
-			switch {
-			case runErr != nil:
+			if runErr != nil {
 				return runFailure(runErr)
-			case c.Result.Run.Partial:
-				return fail(exitRun, nil)
-			case c.Rate == 0:
-				return fail(exitThreshold, nil)
 			}
-			return nil
+			// No level passed: no capacity was found.
+			return verdictErr(gate.Judge(gate.Outcome{Incomplete: c.Result.Run.Partial, LevelFailed: c.Rate == 0}))
 		},
 	}
 	f := cmd.Flags()

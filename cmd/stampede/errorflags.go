@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -42,13 +43,18 @@ func (f *errorFlags) apply(opts *run.Options, out string, stderr io.Writer) (fun
 		return nil, fail(exitUsage, fmt.Errorf("--keep-failures: %v", err))
 	}
 	opts.Errors.Failures = log
+	// Called at the end of the run, or from the second Ctrl-C's handler
+	// while the run may still be ending: once is enough.
+	var once sync.Once
 	return func() {
-		n := log.Written()
-		if err := log.Close(); err != nil {
-			fmt.Fprintf(stderr, "stampede: failure samples in %s are incomplete: %v\n", path, err)
-			return
-		}
-		fmt.Fprintf(stderr, "%d failure %s saved to %s\n", n, pluralWord(int(n), "sample"), path)
+		once.Do(func() {
+			n := log.Written()
+			if err := log.Close(); err != nil {
+				fmt.Fprintf(stderr, "stampede: failure samples in %s are incomplete: %v\n", path, err)
+				return
+			}
+			fmt.Fprintf(stderr, "%d failure %s saved to %s\n", n, pluralWord(int(n), "sample"), path)
+		})
 	}, nil
 }
 

@@ -144,26 +144,22 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	levels.WriteLevelNotes(stdout, res.Levels)
 	writeIndicators(stdout, res.Indicators)
 	fmt.Fprintf(stderr, "result saved to %s\n", j.out)
-	switch {
-	case runErr != nil:
+	if runErr != nil {
 		return runFailure(runErr)
-	case outc.Interrupted:
-		return fail(exitRun, nil)
-	case outc.Failed >= 0:
-		if j.stopAtFail {
-			l := res.Levels[outc.Failed]
-			fmt.Fprintf(stdout, "\nGate %s %s failed", l.Vary, levels.FormatLevel(l.Vary, l.Value))
-			if outc.Failed+1 < len(j.values) {
-				fmt.Fprintf(stdout, "; later levels were not run")
-			}
-			fmt.Fprintln(stdout)
-		}
-		return fail(exitThreshold, nil)
 	}
-	if j.stopAtFail {
+	v := gate.Judge(gate.Outcome{Incomplete: outc.Interrupted, LevelFailed: outc.Failed >= 0})
+	switch {
+	case v == gate.Fail && j.stopAtFail:
+		l := res.Levels[outc.Failed]
+		fmt.Fprintf(stdout, "\nGate %s %s failed", l.Vary, levels.FormatLevel(l.Vary, l.Value))
+		if outc.Failed+1 < len(j.values) {
+			fmt.Fprintf(stdout, "; later levels were not run")
+		}
+		fmt.Fprintln(stdout)
+	case v == gate.Pass && j.stopAtFail:
 		fmt.Fprintln(stdout, "\nEvery gate passed")
 	}
-	return nil
+	return verdictErr(v)
 }
 
 func runFailure(err error) error {

@@ -95,8 +95,8 @@ func newDemoCmd() *cobra.Command {
 (headers voter-id and election-district-id, JSON {"partyId":"p1"}),
 GET /votes/{district}/count, GET /healthz, GET /__stats.
 
-The restaurant side (seed 000 in miniature, examples/restaurants.yaml):
-an ASP.NET Core-style SignalR hub at /hubs/kitchen (JSON protocol over
+The restaurant side (a restaurant-ordering system in miniature,
+examples/restaurants.yaml): an ASP.NET Core-style SignalR hub at /hubs/kitchen (JSON protocol over
 WebSockets; invoke JoinRestaurant("ID") to join that restaurant's group),
 and POST /restaurants/{id}/orders, which pushes OrderPlaced
 {orderId, restaurantId, sentAt} to the restaurant's joined connections.

@@ -207,10 +207,7 @@ Inputs must come from the same plan (by SHA-256) unless --force is given.`,
 				}
 				fmt.Fprintf(stderr, "  %s %s (%s)\n", mark, t.Expr, detail)
 			}
-			if !gate.AllPass(m.Thresholds) {
-				return fail(exitThreshold, nil)
-			}
-			return nil
+			return verdictErr(gate.Judge(gate.Outcome{Thresholds: m.Thresholds}))
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the merged result here (atomically) instead of stdout")

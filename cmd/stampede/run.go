@@ -234,12 +234,14 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 		if f != nil {
 			res := f("interrupted twice (Ctrl-C): requests in flight were not waited for and are not counted")
 			finish(res, p)
+			closeFailures()
 			if err := output.Final(res); err != nil {
 				fmt.Fprintf(stderr, "\nstampede: %v\n", lostResult(output, err))
 				output.Close()
 				os.Exit(exitRun)
 			}
 		}
+		closeFailures()
 		output.Close()
 		fmt.Fprintf(stderr, "\nstampede: quit at once; partial result in %s\n", out)
 		os.Exit(exitRun)
@@ -267,13 +269,7 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	if err := dist.emitResult(stdout, res); err != nil {
 		return fail(exitRun, err)
 	}
-	switch {
-	case res.Run.Partial:
-		return fail(exitRun, nil)
-	case !gate.AllPass(res.Thresholds):
-		return fail(exitThreshold, nil)
-	}
-	return nil
+	return verdictErr(gate.Judge(gate.Outcome{Incomplete: res.Run.Partial, Thresholds: res.Thresholds}))
 }
 
 func describeDemo(o demo.Options) string {

@@ -33,7 +33,8 @@ func writePlan(t *testing.T, src string) (dir, path string) {
 // The demo's database pool has 2 connections of 20ms each (100 queries/s)
 // and gives up on a wait over 100ms with 503. One and two users fit; twelve
 // users queue ten deep, wait over 100ms and get 503s: the third gate fails
-// because the pool is exhausted, as seed 000's did.
+// because the pool is exhausted, as a restaurant-ordering API's did at its
+// 2,000-restaurant gate.
 const gatesPlan = `name: pool-gates
 target: demo
 defaults: {timeout: 5s}

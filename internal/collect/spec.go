@@ -1,8 +1,8 @@
 // Package collect samples server-side metrics — PostgreSQL, Redis,
 // Prometheus text endpoints, processes, the host — on the run clock, beside
 // the load, so a flat throughput can be laid next to a database at 100% CPU
-// or a pool with every connection active (seed 002 found its bottleneck
-// only that way).
+// or a pool with every connection active: often the only way to see why
+// adding users stopped adding throughput.
 //
 // Each monitor samples on its own goroutine and keeps its own bounded
 // series; nothing here is on the load's hot path, and a slow or dead
@@ -17,26 +17,28 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/monitorkind"
 )
 
 // Monitor kinds.
 const (
-	KindPostgres   = "postgres"
-	KindRedis      = "redis"
-	KindPrometheus = "prometheus"
-	KindProcess    = "process"
-	KindHost       = "host"
+	KindPostgres   = monitorkind.Postgres
+	KindRedis      = monitorkind.Redis
+	KindPrometheus = monitorkind.Prometheus
+	KindProcess    = monitorkind.Process
+	KindHost       = monitorkind.Host
 )
 
 // Kinds lists the monitor kinds, for help text and "did you mean" hints.
-var Kinds = []string{KindPostgres, KindRedis, KindPrometheus, KindProcess, KindHost}
+var Kinds = monitorkind.Kinds()
 
 // DefaultInterval is how often a monitor samples unless told otherwise: the
 // same 1 s resolution as the load series, so the two line up point by point.
 const DefaultInterval = time.Second
 
 // MinInterval keeps a typo like "1ms" from turning a monitor into load.
-const MinInterval = 100 * time.Millisecond
+const MinInterval = monitorkind.MinInterval
 
 // Spec describes one monitor.
 type Spec struct {
@@ -72,7 +74,7 @@ type Spec struct {
 // would, as process[self]: its CPU feeds the generator-health indicator,
 // and drawing it beside the target's CPU shows which side ran out first.
 func SelfSpec() Spec {
-	return Spec{Kind: KindProcess, Target: strconv.Itoa(os.Getpid()), Name: "self"}
+	return Spec{Kind: KindProcess, Target: strconv.Itoa(os.Getpid()), Name: monitorkind.Self}
 }
 
 var (
@@ -82,16 +84,7 @@ var (
 
 // Label is the prefix of the monitor's series keys: "postgres",
 // "postgres[orders]", "process[nginx]", "host".
-func (s Spec) Label() string {
-	name := s.Name
-	if s.Kind == KindProcess && name == "" {
-		name = s.Target
-	}
-	if name == "" {
-		return s.Kind
-	}
-	return s.Kind + "[" + name + "]"
-}
+func (s Spec) Label() string { return monitorkind.Label(s.Kind, s.Name, s.Target) }
 
 // String names the monitor for people: its label and target, with any
 // password in the target replaced.

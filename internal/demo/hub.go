@@ -11,13 +11,13 @@ import (
 	"github.com/philippseith/signalr"
 )
 
-// The restaurant side of the demo (seed 000 in miniature): kitchen
-// displays hold a SignalR connection to /hubs/kitchen and join their
-// restaurant's group; POST /restaurants/{id}/orders stores an order and
-// pushes OrderPlaced {orderId, restaurantId, sentAt} to that group. The
-// hub is github.com/philippseith/signalr, a third-party implementation of
-// the ASP.NET Core server side, so stampede is tested against a peer it
-// was not written with.
+// The restaurant side of the demo (a restaurant-ordering system in
+// miniature): kitchen displays hold a SignalR connection to /hubs/kitchen
+// and join their restaurant's group; POST /restaurants/{id}/orders stores
+// an order and pushes OrderPlaced {orderId, restaurantId, sentAt} to that
+// group. The hub is github.com/philippseith/signalr, a third-party
+// implementation of the ASP.NET Core server side, so stampede is tested
+// against a peer it was not written with.
 
 // HubPath is where the kitchen hub is served.
 const HubPath = "/hubs/kitchen"

@@ -82,7 +82,8 @@ func classHint(class string) string {
 // saturatedInRun looks at the last 30 s (or the whole run when shorter):
 // completions per second flat while the offered load grew and p95 climbs,
 // and requests in flight grow with it, is a server that has stopped taking
-// more work and queues the rest (seed 002's 1.6k RPS wall).
+// more work and queues the rest (an API that held at 1.6k RPS whether 400
+// or 1,000 users drove it).
 func saturatedInRun(s result.Series) (result.Indicator, bool) {
 	n := len(s.T)
 	// The last interval is usually cut short by the end of the run.
@@ -166,7 +167,8 @@ func saturatedInRun(s result.Series) (result.Indicator, bool) {
 // timeoutsClustered fires when requests pile up at the configured timeout:
 // a request that waits for a pool slot waits until the deadline, so the
 // slowest requests sit at one value instead of spreading out as slow work
-// does (seed 000's exhausted connection pool).
+// does (a database connection pool exhausted under a restaurant-ordering
+// API).
 func timeoutsClustered(r *result.Result) (result.Indicator, bool) {
 	all := r.Totals.LatencyAll
 	if all.Count == 0 || r.Totals.ByClass[sample.Timeout.String()] == 0 {

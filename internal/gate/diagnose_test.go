@@ -208,7 +208,7 @@ func TestLevelIndicators(t *testing.T) {
 	}
 	ins := LevelIndicators([]result.Level{lvl(100, 500, 50_000), lvl(400, 1000, 100_000), lvl(1000, 1040, 400_000)})
 	if len(ins) != 1 || ins[0].ID != "saturated" || ins[0].Evidence["level_after"] != 1000 || ins[0].Evidence["ok_rps_after"] != 1040 {
-		t.Fatalf("seed 002's 400 -> 1000 users at the same throughput: %v", ins)
+		t.Fatalf("400 -> 1000 users at the same throughput: %v", ins)
 	}
 	if ins := LevelIndicators([]result.Level{lvl(100, 500, 50_000), lvl(200, 1000, 55_000)}); len(ins) != 0 {
 		t.Errorf("throughput doubled with the users: %v", ins)

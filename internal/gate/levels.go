@@ -18,7 +18,7 @@ func GoodputRPS(r *result.Result) float64 {
 
 // LevelIndicators judges a multi-level run as a whole: the last two levels
 // that ran, where the load grew, show whether throughput still followed it
-// (seed 002: 400 or 1,000 users both gave 1.6k RPS).
+// (an API where 400 or 1,000 users both gave 1.6k RPS).
 func LevelIndicators(levels []result.Level) []result.Indicator {
 	var ran []result.Level
 	for _, l := range levels {

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/monitorkind"
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/suggest"
 )
 
 // Monitor metrics are server-side series from the run's monitors, named by
@@ -16,9 +18,8 @@ import (
 // Value is in the unit the threshold was written in (see monitorValue).
 const Monitor Kind = 100
 
-// monitorKinds are the prefixes a monitor series key starts with (package
-// collect's kinds; gate reads only results, so they are repeated here).
-var monitorKinds = []string{"postgres", "redis", "prometheus", "process", "host"}
+// monitorKinds are the prefixes a monitor series key starts with.
+var monitorKinds = monitorkind.Kinds()
 
 // Limits behind the server_limit indicator.
 const (
@@ -63,12 +64,10 @@ func isMonitorMetric(m string) bool {
 	if kind == "" {
 		return false
 	}
-	for _, k := range monitorKinds {
-		if k == kind {
-			return true
-		}
+	if monitorkind.Is(kind) {
+		return true
 	}
-	return suggest(kind, monitorKinds) != "" || strings.Contains(m, ".") && suggest(m, knownMetrics()) == ""
+	return suggest.Closest(kind, monitorKinds) != "" || strings.Contains(m, ".") && suggest.Closest(m, knownMetrics()) == ""
 }
 
 // parseMonitor finishes Parse for a metric that is no load metric but
@@ -78,13 +77,9 @@ func parseMonitor(t Threshold, value string) (Threshold, error) {
 		return Threshold{}, &ParseError{Expr: t.Expr, Msg: fmt.Sprintf(format, a...)}
 	}
 	kind := monitorPrefix(t.Metric)
-	known := false
-	for _, k := range monitorKinds {
-		known = known || k == kind
-	}
-	if !known {
+	if !monitorkind.Is(kind) {
 		msg := fmt.Sprintf("unknown metric %q: a monitor series starts with one of %s, such as postgres.connections.active or process[nginx].cpu", t.Metric, strings.Join(monitorKinds, ", "))
-		if s := suggest(kind, monitorKinds); s != "" && kind != "" {
+		if s := suggest.Closest(kind, monitorKinds); s != "" && kind != "" {
 			msg = fmt.Sprintf("unknown metric %q; did you mean %q?", t.Metric, s+strings.TrimPrefix(t.Metric, kind))
 		}
 		return fail("%s", msg)
@@ -201,7 +196,7 @@ func findMonitor(r *result.Result, key string) (string, result.MonitorSeries, er
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if s := suggest(key, keys); s != "" {
+	if s := suggest.Closest(key, keys); s != "" {
 		return "", result.MonitorSeries{}, fmt.Errorf("no monitor series %q in this run; did you mean %q?", key, s)
 	}
 	label := key
@@ -347,17 +342,17 @@ func monitorIndicators(r *result.Result) []result.Indicator {
 		}
 		kind := monitorPrefix(k)
 		switch {
-		case kind == "host" && metric == "cpu.busy_pct":
+		case kind == monitorkind.Host && metric == "cpu.busy_pct":
 			if st, ok := stat(k); ok && st.Max >= cpuAtLimitPct {
 				found = append(found, fmt.Sprintf("%s CPU was %.0f%% busy (this machine: the generator runs here too)", label, st.Max))
 				ev[k+".max"] = st.Max
 			}
-		case kind == "host" && metric == "tcp.ephemeral_used_pct":
+		case kind == monitorkind.Host && metric == "tcp.ephemeral_used_pct":
 			if st, ok := stat(k); ok && st.Max >= ephemeralPortsAbove {
 				found = append(found, fmt.Sprintf("%s used %.0f%% of its local port range (TIME_WAIT piles up: keep connections alive)", label, st.Max))
 				ev[k+".max"] = st.Max
 			}
-		case kind == "process" && metric == "cpu_pct" && label != "process[self]":
+		case kind == monitorkind.Process && metric == "cpu_pct" && label != monitorkind.Label(monitorkind.Process, monitorkind.Self, ""):
 			st, ok := stat(k)
 			if !ok {
 				continue
@@ -372,18 +367,18 @@ func monitorIndicators(r *result.Result) []result.Indicator {
 				found = append(found, fmt.Sprintf("%s CPU reached %.0f%% (%.0f core(s) it can use)", label, st.Max, capacity))
 				ev[k+".max"] = st.Max
 			}
-		case kind == "redis" && metric == "cpu_pct":
+		case kind == monitorkind.Redis && metric == "cpu_pct":
 			// Redis runs commands on one thread.
 			if st, ok := stat(k); ok && st.Max >= cpuAtLimitPct {
 				found = append(found, fmt.Sprintf("%s CPU reached %.0f%% of its one command thread", label, st.Max))
 				ev[k+".max"] = st.Max
 			}
-		case kind == "redis" && metric == "clients.blocked":
+		case kind == monitorkind.Redis && metric == "clients.blocked":
 			if st, ok := stat(k); ok && st.Max > 0 {
 				found = append(found, fmt.Sprintf("%s had up to %.0f client(s) blocked", label, st.Max))
 				ev[k+".max"] = st.Max
 			}
-		case kind == "postgres" && metric == "connections.max":
+		case kind == monitorkind.Postgres && metric == "connections.max":
 			st, ok := stat(k)
 			if !ok || st.Max <= 0 {
 				continue
@@ -398,7 +393,7 @@ func monitorIndicators(r *result.Result) []result.Indicator {
 				ev[label+".connections.active.max"] = act.Max
 				ev[k] = st.Min
 			}
-		case kind == "postgres" && metric == "connections.waiting_lock":
+		case kind == monitorkind.Postgres && metric == "connections.waiting_lock":
 			if st, ok := stat(k); ok && st.Avg >= pgWaitingLockAvg {
 				found = append(found, fmt.Sprintf("%s had %.1f sessions waiting on locks on average (up to %.0f)", label, st.Avg, st.Max))
 				ev[k+".avg"] = st.Avg

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/sample"
+	"github.com/stampede-load/stampede/internal/suggest"
 )
 
 // Kind is what a metric measures, which decides the values it can be
@@ -100,7 +101,7 @@ func Parse(expr string) (Threshold, error) {
 		return parseMonitor(t, value)
 	}
 	if !ok {
-		if s := suggest(t.Metric, knownMetrics()); s != "" {
+		if s := suggest.Closest(t.Metric, knownMetrics()); s != "" {
 			return fail("unknown metric %q; did you mean %q?", t.Metric, s)
 		}
 		return fail("unknown metric %q: expected a latency (p50 p75 p90 p95 p99 p99.9 min max avg, or with _all), a rate (error_rate success_rate CLASS_rate), a count (requests failed successful iterations CLASS) or rps", t.Metric)
@@ -333,7 +334,7 @@ func scopeOf(r *result.Result, step string) (scope, error) {
 		for _, st := range r.Steps {
 			names = append(names, st.Name, st.Scenario+"/"+st.Name)
 		}
-		if sg := suggest(step, names); sg != "" {
+		if sg := suggest.Closest(step, names); sg != "" {
 			return s, fmt.Errorf("unknown step %q; did you mean %q?", step, sg)
 		}
 		return s, fmt.Errorf("unknown step %q: the run has no step of that name", step)
@@ -435,46 +436,3 @@ func (t Threshold) Measure(r *result.Result) (float64, string, error) {
 
 // formatDuration prints a latency as the reports do.
 func formatDuration(us int64) string { return result.FormatDuration(us) }
-
-// suggest returns the candidate closest to s when it is close enough to be
-// a plausible typo.
-func suggest(s string, cands []string) string {
-	best, bestD := "", 0
-	for _, c := range cands {
-		d := editDistance(strings.ToLower(s), strings.ToLower(c))
-		if best == "" || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := max(2, len([]rune(s))/3)
-	if best == "" || bestD > limit {
-		return ""
-	}
-	return best
-}
-
-// editDistance counts a swap of neighbours as one edit, the commonest typo.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
-}

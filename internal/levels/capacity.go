@@ -63,7 +63,7 @@ type Knee struct {
 
 // Little is Little's law at the capacity level: work in the system equals
 // throughput times time in the system, which is how many closed-model
-// users the same throughput needs (seed 002: users = RPS × latency).
+// users the same throughput needs (Little's law: users = RPS × latency).
 type Little struct {
 	RPS          float64 // requests/s, successful
 	AvgLatencyUS float64 // mean latency of successful requests

@@ -346,7 +346,7 @@ func emptyPartial(p *plan.Plan, reason string) *result.Result {
 	now := time.Now()
 	return &result.Result{
 		Schema: result.Schema,
-		Plan:   result.PlanInfo{Name: p.Name, File: p.File, Source: string(p.Source)},
+		Plan:   result.PlanInfo{Name: p.Name, File: p.File, Source: p.Redact(string(p.Source))},
 		Run: result.RunInfo{Started: now, Ended: now, Model: p.Load.Model.String(),
 			Segment: result.Segment{Count: 1}, Partial: true, PartialReason: reason},
 		Totals:     result.Totals{ByClass: map[string]int64{}},

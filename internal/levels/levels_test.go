@@ -419,7 +419,8 @@ const clusterMin = 5
 // A level whose run ends during its ramp (here its only unique row is
 // spent at once) never had its population in place: it has no measured
 // part, says so and fails. It is not an interruption, and no figure of it
-// may come from a cut taken after the run stopped (seed 000's -13.3s).
+// may come from a cut taken after the run stopped (a 2,000-restaurant gate
+// once reported a duration of -13.3s that way).
 func TestLevelThatEndsDuringItsRamp(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()

@@ -70,9 +70,9 @@ type SweepRow struct {
 	Cells  []Cell
 }
 
-// SweepTable is seed 001's table: one column per level, rows P95 (of
-// successful requests, as the seed's latency statistics are) and Requests
-// Failed.
+// SweepTable is the sweep's summary table: one column per level, rows P95
+// (of successful requests, as the run's latency statistics are) and
+// Requests Failed.
 func SweepTable(levels []result.Level) (header []string, rows []SweepRow) {
 	header = []string{"Metric"}
 	p95 := SweepRow{Metric: "P95"}

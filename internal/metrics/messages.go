@@ -112,7 +112,7 @@ func (t *msgTable) size() int {
 func defaultMessage(class sample.Class) string {
 	switch class {
 	case sample.Dropped:
-		return "arrival dropped: no free slot to start it (the generator or its max_users could not keep up)"
+		return "arrival dropped: every max_in_flight slot was busy (the target or the generator could not keep up)"
 	case sample.Interrupted:
 		return "cut off when the run ended"
 	}

@@ -257,12 +257,16 @@ func (s *Shard) RecordUnfinished(step int, class sample.Class) {
 	s.mu.Unlock()
 }
 
+// lateDropMessage says why the dispatcher gave up on arrivals: not a busy
+// target, but a generator that fell behind its own schedule.
+const lateDropMessage = "arrival dropped: the generator fell more than 1s behind its schedule (it stalled, or the rate is more than it can start)"
+
 // DroppedN counts n open-model arrivals dropped at once, against step:
 // the dispatcher's bounded catch-up gives up on a whole run of overdue
 // arrivals in one call, which at an absurd rate may be millions.
 func (s *Shard) DroppedN(step int, n int64) {
 	s.mu.Lock()
-	s.message(step, sample.Dropped, 0, nil, "", n)
+	s.message(step, sample.Dropped, 0, nil, lateDropMessage, n)
 	s.steps[step].byClass[sample.Dropped] += n
 	s.win.failed[sample.Dropped] += n
 	s.win.dropped += n
@@ -358,12 +362,35 @@ type Snapshot struct {
 	Iterations int64
 }
 
-// histOf returns *h, making it at its first use.
-func histOf(h **hdr.Histogram) *hdr.Histogram {
-	if *h == nil {
-		*h = result.NewHistogram()
+// countsOf returns *c, making it at its first use.
+func countsOf(c *[]int64) []int64 {
+	if *c == nil {
+		*c = make([]int64, result.CountsLen)
 	}
-	return *h
+	return *c
+}
+
+// addCounts adds h's counts into dst, a counts array of
+// result.NewHistogram's geometry, and returns how many it added.
+func (h *sparseHist) addCounts(dst []int64) (n int64) {
+	if h == nil {
+		return 0
+	}
+	for ci, c := range h.chunks {
+		if c == nil {
+			continue
+		}
+		d := dst[ci<<chunkShift:][:chunkLen]
+		for j, k := range c {
+			d[j] += int64(k)
+			n += int64(k)
+		}
+	}
+	for i, k := range h.over {
+		dst[i] += k
+		n += k
+	}
+	return n
 }
 
 var (
@@ -382,12 +409,12 @@ func emptyLatency() result.Latency {
 // recording goes on (for periodic flushes). A step is read from each shard
 // under that shard's lock, so its counts and latencies agree.
 func (r *Recorder) Snapshot() Snapshot {
-	// A step's latencies are summed across shards into these, encoded,
-	// and cleared for the next step: the shards keep only the buckets
-	// they reached, and a snapshot makes no histogram per step. Those for
-	// failures are made at the first step that has some.
-	okH := result.NewHistogram()
-	var failH, allH *hdr.Histogram
+	// A step's latencies are summed across shards into these counts
+	// arrays, encoded, and cleared for the next step: the shards keep only
+	// the buckets they reached, and a snapshot makes no histogram per
+	// step. Those for failures are made at the first step that has some.
+	okC := make([]int64, result.CountsLen)
+	var failC, allC []int64
 	totOK, totAll := result.NewHistogram(), result.NewHistogram()
 	var snap Snapshot
 	snap.Totals.ByClass = map[string]int64{}
@@ -395,15 +422,18 @@ func (r *Recorder) Snapshot() Snapshot {
 		var byClass [sample.NumClasses]int64
 		var tables []*msgTable
 		var statuses map[string]int64
+		var okN, failN int64
 		for _, sh := range r.shards {
 			sh.mu.Lock()
 			ss := &sh.steps[i]
 			for c, n := range ss.byClass {
 				byClass[c] += n
 			}
-			ss.ok.addTo(okH, totOK, totAll)
+			ss.ok.addTo(totOK, totAll)
+			okN += ss.ok.addCounts(okC)
 			if ss.fail != nil {
-				ss.fail.addTo(histOf(&failH), totAll)
+				ss.fail.addTo(totAll)
+				failN += ss.fail.addCounts(countsOf(&failC))
 			}
 			for _, sc := range ss.statuses {
 				if statuses == nil {
@@ -434,25 +464,26 @@ func (r *Recorder) Snapshot() Snapshot {
 		st.Statuses = statuses
 		st.Errors, st.OtherErrors = combine(r.top, tables)
 		st.LatencyOK = emptyLatency()
-		if okH.TotalCount() > 0 {
-			st.LatencyOK = result.LatencyOf(okH)
+		if okN > 0 {
+			st.LatencyOK = result.LatencyOfCounts(okC)
 		}
 		switch {
-		case failH == nil || failH.TotalCount() == 0:
+		case failN == 0:
 			st.LatencyAll = st.LatencyOK
-		case okH.TotalCount() == 0:
-			st.LatencyAll = result.LatencyOf(failH)
+		case okN == 0:
+			st.LatencyAll = result.LatencyOfCounts(failC)
 		default:
-			histOf(&allH).Merge(okH)
-			allH.Merge(failH)
-			st.LatencyAll = result.LatencyOf(allH)
-			allH.Reset()
+			all := countsOf(&allC)
+			for j := range all {
+				all[j] = okC[j] + failC[j]
+			}
+			st.LatencyAll = result.LatencyOfCounts(all)
 		}
-		if okH.TotalCount() > 0 {
-			okH.Reset()
+		if okN > 0 {
+			clear(okC)
 		}
-		if failH != nil && failH.TotalCount() > 0 {
-			failH.Reset()
+		if failN > 0 {
+			clear(failC)
 		}
 		snap.Totals.Requests += st.Requests
 		snap.Totals.Successful += st.Successful

@@ -10,8 +10,8 @@ import (
 )
 
 // Persistent-connection scenarios: a population of WebSocket or SignalR
-// connections held while other scenarios drive HTTP load (seed 000's
-// kitchen displays, printers and waiter apps).
+// connections held while other scenarios drive HTTP load (a restaurant
+// system's kitchen displays, printers and waiter apps).
 //
 //	kitchen-display:
 //	  per_tenant: 2                # or users: N

@@ -77,7 +77,7 @@ func LoadFileWith(path string, o LoadOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseWith(path, src, os.LookupEnv, openFile, o)
+	return parseOpts(path, src, os.LookupEnv, openFile, o)
 }
 
 // FileRows is how many data rows the source's file has; Rows may hold only

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stampede-load/stampede/internal/suggest"
 )
 
 // String formats a position the way editors and compilers do, so a user can
@@ -115,47 +117,7 @@ func yamlLine(src []byte, msg string) int {
 	return 0
 }
 
-// levenshtein is the edit distance between two short keys.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 // Suggest picks the valid key a user most likely meant: the closest within
 // two edits, or else one that the key is a prefix of (or the other way
 // round), since people abbreviate and pluralise. "" when none is close.
-func Suggest(key string, valid []string) string {
-	best, bestD := "", 3
-	lk := strings.ToLower(key)
-	for _, v := range valid {
-		if d := levenshtein(lk, v); d < bestD {
-			best, bestD = v, d
-		}
-	}
-	if best != "" {
-		return best
-	}
-	if len(lk) >= 2 {
-		for _, v := range valid {
-			if strings.HasPrefix(v, lk) || strings.HasPrefix(lk, v) {
-				return v
-			}
-		}
-	}
-	return ""
-}
+func Suggest(key string, valid []string) string { return suggest.Key(key, valid) }

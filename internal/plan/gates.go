@@ -16,9 +16,9 @@ const (
 	VaryTenants = "tenants"
 )
 
-// Gates are scaling gates run in order (seed 000: 50, then 250, then 2,000
-// restaurants), each held for Hold after an unmeasured Ramp, each judged by
-// SLO on its own figures.
+// Gates are scaling gates run in order (a restaurant-ordering system: 50,
+// then 250, then 2,000 restaurants), each held for Hold after an unmeasured
+// Ramp, each judged by SLO on its own figures.
 type Gates struct {
 	Vary   string
 	Levels []float64

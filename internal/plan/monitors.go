@@ -6,29 +6,29 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stampede-load/stampede/internal/monitorkind"
 )
 
-// Monitor kinds, as written in a plan. They match package collect's, which
-// turns a MonitorSpec into a running monitor (plan imports no other package
-// of ours, so the names are repeated here).
+// Monitor kinds, as written in a plan.
 const (
-	MonitorPostgres   = "postgres"
-	MonitorRedis      = "redis"
-	MonitorPrometheus = "prometheus"
-	MonitorProcess    = "process"
-	MonitorHost       = "host"
+	MonitorPostgres   = monitorkind.Postgres
+	MonitorRedis      = monitorkind.Redis
+	MonitorPrometheus = monitorkind.Prometheus
+	MonitorProcess    = monitorkind.Process
+	MonitorHost       = monitorkind.Host
 )
 
 // MonitorKinds lists the kinds in the order help text gives them.
-var MonitorKinds = []string{MonitorPostgres, MonitorRedis, MonitorPrometheus, MonitorProcess, MonitorHost}
+var MonitorKinds = monitorkind.Kinds()
 
 // MonitorSelf is the name of the generator's own process monitor, which
 // every run records; a plan may not use it for another process.
-const MonitorSelf = "self"
+const MonitorSelf = monitorkind.Self
 
 // minMonitorInterval keeps a typo like 1ms from turning a monitor into
-// load; it is collect.MinInterval.
-const minMonitorInterval = 100 * time.Millisecond
+// load.
+const minMonitorInterval = monitorkind.MinInterval
 
 // MonitorSpec is one entry of the plan's monitors list: a server-side
 // metric source sampled beside the load. Target has ${ENV} expanded (the
@@ -57,16 +57,7 @@ type MonitorSpec struct {
 
 // Label is the prefix of the monitor's series keys, as package collect
 // builds it: "postgres", "postgres[orders]", "process[nginx]".
-func (m MonitorSpec) Label() string {
-	name := m.Name
-	if m.Kind == MonitorProcess && name == "" {
-		name = m.Target
-	}
-	if name == "" {
-		return m.Kind
-	}
-	return m.Kind + "[" + name + "]"
-}
+func (m MonitorSpec) Label() string { return monitorkind.Label(m.Kind, m.Name, m.Target) }
 
 var monitorOptions = []string{"name", "required", "interval", "timeout", "select", "queries"}
 
@@ -112,7 +103,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		case kind == MonitorHost:
 			m.Kind = kind
 			return m, true
-		case isMonitorKind(kind):
+		case monitorkind.Is(kind):
 			p.errf(n, "monitor %s needs a target: write - %s: %s", kind, kind, monitorExample(kind))
 		default:
 			p.errf(n, "unknown monitor %s: %s", q(s), monitorKindHint(s))
@@ -277,15 +268,6 @@ func (p *parser) monitorQueries(m *MonitorSpec, n *yaml.Node) bool {
 		m.Queries[e.key] = s
 	}
 	return ok
-}
-
-func isMonitorKind(s string) bool {
-	for _, k := range MonitorKinds {
-		if s == k {
-			return true
-		}
-	}
-	return false
 }
 
 func monitorKindHint(s string) string {

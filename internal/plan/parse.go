@@ -93,10 +93,10 @@ type parser struct {
 }
 
 func parse(file string, src []byte, lookup func(string) (string, bool), open func(string) (io.ReadCloser, error)) (*Plan, error) {
-	return parseWith(file, src, lookup, open, LoadOptions{})
+	return parseOpts(file, src, lookup, open, LoadOptions{})
 }
 
-func parseWith(file string, src []byte, lookup func(string) (string, bool), open func(string) (io.ReadCloser, error), o LoadOptions) (*Plan, error) {
+func parseOpts(file string, src []byte, lookup func(string) (string, bool), open func(string) (io.ReadCloser, error), o LoadOptions) (*Plan, error) {
 	p := &parser{
 		loadOpts: o,
 		file:     file,

@@ -32,6 +32,27 @@ func (pl *Plan) Redact(s string) string {
 			s = strings.ReplaceAll(s, v, Redacted)
 		}
 	}
+	return pl.redactCutTail(s)
+}
+
+// cutMark ends a message that was shortened to fit (metrics.AppendText).
+const cutMark = "…"
+
+// redactCutTail hides the start of a secret that a shortened message was
+// cut inside: "bad token eyJhbGciOi…" keeps no part of the token. Only a
+// piece of minSecret bytes or more counts, as for whole secrets.
+func (pl *Plan) redactCutTail(s string) string {
+	body, cut := strings.CutSuffix(s, cutMark)
+	if !cut {
+		return s
+	}
+	for _, v := range pl.redactForms {
+		for n := min(len(v)-1, len(body)); n >= minSecret; n-- {
+			if strings.HasSuffix(body, v[:n]) {
+				return body[:len(body)-n] + Redacted + cutMark
+			}
+		}
+	}
 	return s
 }
 
@@ -65,7 +86,11 @@ func (p *parser) finishSecrets() {
 	var forms []string
 	for _, v := range p.secrets {
 		quoted := strconv.Quote(v)
-		for _, f := range []string{v, quoted[1 : len(quoted)-1], url.QueryEscape(v), url.PathEscape(v)} {
+		// Messages are one line with white space collapsed
+		// (metrics.AppendText), so a secret with a newline or two spaces
+		// is looked for in that form too.
+		oneLine := strings.Join(strings.Fields(v), " ")
+		for _, f := range []string{v, quoted[1 : len(quoted)-1], url.QueryEscape(v), url.PathEscape(v), oneLine} {
 			if len(f) >= minSecret && !seen[f] {
 				seen[f] = true
 				forms = append(forms, f)

@@ -296,7 +296,7 @@ func WaveTotal(waves []Wave) []Stage {
 		v := 0.0
 		for _, w := range waves {
 			if t >= w.Offset && t < w.Offset+stagesDuration(w.Stages) {
-				v += valueAt(w.Stages, t-w.Offset)
+				v += TargetAt(w.Stages, t-w.Offset)
 			}
 		}
 		return v
@@ -321,19 +321,14 @@ func stagesDuration(st []Stage) time.Duration {
 	return d
 }
 
-// valueAt mirrors sched.TargetAt (package plan imports none of ours).
-func valueAt(stages []Stage, t time.Duration) float64 {
+// TargetAt is the stage value (users or arrivals/s) at elapsed time t.
+// After the last stage it returns the last stage's end value. It lives here,
+// not in package sched, because wave totals need it and sched imports plan;
+// sched.TargetAt calls it.
+func TargetAt(stages []Stage, t time.Duration) float64 {
 	for _, s := range stages {
 		if t < s.Duration {
-			if s.From == s.To || s.Duration <= 0 {
-				return s.To
-			}
-			frac := float64(t) / float64(s.Duration)
-			if s.Steps > 0 {
-				k := math.Floor(frac * float64(s.Steps))
-				return s.From + (s.To-s.From)*(k+1)/float64(s.Steps)
-			}
-			return s.From + (s.To-s.From)*frac
+			return s.valueAt(t)
 		}
 		t -= s.Duration
 	}
@@ -341,6 +336,21 @@ func valueAt(stages []Stage, t time.Duration) float64 {
 		return 0
 	}
 	return stages[len(stages)-1].To
+}
+
+// valueAt is the stage's value t into it.
+func (s Stage) valueAt(t time.Duration) float64 {
+	if s.From == s.To || s.Duration <= 0 {
+		return s.To
+	}
+	frac := float64(t) / float64(s.Duration)
+	if s.Steps > 0 {
+		// "0 -> 400 in 4 steps" holds 100, 200, 300, 400 for a quarter each,
+		// as Azure Load Testing's step ramps do.
+		k := math.Floor(frac * float64(s.Steps))
+		return s.From + (s.To-s.From)*(k+1)/float64(s.Steps)
+	}
+	return s.From + (s.To-s.From)*frac
 }
 
 func maxStage(st []Stage) float64 {

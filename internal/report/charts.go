@@ -288,7 +288,7 @@ func percentileCurve(h *hdr.Histogram) nums {
 }
 
 // compareCharts overlay the runs on one time axis: seconds since each
-// run's own start, as seed 002's before/after figures do.
+// run's own start, as before/after figures of a fix are drawn.
 func compareCharts(c *Comparison) ([]chart, error) {
 	n := 0
 	interval := 1.0

@@ -47,6 +47,11 @@ func (r *Result) Check() error {
 		if err := checkLatency(where+" latency_all", s.LatencyAll); err != nil {
 			return err
 		}
+		// The Errors table is read as exact counts; a hand-edited one that
+		// no longer adds up to its classes would be carried into merges.
+		if err := s.CheckErrorCounts(); err != nil {
+			return fmt.Errorf("%v (errors and other_errors must add up to by_class)", err)
+		}
 		if conn[s.Scenario] {
 			continue
 		}

@@ -43,6 +43,11 @@ func TestCheckRefusesInconsistentResults(t *testing.T) {
 		{"monitor shortened", func(r *Result) {
 			r.Monitors = map[string]MonitorSeries{"host.cpu": {T: []float64{0, 1}, V: []float64{3}}}
 		}, "monitors.host.cpu.v has 1 values, expected 2"},
+		{"errors table off", func(r *Result) {
+			r.Steps[0].Requests, r.Steps[0].Failed = 5, 1
+			r.Steps[0].ByClass = map[string]int64{"timeout": 1}
+			r.Steps[0].Errors = []StepError{{Class: "timeout", Message: "timeout after 1s", Count: 7}}
+		}, `class timeout counts 1, its messages 7`},
 		{"level", func(r *Result) {
 			bad := withSeries(small(t, 1, false), 1)
 			bad.Series.IntervalS = 0

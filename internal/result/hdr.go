@@ -21,6 +21,9 @@ func NewHistogram() *hdr.Histogram {
 
 // LatencyOf encodes h and computes the figures reports show.
 func LatencyOf(h *hdr.Histogram) Latency {
+	if s := h.Export(); sharedGeometry(h, s) {
+		return LatencyOfCounts(s.Counts)
+	}
 	l := Latency{Count: h.TotalCount()}
 	if l.Count > 0 {
 		l.MinUS = h.Min()

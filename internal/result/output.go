@@ -40,7 +40,10 @@ type Output struct {
 	saved     bool
 	savedAt   time.Time
 	savedPart bool
-	warned    bool
+	// complete: a complete result was written by Final; nothing partial
+	// may replace it.
+	complete bool
+	warned   bool
 	// Warn, when set, is told once when the disk reservation cannot grow
 	// with the result.
 	Warn func(string)
@@ -161,6 +164,9 @@ func (o *Output) Checkpoint(r *Result) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.complete {
+		return nil
+	}
 	if err := o.checkpoint(data); err != nil {
 		return fmt.Errorf("write result %s: %w", o.path, err)
 	}
@@ -231,6 +237,11 @@ func (o *Output) Final(r *Result) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.complete && r.Run.Partial {
+		// A second Ctrl-C racing the run's own end must not replace the
+		// complete result with a partial one.
+		return nil
+	}
 	if o.reserve != nil {
 		err = fill(o.reserve, data)
 		if err == nil {
@@ -239,7 +250,7 @@ func (o *Output) Final(r *Result) error {
 		if err == nil {
 			o.reserve.Close()
 			o.reserve, o.reserveName = nil, ""
-			o.done(r)
+			o.finalDone(r)
 			return nil
 		}
 		// Free the reservation for the other way.
@@ -251,12 +262,18 @@ func (o *Output) Final(r *Result) error {
 		}
 		return fmt.Errorf("write result %s: %w", o.path, err)
 	}
-	o.done(r)
+	o.finalDone(r)
 	return nil
 }
 
 func (o *Output) done(r *Result) {
 	o.saved, o.savedAt, o.savedPart = true, time.Now(), r.Run.Partial
+}
+
+// finalDone marks a successful final write; a complete one is final.
+func (o *Output) finalDone(r *Result) {
+	o.done(r)
+	o.complete = o.complete || !r.Run.Partial
 }
 
 // Close removes the spare files and closes what Open opened; the result

@@ -181,3 +181,26 @@ func readBack(t *testing.T, path string) *Result {
 	}
 	return r
 }
+
+// A second Ctrl-C can race the run's own end: once the complete result is
+// written, neither a partial final write nor a checkpoint replaces it.
+func TestCompleteResultIsNotReplaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	o, err := Open(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if err := o.Final(small(t, 4, false)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Final(small(t, 2, true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Checkpoint(small(t, 3, true)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readBack(t, path); got.Totals.Requests != 4 || got.Run.Partial {
+		t.Fatalf("file holds %d requests, partial %v; want the complete 4", got.Totals.Requests, got.Run.Partial)
+	}
+}

@@ -371,8 +371,10 @@ func (p *population) lost(s *slot, now time.Time) bool {
 	}
 	if s.wc != nil {
 		p.wsEnded(d, false)
+		p.rec.RecordWS(ws.OpSession, d.Class, now.Sub(s.since), d)
+	} else {
+		p.rec.Record(signalr.OpSession, d.Class, now.Sub(s.since), d)
 	}
-	p.rec.Record("session", d.Class, now.Sub(s.since), d)
 	p.drop(s)
 	s.state, s.until = slotWaiting, now.Add(p.spec.Reconnect)
 	return true
@@ -482,7 +484,7 @@ func (p *population) call(ctx context.Context, c *signalr.Conn, call plan.HubCal
 	if err := json.Unmarshal(call.Args.Append(nil, env), &raw); err != nil {
 		// The template renders valid JSON by construction; a bad one is
 		// still counted rather than dropped.
-		p.rec.Record([...]string{"invoke ", "send ", "stream "}[call.Mode]+call.Method, sample.Other, 0, err)
+		p.rec.Record(callOp(call), sample.Other, 0, err)
 		return err
 	}
 	args := make([]any, len(raw))
@@ -539,9 +541,9 @@ func (p *population) closeHeld(s *slot, atEnd bool) {
 	case s.sr != nil:
 		if d := s.sr.Disconnect(); d != nil {
 			// It ended on its own before we came to close it.
-			p.rec.Record("session", d.Class, time.Since(s.since), d)
+			p.rec.Record(signalr.OpSession, d.Class, time.Since(s.since), d)
 		} else {
-			p.rec.Record("session", sample.OK, time.Since(s.since), nil)
+			p.rec.Record(signalr.OpSession, sample.OK, time.Since(s.since), nil)
 			if atEnd {
 				s.sr.CloseAtEnd()
 			} else {
@@ -558,11 +560,11 @@ func (p *population) closeHeld(s *slot, atEnd bool) {
 func (p *population) closeWS(s *slot, code int, reason string, atEnd bool) {
 	if d := s.wc.Disconnect(); d != nil {
 		// It ended on its own before we came to close it.
-		p.rec.Record("session", d.Class, time.Since(s.since), d)
+		p.rec.RecordWS(ws.OpSession, d.Class, time.Since(s.since), d)
 		p.wsEnded(d, false)
 		return
 	}
-	p.rec.Record("session", sample.OK, time.Since(s.since), nil)
+	p.rec.RecordWS(ws.OpSession, sample.OK, time.Since(s.since), nil)
 	s.wc.Close(code, reason)
 	p.wsEnded(s.wc.Disconnect(), atEnd)
 }
@@ -572,13 +574,13 @@ func (p *population) connectWS(ctx context.Context, s *slot) {
 	c, err := ws.Dial(ctx, p.url(spec.URL, s), headerOf(spec.Headers, s.env), p.wso, nil)
 	if err != nil {
 		p.failedAttempt(err)
-		p.rec.Record("upgrade", ws.Classify(err), 0, err)
+		p.rec.RecordWS(ws.OpUpgrade, ws.Classify(err), 0, err)
 		p.retryLater(s)
 		return
 	}
 	p.opened.Add(1)
 	p.wsOp.Add(1)
-	p.rec.Record("upgrade", sample.OK, c.Timing.Upgrade, nil)
+	p.rec.RecordWS(ws.OpUpgrade, sample.OK, c.Timing.Upgrade, nil)
 	s.wc, s.since, s.pc = c, time.Now(), 0
 	for i := range s.env.Captures {
 		s.env.Captures[i] = ""
@@ -616,7 +618,7 @@ func (p *population) runSteps(ctx context.Context, s *slot) {
 			}
 			t0 := time.Now()
 			err := s.wc.Send(typ, st.Body.Append(nil, s.env))
-			p.rec.Record(st.Name, ws.Classify(err), time.Since(t0), err)
+			p.rec.RecordWS(ws.StepOp(st.Name), ws.Classify(err), time.Since(t0), err)
 			if err != nil {
 				p.failStep(s, false)
 				return
@@ -643,7 +645,7 @@ func (p *population) runSteps(ctx context.Context, s *slot) {
 			if err != nil && ctx.Err() != nil {
 				cl = sample.Interrupted
 			}
-			p.rec.Record(st.Name, cl, d, err)
+			p.rec.RecordWS(ws.StepOp(st.Name), cl, d, err)
 			if err != nil {
 				p.failStep(s, ctx.Err() != nil)
 				return

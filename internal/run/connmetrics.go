@@ -1,11 +1,14 @@
 package run
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/proto/signalr"
+	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
@@ -16,13 +19,14 @@ import (
 // or a 10-minute session is not a request.
 
 // connSteps lists the metric names a connection scenario can record, in
-// the order reports show them. The names are the SignalR client's
-// (signalr.Recorder) and, for WebSocket scripts, "upgrade", each send and
-// wait step's name, and "session".
+// the order reports show them. The names are the protocol packages' ops
+// (signalr.Op, ws.Op), so what is listed here and what is recorded come
+// from the same constructors.
 func connSteps(sc *plan.Scenario) []string {
 	c := sc.Connection.Spec()
 	var names []string
-	add := func(n string) {
+	add := func(op fmt.Stringer) {
+		n := op.String()
 		for _, x := range names {
 			if x == n {
 				return
@@ -34,49 +38,78 @@ func connSteps(sc *plan.Scenario) []string {
 	case c.SignalR != nil:
 		s := c.SignalR
 		if !s.SkipNegotiate {
-			add("negotiate")
+			add(signalr.OpNegotiate)
 		}
-		add("upgrade")
-		add("handshake")
+		add(signalr.OpUpgrade)
+		add(signalr.OpHandshake)
 		for _, call := range s.Calls {
-			add([...]string{"invoke ", "send ", "stream "}[call.Mode] + call.Method)
+			add(callOp(call))
 		}
 		if len(s.Timestamp) > 0 {
 			for _, t := range s.Listen {
-				add("push " + t)
+				add(signalr.PushOp(t))
 			}
 		}
+		add(signalr.OpSession)
 	case c.WebSocket != nil:
-		add("upgrade")
+		add(ws.OpUpgrade)
 		for _, st := range c.WebSocket.Steps {
 			if st.Kind == plan.WSSend || st.Kind == plan.WSWait {
-				add(st.Name)
+				add(ws.StepOp(st.Name))
 			}
 		}
+		add(ws.OpSession)
+	default:
+		add(ws.OpSession)
 	}
-	add("session")
 	return names
 }
 
+// callOp is the op a scripted hub call is recorded under.
+func callOp(call plan.HubCall) signalr.Op {
+	switch call.Mode {
+	case plan.HubSend:
+		return signalr.SendOp(call.Method)
+	case plan.HubStream:
+		return signalr.StreamOp(call.Method)
+	}
+	return signalr.InvokeOp(call.Method)
+}
+
 // connRecorder records one population's operations; it implements
-// signalr.Recorder and is safe for concurrent use.
+// signalr.Recorder, records ws ops through RecordWS, and is safe for
+// concurrent use.
 type connRecorder struct {
 	rec   *metrics.Recorder
 	steps map[string]int
 	next  atomic.Int64
+	// unlisted counts outcomes of ops that connSteps did not list.
+	unlisted atomic.Int64
 }
 
 func newConnRecorder(rec *metrics.Recorder, steps map[string]int) *connRecorder {
 	return &connRecorder{rec: rec, steps: steps}
 }
 
-// Record counts one outcome. Connections have no user of their own to
+// Record counts one outcome of a SignalR connection.
+func (a *connRecorder) Record(op signalr.Op, class sample.Class, d time.Duration, err error) {
+	a.record(op.String(), class, d, err)
+}
+
+// RecordWS counts one outcome of a scripted WebSocket connection.
+func (a *connRecorder) RecordWS(op ws.Op, class sample.Class, d time.Duration, err error) {
+	a.record(op.String(), class, d, err)
+}
+
+// record counts one outcome. Connections have no user of their own to
 // keep a shard, so records go round the shards.
-func (a *connRecorder) Record(name string, class sample.Class, d time.Duration, err error) {
+func (a *connRecorder) record(name string, class sample.Class, d time.Duration, err error) {
 	id, ok := a.steps[name]
 	if !ok {
-		// Every name the clients use is listed by connSteps; a new one
-		// would be a bug there, and is not worth a panic mid-run.
+		// connSteps lists every op the scenario can record, from the same
+		// constructors; an op missing there is a bug, counted so a test
+		// sees it, and not worth a panic mid-run.
+		a.unlisted.Add(1)
 		return
 	}
 	sh := a.rec.Shard(a.next.Add(1))

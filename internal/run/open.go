@@ -137,7 +137,12 @@ func (r *runner) runOpen() {
 // when every slot is busy. Without a bound, a rate the dispatcher cannot
 // keep up with (1e9/s) is worked off one late arrival at a time long past
 // the end of its stage, and a stall of the generator turns into a burst.
-const maxCatchUp = 200 * time.Millisecond
+// A second: a garbage-collection pause or a busy machine's scheduling
+// delay is far shorter, and arrivals that late are still sent, with their
+// lateness in their latency (measured from the intended start); only a
+// generator that cannot keep up at all drops, and says so. The message in
+// metrics (lateDropMessage) names this bound.
+const maxCatchUp = time.Second
 
 // dropOverdue counts this segment's arrivals from k up to global index
 // upto as dropped (at least arrival k) and returns the next one to fire.

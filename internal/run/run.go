@@ -471,7 +471,7 @@ func (r *runner) build(checkpoint bool) *result.Result {
 		Schema: result.Schema,
 		Tool:   result.Tool{Name: "stampede", Version: r.opts.Version},
 		Plan: result.PlanInfo{Name: r.plan.Name, File: r.plan.File, SHA256: hex.EncodeToString(sum[:]),
-			Source: string(r.plan.Source), Target: r.base},
+			Source: r.plan.Redact(string(r.plan.Source)), Target: r.base},
 		Run: result.RunInfo{
 			Started: r.start, Ended: now, DurationS: dur,
 			Model: r.plan.Load.Model.String(), Paced: r.plan.Load.Pace > 0,

@@ -22,8 +22,8 @@ var ErrTLS = errors.New("TLS check failed")
 const tlsCheckTimeout = 10 * time.Second
 
 // checkTLS completes one handshake over nc with a clone of conf, as the
-// users' transports will. rawURL and hostport are the URL being checked and
-// its host:port.
+// users' transports will. rawURL (shown in the error, so free of secrets)
+// and hostport are the address being checked.
 func checkTLS(nc net.Conn, rawURL, hostport string, conf *tls.Config) error {
 	cfg := &tls.Config{}
 	if conf != nil {
@@ -95,7 +95,9 @@ func preflightConnTLS(p *plan.Plan, conf *tls.Config) error {
 		if err != nil {
 			continue
 		}
-		err = checkTLS(nc, raw, hostport, conf)
+		// Only scheme and host are shown: a connection URL's query often
+		// carries an access token.
+		err = checkTLS(nc, u.Scheme+"://"+u.Host, hostport, conf)
 		nc.Close()
 		if err != nil {
 			return err

@@ -14,30 +14,7 @@ import (
 // TargetAt is the stage value (users or arrivals/s) at elapsed time t. After
 // the last stage it returns the last stage's end value.
 func TargetAt(stages []plan.Stage, t time.Duration) float64 {
-	for _, s := range stages {
-		if t < s.Duration {
-			return stageValue(s, t)
-		}
-		t -= s.Duration
-	}
-	if len(stages) == 0 {
-		return 0
-	}
-	return stages[len(stages)-1].To
-}
-
-func stageValue(s plan.Stage, t time.Duration) float64 {
-	if s.From == s.To || s.Duration <= 0 {
-		return s.To
-	}
-	frac := float64(t) / float64(s.Duration)
-	if s.Steps > 0 {
-		// "0 -> 400 in 4 steps" holds 100, 200, 300, 400 for a quarter each,
-		// as Azure Load Testing's step ramps do.
-		k := math.Floor(frac * float64(s.Steps))
-		return s.From + (s.To-s.From)*(k+1)/float64(s.Steps)
-	}
-	return s.From + (s.To-s.From)*frac
+	return plan.TargetAt(stages, t)
 }
 
 // UsersAt is the number of closed-model users that should run at t.

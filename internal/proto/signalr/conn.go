@@ -197,7 +197,7 @@ func Connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
-			o.record(e.Phase, e.Class, 0, err)
+			o.record(phaseOp(e.Phase), e.Class, 0, err)
 		}
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 			}
 			return nil, err
 		}
-		o.record("negotiate", sample.OK, tm.Negotiate, nil)
+		o.record(OpNegotiate, sample.OK, tm.Negotiate, nil)
 	}
 	u, err := wsURL(ep)
 	if err != nil {
@@ -269,7 +269,7 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 	}
 	c.ws = wc
 	tm.Upgrade = wc.Timing.Upgrade
-	o.record("upgrade", sample.OK, tm.Upgrade, nil)
+	o.record(OpUpgrade, sample.OK, tm.Upgrade, nil)
 
 	t0 := time.Now()
 	if err := wc.Send(ws.Text, handshakeRequest); err != nil {
@@ -297,7 +297,7 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 	}
 	tm.Handshake = time.Since(t0)
 	c.Timing = tm
-	o.record("handshake", sample.OK, tm.Handshake, nil)
+	o.record(OpHandshake, sample.OK, tm.Handshake, nil)
 	return c, nil
 }
 
@@ -350,7 +350,7 @@ func (c *Conn) Stream(ctx context.Context, method string, args []any, onItem fun
 }
 
 func (c *Conn) call(ctx context.Context, phase string, typ int, method string, args []any, items func(json.RawMessage)) (json.RawMessage, int, error) {
-	name := phase + " " + method
+	name := Op{phase + " " + method}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, dflt(c.o.InvokeTimeout, 30*time.Second))
@@ -427,7 +427,7 @@ func (c *Conn) forget(id string) {
 // Send invokes a hub method without an invocationId: the server sends no
 // Completion, so only the write is timed.
 func (c *Conn) Send(method string, args ...any) error {
-	name := "send " + method
+	name := SendOp(method)
 	msg, err := appendInvocation(nil, TypeInvocation, "", method, args)
 	if err != nil {
 		e := &Error{Phase: "send", Class: sample.Other, Msg: "encoding arguments of " + method + ": " + err.Error(), Err: err}
@@ -601,7 +601,7 @@ func (c *Conn) push(m *Message) {
 						if d < 0 {
 							d = 0 // clocks of two machines; never negative
 						}
-						c.o.record(ps.name, sample.OK, d, nil)
+						c.o.record(ps.op, sample.OK, d, nil)
 					}
 				}
 			}

@@ -31,7 +31,7 @@ func (h *kitchen) JoinRestaurant(id string) string {
 }
 
 // PlaceOrder pushes OrderPlaced to the restaurant's kitchen displays with
-// the send time, as the ordering API of seed 000 would.
+// the send time, as a restaurant-ordering API would.
 func (h *kitchen) PlaceOrder(id string, order int) {
 	h.Clients().Group("r"+id).Send("OrderPlaced", map[string]any{"order": order, "sentAt": time.Now().UnixMilli()})
 }
@@ -128,7 +128,8 @@ type rec struct {
 	durs map[string]time.Duration
 }
 
-func (r *rec) Record(name string, class sample.Class, d time.Duration, err error) {
+func (r *rec) Record(op Op, class sample.Class, d time.Duration, err error) {
+	name := op.String()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.seen == nil {

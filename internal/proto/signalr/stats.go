@@ -10,19 +10,16 @@ import (
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
-// Recorder receives one outcome per timed operation. Names are stable
-// metric keys: "negotiate", "upgrade", "handshake", "invoke <Method>",
-// "send <Method>", "stream <Method>", "push <Target>" (latency from the
-// message's send timestamp), and "session" (a held connection: ok when we
-// closed it, else the disconnect's class, timed over its life). err is nil
-// when class is sample.OK. Implementations must be safe for concurrent use.
+// Recorder receives one outcome per timed operation (see Op for the
+// names). err is nil when class is sample.OK. Implementations must be safe
+// for concurrent use.
 type Recorder interface {
-	Record(name string, class sample.Class, d time.Duration, err error)
+	Record(op Op, class sample.Class, d time.Duration, err error)
 }
 
-func (o *Options) record(name string, class sample.Class, d time.Duration, err error) {
+func (o *Options) record(op Op, class sample.Class, d time.Duration, err error) {
 	if o.Recorder != nil {
-		o.Recorder.Record(name, class, d, err)
+		o.Recorder.Record(op, class, d, err)
 	}
 }
 
@@ -47,14 +44,14 @@ type Stats struct {
 type PushStat struct {
 	Target string
 	Count  atomic.Int64
-	name   string // "push <Target>", built once
+	op     Op // built once
 }
 
 // NewStats makes the counters for a population listening to targets.
 func NewStats(targets ...string) *Stats {
 	s := &Stats{pushes: make(map[string]*PushStat, len(targets))}
 	for _, t := range targets {
-		s.pushes[t] = &PushStat{Target: t, name: "push " + t}
+		s.pushes[t] = &PushStat{Target: t, op: PushOp(t)}
 	}
 	return s
 }
@@ -132,11 +129,11 @@ func Hold(ctx context.Context, hub string, hdr http.Header, o *Options, calls []
 	select {
 	case <-ctx.Done():
 		c.CloseAtEnd()
-		o.record("session", sample.OK, time.Since(start), nil)
+		o.record(OpSession, sample.OK, time.Since(start), nil)
 		return nil
 	case <-c.Done():
 		d := c.Disconnect()
-		o.record("session", d.Class, time.Since(start), d)
+		o.record(OpSession, d.Class, time.Since(start), d)
 		return d
 	}
 }

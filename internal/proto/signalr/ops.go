@@ -1,0 +1,38 @@
+package signalr
+
+// Op names one timed operation of a SignalR connection: what a Recorder
+// hears, and the step its latencies and failures are kept under in a
+// result. Only this package makes them, so a name a run lists up front and
+// one the client records cannot drift apart, and a misspelt one does not
+// compile.
+type Op struct{ name string }
+
+// String is the op's metric key, as results show it.
+func (o Op) String() string { return o.name }
+
+// The fixed operations of a connection's life.
+var (
+	OpNegotiate = Op{"negotiate"}
+	OpUpgrade   = Op{"upgrade"}
+	OpHandshake = Op{"handshake"}
+	// OpSession is a held connection, timed over its life: ok when we
+	// closed it, else the disconnect's class.
+	OpSession = Op{"session"}
+)
+
+// InvokeOp is a hub method invoked with a Completion awaited.
+func InvokeOp(method string) Op { return Op{"invoke " + method} }
+
+// SendOp is a hub method invoked without a Completion: only the write is
+// timed.
+func SendOp(method string) Op { return Op{"send " + method} }
+
+// StreamOp is a streaming invocation, timed until its Completion.
+func StreamOp(method string) Op { return Op{"stream " + method} }
+
+// PushOp is a server push to target, timed from the send timestamp the
+// message carries.
+func PushOp(target string) Op { return Op{"push " + target} }
+
+// phaseOp is the op a connection failed in, from Error.Phase.
+func phaseOp(phase string) Op { return Op{phase} }
