@@ -12,6 +12,7 @@ import (
 
 	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/levels"
+	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -57,6 +58,13 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 			p, err := loadLevelsPlan(args[0], false)
 			if err != nil {
 				return err
+			}
+			// Every rate holds the same max_in_flight and connections, so
+			// the first rate's open files are every rate's.
+			if start > 0 && stepHold > 0 {
+				if err := checkLevelsFit(p, plan.VaryRate, []float64{start}, ramp, stepHold); err != nil {
+					return err
+				}
 			}
 			out, opts, stop, err := prepareLevels(stderr, p, "capacity", out, demoOpts)
 			if err != nil {

@@ -107,6 +107,9 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 			return fail(exitUsage, fmt.Errorf("level %s: %v", levels.FormatLevel(j.vary, v), err))
 		}
 	}
+	if err := checkLevelsFit(p, j.vary, j.values, j.ramp, j.hold); err != nil {
+		return err
+	}
 	var opts run.Options
 	var stop func()
 	var err error

@@ -32,6 +32,11 @@ func newValidateCmd() *cobra.Command {
 			if err := checkFit(p, 1); err != nil {
 				return err
 			}
+			if g := p.Gates; g != nil {
+				if err := checkLevelsFit(p, g.Vary, g.Levels, g.Ramp, g.Hold); err != nil {
+					return err
+				}
+			}
 			steps := 0
 			for _, s := range p.Scenarios {
 				for _, st := range s.Steps {

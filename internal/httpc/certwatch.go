@@ -20,7 +20,13 @@ import (
 // and are counted as `tls`. What is known for sure is per address: its
 // server asked for a certificate we did not give. A server that asks only
 // if we have one (and then serves) answers; so an address counts as
-// refusing while it has asked and has never answered.
+// refusing while it has asked and has never answered. In TLS 1.2 a server
+// judges our certificate before it sends its Finished, so a handshake that
+// completes after we sent none counts as an answer: a server that asks
+// only optionally and then resets before its first response (down,
+// overloaded) is not taken for one refusing us. TLS 1.3 gives no such
+// sign: our side is done before the server judges, and its refusal (an
+// alert, often unread) and a plain reset look alike to us.
 
 // certWatcher is one Shared's record of certificate requests by address.
 type certWatcher struct {
@@ -33,9 +39,26 @@ type addrCerts struct {
 
 type certAddrKey struct{}
 
-// context returns a context telling a handshake which address it is for.
-func (cw *certWatcher) context(addr string) context.Context {
-	return context.WithValue(context.Background(), certAddrKey{}, addr)
+// certReq is what one request's handshakes learn.
+type certReq struct {
+	addr string
+	// asked: a server asked for a certificate and we gave none.
+	asked atomic.Bool
+}
+
+// context returns a context telling a handshake which address it is for,
+// and the record that handshake fills in.
+func (cw *certWatcher) context(addr string) (context.Context, *certReq) {
+	r := &certReq{addr: addr}
+	return context.WithValue(context.Background(), certAddrKey{}, r), r
+}
+
+// handshakeDone records a handshake for r that completed; see above for
+// why only TLS 1.2 and earlier count as an answer.
+func (cw *certWatcher) handshakeDone(r *certReq, version uint16) {
+	if version < tls.VersionTLS13 && r.asked.Load() {
+		cw.answered(r.addr)
+	}
 }
 
 // answered records an answer from addr: a server that asked for a
@@ -91,9 +114,10 @@ func (cw *certWatcher) config(c *tls.Config) *tls.Config {
 		if cert != nil && len(cert.Certificate) > 0 {
 			return cert, nil
 		}
-		if addr, ok := cri.Context().Value(certAddrKey{}).(string); ok {
-			v, _ := cw.addrs.LoadOrStore(addr, &addrCerts{})
+		if r, ok := cri.Context().Value(certAddrKey{}).(*certReq); ok {
+			v, _ := cw.addrs.LoadOrStore(r.addr, &addrCerts{})
 			v.(*addrCerts).asked.Store(true)
+			r.asked.Store(true)
 		}
 		return &tls.Certificate{}, nil
 	}

@@ -3,6 +3,7 @@ package httpc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,11 @@ type H1 struct {
 	// (called from another goroutine) can cut it off.
 	current     atomic.Pointer[h1conn]
 	interrupted atomic.Bool
+	// stop is cancelled by Interrupt: a user waiting for a connection slot
+	// or in a dial has no connection whose deadline Interrupt could cut,
+	// and would otherwise hold the end of the run for its whole timeout.
+	stop    context.Context
+	stopNow context.CancelFunc
 }
 
 // ErrInterrupted is returned for requests cut off by Interrupt.
@@ -42,6 +48,9 @@ var ErrInterrupted = errors.New("request interrupted at the end of the run")
 // request fail at once. It may be called from any goroutine.
 func (c *H1) Interrupt() {
 	c.interrupted.Store(true)
+	if c.stopNow != nil {
+		c.stopNow()
+	}
 	if hc := c.current.Load(); hc != nil {
 		hc.nc.SetDeadline(time.Unix(1, 0))
 	}
@@ -81,13 +90,20 @@ func (hc *h1conn) peek() peekState {
 		return peekIdle
 	}
 	if err := hc.rc.Read(hc.peekFn); err != nil {
+		// Recorded too: RoundTrip reads hc.peeked after the call, and a
+		// value left from an earlier look would keep a dead connection.
+		hc.peeked = peekClosed
 		return peekClosed
 	}
 	return hc.peeked
 }
 
 // NewH1 returns an empty client.
-func NewH1() *H1 { return &H1{} }
+func NewH1() *H1 {
+	c := &H1{}
+	c.stop, c.stopNow = context.WithCancel(context.Background())
+	return c
+}
 
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
@@ -157,17 +173,25 @@ func (c *H1) conn(ep *Endpoint, deadline time.Time) (*h1conn, error) {
 		c.drop(hc)
 		break
 	}
+	stop := c.stop
+	if stop == nil {
+		// A zero H1, not made by NewH1: Interrupt cannot reach its dials.
+		stop = context.Background()
+	}
 	if c.limits != nil {
-		if err := c.limits.acquire(ep.Addr, deadline); err != nil {
+		if err := c.limits.acquire(ep.Addr, deadline, stop.Done()); err != nil {
 			return nil, err
 		}
 	}
 	d := c.dialer
 	d.Deadline = deadline
-	nc, err := d.Dial("tcp", ep.Addr)
+	nc, err := d.DialContext(stop, "tcp", ep.Addr)
 	if err != nil {
 		if c.limits != nil {
 			c.limits.release(ep.Addr)
+		}
+		if c.interrupted.Load() {
+			return nil, ErrInterrupted
 		}
 		return nil, err
 	}
@@ -208,15 +232,18 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 	if err != nil {
 		return err
 	}
+	// The deadline is set before the connection is published and the
+	// flag read after: an Interrupt in between then either sees this
+	// connection and cuts it after this deadline was set, or is seen here.
+	if err := hc.nc.SetDeadline(deadline); err != nil {
+		c.drop(hc)
+		return err
+	}
 	c.current.Store(hc)
 	defer c.current.Store(nil)
 	if c.interrupted.Load() {
 		c.drop(hc)
 		return ErrInterrupted
-	}
-	if err := hc.nc.SetDeadline(deadline); err != nil {
-		c.drop(hc)
-		return err
 	}
 	wb := writers.Get().(*[]byte)
 	*wb = appendHead((*wb)[:0], req)
@@ -245,6 +272,11 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 		c.drop(hc)
 		return err
 	}
+	// A kept connection must carry no deadline: a passed one (this
+	// request's, once the user has thought longer than its timeout) makes
+	// every look at the socket fail at once, so the next reuse would take
+	// a live connection for a closed one and dial anew.
+	hc.nc.SetDeadline(time.Time{})
 	// Bytes after a complete answer mean its framing was wrong (a
 	// Content-Length shorter than the body, a body after a 204): this
 	// answer is the one that fails, and its connection goes, so the stray

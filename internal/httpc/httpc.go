@@ -183,8 +183,10 @@ func NewShared(o Options) *Shared {
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: 100000,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+		// max_connections_per_host holds for HTTPS too (0: no cap).
+		MaxConnsPerHost:    o.MaxConnsPerHost,
+		IdleConnTimeout:    90 * time.Second,
+		DisableCompression: true,
 	}
 	maxHeader, _ := o.limits()
 	tr.MaxResponseHeaderBytes = int64(maxHeader)
@@ -233,7 +235,9 @@ func (l *hostLimits) sem(addr string) chan struct{} {
 // connection under max_connections_per_host.
 var errNoConnSlot = fmt.Errorf("no free connection under max_connections_per_host before the timeout: %w", os.ErrDeadlineExceeded)
 
-func (l *hostLimits) acquire(addr string, deadline time.Time) error {
+// acquire takes a slot for addr, waiting until deadline or until stop is
+// closed (Interrupt: ErrInterrupted).
+func (l *hostLimits) acquire(addr string, deadline time.Time, stop <-chan struct{}) error {
 	sem := l.sem(addr)
 	select {
 	case sem <- struct{}{}:
@@ -247,6 +251,8 @@ func (l *hostLimits) acquire(addr string, deadline time.Time) error {
 		return nil
 	case <-t.C:
 		return errNoConnSlot
+	case <-stop:
+		return ErrInterrupted
 	}
 }
 

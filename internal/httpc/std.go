@@ -3,8 +3,10 @@ package httpc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"sync/atomic"
 )
@@ -31,7 +33,13 @@ func (s *Std) Interrupt() {
 
 // RoundTrip implements Transport.
 func (s *Std) RoundTrip(req *Request, resp *Response) error {
-	ctx, cancel := context.WithTimeout(s.cw.context(req.Endpoint.Addr), req.Timeout)
+	cctx, creq := s.cw.context(req.Endpoint.Addr)
+	trace := &httptrace.ClientTrace{TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
+		if err == nil {
+			s.cw.handshakeDone(creq, cs.Version)
+		}
+	}}
+	ctx, cancel := context.WithTimeout(httptrace.WithClientTrace(cctx, trace), req.Timeout)
 	defer cancel()
 	s.cancel.Store(&cancel)
 	defer s.cancel.Store(nil)

@@ -355,6 +355,24 @@ func emptyPartial(p *plan.Plan, reason string) *result.Result {
 	}
 }
 
+// measured reports whether a level's result holds anything to merge: HTTP
+// requests, steps, or connection attempts. A connection-only level sends
+// no HTTP request, so counting requests alone would leave out every level
+// of such a run.
+func measured(r *result.Result) bool {
+	if r.Totals.Requests > 0 || len(r.Steps) > 0 {
+		return true
+	}
+	if r.Connections != nil {
+		for _, s := range r.Connections.Scenarios {
+			if s.Attempts > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Combine builds the whole-run result: totals, steps and series of every
 // level merged (histograms exactly), each level's verdicts as thresholds
 // named by level, and indicators of the whole including those only a
@@ -362,7 +380,7 @@ func emptyPartial(p *plan.Plan, reason string) *result.Result {
 func Combine(p *plan.Plan, levels []result.Level) *result.Result {
 	var rs []*result.Result
 	for _, l := range levels {
-		if l.Result != nil && l.Result.Totals.Requests > 0 {
+		if l.Result != nil && measured(l.Result) {
 			rs = append(rs, l.Result)
 		}
 	}

@@ -47,26 +47,11 @@ func connections(rs []*result.Result) *result.Connections {
 			m.BytesIn += s.BytesIn
 			m.BytesOut += s.BytesOut
 			addClasses(m.ByClass, s.ByClass)
-			m.Disconnects = addCounts(m.Disconnects, s.Disconnects)
-			m.Pushes = addCounts(m.Pushes, s.Pushes)
+			m.Disconnects = result.AddCounts(m.Disconnects, s.Disconnects)
+			m.Pushes = result.AddCounts(m.Pushes, s.Pushes)
 		}
 	}
 	return out
-}
-
-// addCounts adds src into dst, making dst only when there is something to
-// add, so an empty map stays absent in the JSON as it was in the inputs.
-func addCounts(dst, src map[string]int64) map[string]int64 {
-	if len(src) == 0 {
-		return dst
-	}
-	if dst == nil {
-		dst = map[string]int64{}
-	}
-	for k, n := range src {
-		dst[k] += n
-	}
-	return dst
 }
 
 // selfMonitor is the generator's own process, which every segment records.

@@ -395,7 +395,7 @@ func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 			a.step.Successful += s.Successful
 			a.step.Failed += s.Failed
 			addClasses(a.step.ByClass, s.ByClass)
-			a.step.Statuses = result.AddStatuses(a.step.Statuses, s.Statuses)
+			a.step.Statuses = result.AddCounts(a.step.Statuses, s.Statuses)
 			if len(s.Errors) > 0 || len(s.OtherErrors) > 0 {
 				a.withMsgs = true
 				a.msgs = append(a.msgs, s.Errors)

@@ -215,6 +215,27 @@ func (pl *Plan) singleOrigin() bool {
 	return true
 }
 
+// LowerToFit lowers a max_in_flight the plan does not set (the default,
+// a safety cap) to what one of processes processes can hold under
+// openFiles, as CheckFit does. It returns a line saying so, or "" when
+// nothing changed, because a run whose cap was lowered drops arrivals the
+// user would otherwise have no way to explain.
+func (pl *Plan) LowerToFit(processes int, openFiles uint64) string {
+	processes = max(processes, 1)
+	if pl.Load.Model != Open || pl.maxInFlightPos.Line != 0 || openFiles == math.MaxUint64 {
+		return ""
+	}
+	k := pl.PeakOf(processes)
+	budget := int64(openFiles) - ReservedFiles - k.Conns
+	if budget <= 0 || k.HTTP <= budget {
+		return ""
+	}
+	was := pl.Load.MaxInFlight
+	pl.Load.MaxInFlight = int(budget) * processes
+	return "max_in_flight lowered from " + fmtCount(float64(was)) + " to " + fmtCount(float64(pl.Load.MaxInFlight)) +
+		" to fit the open-files limit (RLIMIT_NOFILE " + fmtCount(float64(openFiles)) + "); set it in the plan to choose"
+}
+
 // CheckFit refuses a plan that one of processes processes cannot run:
 // more connections at the peak than openFiles (the process's open-files
 // limit, RLIMIT_NOFILE) allows after ReservedFiles, or a rate above
@@ -226,14 +247,8 @@ func (pl *Plan) singleOrigin() bool {
 // lowered to what the limit allows instead of refusing the plan.
 func (pl *Plan) CheckFit(processes int, openFiles uint64) error {
 	processes = max(processes, 1)
+	pl.LowerToFit(processes, openFiles)
 	k := pl.PeakOf(processes)
-	if pl.Load.Model == Open && pl.maxInFlightPos.Line == 0 && openFiles != math.MaxUint64 {
-		budget := int64(openFiles) - ReservedFiles - k.Conns
-		if budget > 0 && k.HTTP > budget {
-			pl.Load.MaxInFlight = int(budget) * processes
-			k = pl.PeakOf(processes)
-		}
-	}
 	var probs []Problem
 	if k.Rate > MaxRatePerProcess {
 		need := int(math.Ceil(k.Rate * float64(processes) / MaxRatePerProcess))

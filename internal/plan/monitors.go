@@ -10,25 +10,8 @@ import (
 	"github.com/stampede-load/stampede/internal/monitorkind"
 )
 
-// Monitor kinds, as written in a plan.
-const (
-	MonitorPostgres   = monitorkind.Postgres
-	MonitorRedis      = monitorkind.Redis
-	MonitorPrometheus = monitorkind.Prometheus
-	MonitorProcess    = monitorkind.Process
-	MonitorHost       = monitorkind.Host
-)
-
-// MonitorKinds lists the kinds in the order help text gives them.
-var MonitorKinds = monitorkind.Kinds()
-
-// MonitorSelf is the name of the generator's own process monitor, which
-// every run records; a plan may not use it for another process.
-const MonitorSelf = monitorkind.Self
-
-// minMonitorInterval keeps a typo like 1ms from turning a monitor into
-// load.
-const minMonitorInterval = monitorkind.MinInterval
+// monitorKinds lists the kinds in the order help text gives them.
+var monitorKinds = monitorkind.Kinds()
 
 // MonitorSpec is one entry of the plan's monitors list: a server-side
 // metric source sampled beside the load. Target has ${ENV} expanded (the
@@ -76,8 +59,8 @@ func (p *parser) monitors(n *yaml.Node) {
 			continue
 		}
 		l := m.Label()
-		if m.Kind == MonitorProcess && (m.Name == MonitorSelf || m.Name == "" && m.Target == MonitorSelf) {
-			p.errAt(m.Pos, "monitor name %s is reserved for the generator's own process, which every run records: give this process another name", q(MonitorSelf))
+		if m.Kind == monitorkind.Process && (m.Name == monitorkind.Self || m.Name == "" && m.Target == monitorkind.Self) {
+			p.errAt(m.Pos, "monitor name %s is reserved for the generator's own process, which every run records: give this process another name", q(monitorkind.Self))
 			continue
 		}
 		if line, dup := firstLine[l]; dup {
@@ -100,7 +83,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 			return m, false
 		}
 		switch kind := strings.TrimSpace(s); {
-		case kind == MonitorHost:
+		case kind == monitorkind.Host:
 			m.Kind = kind
 			return m, true
 		case monitorkind.Is(kind):
@@ -114,9 +97,9 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		p.errf(n, "bad monitor: expected host or a mapping such as {redis: 127.0.0.1:6379}, found %s", kindName(n))
 		return m, false
 	}
-	f := p.fields(n, "monitor", append(append([]string{}, MonitorKinds...), monitorOptions...))
+	f := p.fields(n, "monitor", append(append([]string{}, monitorKinds...), monitorOptions...))
 	var kinds []kv
-	for _, k := range MonitorKinds {
+	for _, k := range monitorKinds {
 		if e, ok := f[k]; ok {
 			kinds = append(kinds, e)
 		}
@@ -126,7 +109,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		if p.hintedKind(n) {
 			return m, false
 		}
-		p.errf(n, "monitor has no kind: expected one of %s as a key, such as {redis: 127.0.0.1:6379}", strings.Join(MonitorKinds, ", "))
+		p.errf(n, "monitor has no kind: expected one of %s as a key, such as {redis: 127.0.0.1:6379}", strings.Join(monitorKinds, ", "))
 		return m, false
 	case len(kinds) > 1:
 		p.errf(kinds[1].k, "one monitor per list item: this one has both %s and %s (start the second with its own -)", kinds[0].key, kinds[1].key)
@@ -140,10 +123,10 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 	switch {
 	case !tok:
 		ok = false
-	case m.Kind == MonitorHost && target != "":
+	case m.Kind == monitorkind.Host && target != "":
 		p.errf(e.v, "monitor host takes no target (it watches this machine): write - host")
 		ok = false
-	case m.Kind != MonitorHost && target == "":
+	case m.Kind != monitorkind.Host && target == "":
 		p.errf(e.k, "monitor %s needs a target, such as %s: %s", m.Kind, m.Kind, monitorExample(m.Kind))
 		ok = false
 	}
@@ -160,7 +143,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 			ok = false
 		}
 	}
-	if m.Kind == MonitorProcess && m.Name == "" && strings.ContainsAny(m.Target, "[] \t") {
+	if m.Kind == monitorkind.Process && m.Name == "" && strings.ContainsAny(m.Target, "[] \t") {
 		p.errf(e.v, "process %s cannot key a series: add name: with a short name for it", q(m.Target))
 		ok = false
 	}
@@ -170,8 +153,8 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 	}
 	if e, has := f["interval"]; has {
 		d, dok := p.duration(e.v, "interval", false)
-		if dok && d < minMonitorInterval {
-			p.errf(e.v, "bad interval %s: monitors sample at most every %v", q(d.String()), minMonitorInterval)
+		if dok && d < monitorkind.MinInterval {
+			p.errf(e.v, "bad interval %s: monitors sample at most every %v", q(d.String()), monitorkind.MinInterval)
 			dok = false
 		}
 		m.Interval, ok = d, ok && dok
@@ -181,7 +164,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		m.Timeout, ok = d, ok && dok
 	}
 	if e, has := f["select"]; has {
-		if m.Kind != MonitorPrometheus {
+		if m.Kind != monitorkind.Prometheus {
 			p.errf(e.k, "select applies only to prometheus monitors, not %s", m.Kind)
 			ok = false
 		} else if !p.monitorSelect(&m, e.v) {
@@ -189,7 +172,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		}
 	}
 	if e, has := f["queries"]; has {
-		if m.Kind != MonitorPostgres {
+		if m.Kind != monitorkind.Postgres {
 			p.errf(e.k, "queries apply only to postgres monitors, not %s", m.Kind)
 			ok = false
 		} else if !p.monitorQueries(&m, e.v) {
@@ -203,7 +186,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 // taken for a kind ("postgress" → did you mean postgres?), so the entry is
 // not also reported as having no kind.
 func (p *parser) hintedKind(n *yaml.Node) bool {
-	for _, k := range MonitorKinds {
+	for _, k := range monitorKinds {
 		if !p.missing(n, k) {
 			return true
 		}
@@ -271,21 +254,21 @@ func (p *parser) monitorQueries(m *MonitorSpec, n *yaml.Node) bool {
 }
 
 func monitorKindHint(s string) string {
-	if h := Suggest(s, MonitorKinds); h != "" {
+	if h := Suggest(s, monitorKinds); h != "" {
 		return "did you mean " + q(h) + "?"
 	}
-	return "expected one of " + strings.Join(MonitorKinds, ", ")
+	return "expected one of " + strings.Join(monitorKinds, ", ")
 }
 
 func monitorExample(kind string) string {
 	switch kind {
-	case MonitorPostgres:
+	case monitorkind.Postgres:
 		return "postgres://user:${PGPASSWORD}@127.0.0.1:5432/db"
-	case MonitorRedis:
+	case monitorkind.Redis:
 		return "127.0.0.1:6379"
-	case MonitorPrometheus:
+	case monitorkind.Prometheus:
 		return "http://127.0.0.1:9100/metrics"
-	case MonitorProcess:
+	case monitorkind.Process:
 		return "nginx (a process name) or 1234 (a pid)"
 	}
 	return ""

@@ -88,8 +88,10 @@ func CombineErrors(top int, lists [][]StepError, others []map[string]int64) ([]S
 	return all, other
 }
 
-// AddStatuses adds status counts into dst (allocated when nil).
-func AddStatuses(dst, src map[string]int64) map[string]int64 {
+// AddCounts adds named counts (statuses, disconnect reasons, pushes) into
+// dst, making dst only when there is something to add, so an empty map
+// stays absent in the JSON as it was in the inputs.
+func AddCounts(dst, src map[string]int64) map[string]int64 {
 	if len(src) == 0 {
 		return dst
 	}

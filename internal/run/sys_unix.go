@@ -27,8 +27,11 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// maxRSS is the process's peak resident memory in bytes.
-func maxRSS() int64 {
+// rusageMaxRSS is the peak resident memory getrusage reports, in bytes.
+// On Linux it can be the parent's: a child started with vfork (as Go's
+// os/exec does) inherits the parent's high-water mark at exec, so
+// maxRSS prefers the kernel's figure for this process's own memory.
+func rusageMaxRSS() int64 {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
