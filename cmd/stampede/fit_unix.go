@@ -1,4 +1,4 @@
-//go:build unix && !darwin
+//go:build unix
 
 package main
 
@@ -8,11 +8,12 @@ import (
 )
 
 // openFilesLimit is the open files a run may have: the hard limit, since
-// a run raises its soft limit to it before the load starts.
+// a run raises its soft limit to it before the load starts (usableLimit
+// says where that differs).
 func openFilesLimit() uint64 {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return math.MaxUint64
 	}
-	return uint64(l.Max)
+	return usableLimit(uint64(l.Cur), uint64(l.Max))
 }

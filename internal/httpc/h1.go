@@ -469,6 +469,12 @@ func headerLine(br *bufio.Reader, resp *Response, budget *int, max int) ([]byte,
 	if *budget < 0 {
 		return nil, headerTooBig(max)
 	}
+	return endOfLine(line, err)
+}
+
+// endOfLine strips a line's CRLF or LF ending, or turns a line cut short by
+// the end of the stream into io.ErrUnexpectedEOF.
+func endOfLine(line []byte, err error) ([]byte, error) {
 	if err != nil {
 		if errors.Is(err, io.EOF) && len(line) > 0 {
 			return nil, io.ErrUnexpectedEOF
@@ -486,20 +492,10 @@ func headerLine(br *bufio.Reader, resp *Response, budget *int, max int) ([]byte,
 // slice points into the reader's buffer.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, fmt.Errorf("%w: header line longer than %d bytes", errMalformed, br.Size())
-		}
-		if errors.Is(err, io.EOF) && len(line) > 0 {
-			return nil, io.ErrUnexpectedEOF
-		}
-		return nil, err
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, fmt.Errorf("%w: header line longer than %d bytes", errMalformed, br.Size())
 	}
-	line = line[:len(line)-1]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, nil
+	return endOfLine(line, err)
 }
 
 func parseStatusLine(line []byte) (major, minor, status int, ok bool) {

@@ -1,0 +1,5 @@
+//go:build unix && !darwin
+
+package main
+
+func usableLimit(soft, hard uint64) uint64 { return hard }
