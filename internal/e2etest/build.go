@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -81,10 +82,12 @@ func race() bool { return os.Getenv("STAMPEDE_E2E_RACE") != "" }
 
 // sourceKey hashes every file that can change the binary: all non-test
 // files of the module (Go sources, embedded assets, go.mod and go.sum),
-// by path and content, plus the build settings.
+// by path and content, plus the build settings and the Go version.
 func sourceKey(root string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "flags %v race %v\n", buildFlags, race())
+	// The toolchain too: the binary is built by the go on PATH, which is
+	// normally the one running the tests.
+	fmt.Fprintf(h, "flags %v race %v go %s\n", buildFlags, race(), runtime.Version())
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
