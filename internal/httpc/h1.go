@@ -127,11 +127,6 @@ func (hc *h1conn) returnReader() {
 	}
 }
 
-// idleCheckAfter is how long a connection sits idle in the test that shows
-// a server's idle close is not blamed on the next request (every reuse is
-// checked since; before, only one idle this long).
-const idleCheckAfter = time.Second
-
 // Close closes every connection.
 func (c *H1) Close() {
 	for len(c.conns) > 0 {

@@ -247,7 +247,9 @@ func TestH1IdleConnectionClosedByServer(t *testing.T) {
 	if err := c.RoundTrip(get(ep, "/"), &resp); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(idleCheckAfter + 200*time.Millisecond)
+	// Idle for a while: every reuse is checked now, and before, only a
+	// connection idle for a second or more was.
+	time.Sleep(1200 * time.Millisecond)
 	if err := c.RoundTrip(get(ep, "/"), &resp); err != nil {
 		t.Fatalf("request after the server closed the idle connection: %v", err)
 	}

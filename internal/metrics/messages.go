@@ -137,16 +137,8 @@ func combine(top int, tables []*msgTable) ([]result.StepError, map[string]int64)
 	return result.CombineErrors(top, [][]result.StepError{list}, []map[string]int64{others})
 }
 
-// AppendText appends s to dst as a one-line message: control characters
-// and runs of white space become one space, invalid UTF-8 becomes U+FFFD,
-// and it stops at max bytes with "…". It does not allocate when dst has
-// room.
-func AppendText(dst []byte, s []byte, max int) []byte {
-	return appendText(dst, s, max, false)
-}
-
 // AppendBody appends the start of a response body as a message: like
-// AppendText, but an HTML page (by its content type or its first byte)
+// appendText, but an HTML page (by its content type or its first byte)
 // loses its markup, so "503 Service Unavailable" shows the page's words
 // rather than "<!DOCTYPE html><html><head>".
 func AppendBody(dst []byte, body, contentType []byte) []byte {
@@ -158,7 +150,9 @@ func AppendBody(dst []byte, body, contentType []byte) []byte {
 	return appendText(dst, body, BodySnippet, html)
 }
 
-// textWriter turns runes into a one-line message (see AppendText).
+// textWriter turns runes into a one-line message: control characters and
+// runs of white space become one space, invalid UTF-8 becomes U+FFFD, and
+// it stops at max bytes with "…".
 type textWriter struct {
 	dst        []byte
 	start, max int

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/suggest"
 )
 
 // checkPopulation refuses a plan that would run and send nothing: every
@@ -68,27 +69,12 @@ func (p *parser) checkThresholds() {
 		for n := range names {
 			list = append(list, n)
 		}
-		if s := suggestStep(th.Step, list); s != "" {
+		if s := suggest.Closest(th.Step, list); s != "" {
 			p.errAt(t.Pos, "threshold %s names step %s, which the plan does not have: did you mean %s?", q(t.Value), q(th.Step), q(s))
 		} else {
 			p.errAt(t.Pos, "threshold %s names step %s, which the plan does not have: name a step by its name, \"METHOD /path\" as written when it has none, or scenario/name", q(t.Value), q(th.Step))
 		}
 	}
-}
-
-// suggestStep is Suggest for free-text step names, compared ignoring case
-// (Suggest expects the valid keys in lower case).
-func suggestStep(s string, names []string) string {
-	lower := make([]string, len(names))
-	byLower := make(map[string]string, len(names))
-	for i, n := range names {
-		lower[i] = strings.ToLower(n)
-		byLower[lower[i]] = n
-	}
-	if m := Suggest(s, lower); m != "" {
-		return byLower[m]
-	}
-	return ""
 }
 
 // metricNames is every step name a result of the plan can hold, bare and

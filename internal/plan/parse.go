@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -42,14 +41,7 @@ var (
 // resolved relative to the plan's directory, so a plan runs the same from
 // anywhere. (It is not called Load because that names the load profile.)
 func LoadFile(path string) (*Plan, error) {
-	if err := regularFile(path); err != nil {
-		return nil, err
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return Parse(path, src, os.LookupEnv)
+	return LoadFileWith(path, LoadOptions{})
 }
 
 // Parse compiles plan text. file names the plan in error messages and is the

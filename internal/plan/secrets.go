@@ -35,7 +35,8 @@ func (pl *Plan) Redact(s string) string {
 	return pl.redactCutTail(s)
 }
 
-// cutMark ends a message that was shortened to fit (metrics.AppendText).
+// cutMark ends a message that was shortened to fit (the failure tables'
+// messages, metrics.AppendBody).
 const cutMark = "…"
 
 // redactCutTail hides the start of a secret that a shortened message was
@@ -86,9 +87,9 @@ func (p *parser) finishSecrets() {
 	var forms []string
 	for _, v := range p.secrets {
 		quoted := strconv.Quote(v)
-		// Messages are one line with white space collapsed
-		// (metrics.AppendText), so a secret with a newline or two spaces
-		// is looked for in that form too.
+		// Messages are one line with white space collapsed (the failure
+		// tables' messages), so a secret with a newline or two spaces is
+		// looked for in that form too.
 		oneLine := strings.Join(strings.Fields(v), " ")
 		for _, f := range []string{v, quoted[1 : len(quoted)-1], url.QueryEscape(v), url.PathEscape(v), oneLine} {
 			if len(f) >= minSecret && !seen[f] {

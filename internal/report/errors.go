@@ -106,16 +106,9 @@ func errorTable(b *bytes.Buffer, r *result.Result) {
 		for _, e := range rest {
 			n += e.Count
 		}
-		fmt.Fprintf(b, "  … %d more %s (%d failures): see the report or the result JSON\n", len(rest), pluralWord(len(rest), "message"), n)
+		fmt.Fprintf(b, "  … %s more (%d failures): see the report or the result JSON\n", plural(len(rest), "message"), n)
 	}
 	b.WriteString("\n")
-}
-
-func pluralWord(n int, w string) string {
-	if n == 1 {
-		return w
-	}
-	return w + "s"
 }
 
 // statusLine is a step's status codes in numeric order: "201: 9000, 409: 1000".

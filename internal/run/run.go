@@ -107,7 +107,8 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		o.CheckpointEvery = 5 * time.Second
 	}
 	if o.Errors.Redact == nil {
-		// No text from the environment may reach a result (plan.Redact).
+		// Failure messages and samples echo requests: no text from the
+		// environment may reach a result (plan.Redact).
 		o.Errors.Redact = p.Redact
 	}
 	base := o.BaseURL
@@ -134,11 +135,6 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		if err := preflightConnTLS(p, o.TLS); err != nil {
 			return nil, err
 		}
-	}
-	if o.Errors.Redact == nil {
-		// Failure messages and samples echo requests: the plan's secrets
-		// must not reach the result.
-		o.Errors.Redact = p.Redact
 	}
 	r := newRunner(p, prog, base, o)
 	r.rec.Configure(o.Errors)
