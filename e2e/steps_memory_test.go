@@ -46,9 +46,12 @@ func TestManySentStepsMemory(t *testing.T) {
 		if s.Requests > 0 {
 			sent++
 		}
-		if s.LatencyAll.Count != s.Requests || s.LatencyOK.Count != s.Successful {
-			t.Errorf("step %s: %d requests (%d successful), latencies of %d (%d successful)",
-				s.Name, s.Requests, s.Successful, s.LatencyAll.Count, s.LatencyOK.Count)
+		// A request cut off when the run ended (interrupted) has no
+		// latency; on a busy machine the grace period may cut one off.
+		timed := s.Requests - s.ByClass["interrupted"] - s.ByClass["dropped"]
+		if s.LatencyAll.Count != timed || s.LatencyOK.Count != s.Successful {
+			t.Errorf("step %s: %d requests (%d successful, %d timed), latencies of %d (%d successful); by class %v",
+				s.Name, s.Requests, s.Successful, timed, s.LatencyAll.Count, s.LatencyOK.Count, s.ByClass)
 		}
 	}
 	if sent < steps {
