@@ -278,7 +278,9 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 	}
 	lv.Result = res
 	lv.SLO = res.Thresholds
-	lv.Pass = gate.AllPass(res.Thresholds) && !res.Run.Partial && lv.NotInPlace == ""
+	// A level whose population never got in place failed, like one
+	// whose SLOs failed.
+	lv.Pass = gate.Judge(gate.Outcome{Incomplete: res.Run.Partial, Thresholds: res.Thresholds, LevelFailed: lv.NotInPlace != ""}) == gate.Pass
 	return lv, nil
 }
 
