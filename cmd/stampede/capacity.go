@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +9,7 @@ import (
 	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/levels"
 	"github.com/stampede-load/stampede/internal/plan"
-	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func init() { extraCommands = append(extraCommands, newCapacityCmd) }
@@ -66,41 +62,35 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 					return err
 				}
 			}
-			out, opts, stop, err := prepareLevels(stderr, p, "capacity", out, demoOpts)
+			// The search's levels are not known in advance: set aside room
+			// for a dozen of them.
+			out, s, opts, stop, err := prepareLevels(stderr, p, "capacity", out, demoOpts, 12*levelsNeed(p, plan.VaryRate, []float64{start}, ramp, stepHold))
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			defer stop()
-			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer cancel()
 			disp := &levelsLive{stderr: stderr, quiet: quiet, announce: func(e levels.Event) string {
 				return fmt.Sprintf("trying %s - %s %v", levels.FormatLevel(e.Vary, e.Value), e.Phase, e.Duration)
 			}}
-			co := levels.CapacityOptions{Start: start, Max: maxR, Budget: budget,
-				Options: levels.Options{Run: opts, Hold: stepHold, Ramp: ramp, SLO: slo}}
-			co.Run.Progress, co.Event = disp.progress, disp.event
-			c, runErr := levels.SearchCapacity(ctx, p, co)
+			co := levels.CapacityOptions{Start: start, Max: maxR, Budget: budget}
+			lo := levels.Options{Run: opts, Hold: stepHold, Ramp: ramp, SLO: slo}
+			lo.Run.Progress, lo.Event = disp.progress, disp.event
+			e := &session.Levels{Plan: p, Options: lo, Capacity: &co}
+			oc := s.Run(e)
 			disp.done()
-			if c == nil || c.Result == nil {
-				if runErr == nil {
-					runErr = fmt.Errorf("no level could run within the budget of %v", budget)
-				}
-				return runFailure(runErr)
+			if oc.Result == nil || oc.Quit {
+				return oc.Err()
 			}
-			c.Result.Indicators = append([]result.Indicator{capacityIndicator(c)}, c.Result.Indicators...)
-			if err := result.Write(out, c.Result); err != nil {
-				return fail(exitRun, fmt.Errorf("the result could not be saved to %s: %v", out, err))
-			}
-			if err := levels.WriteCapacity(stdout, c, slo); err != nil {
+			if err := levels.WriteCapacity(stdout, e.Found, slo); err != nil {
 				return fail(exitRun, err)
 			}
-			writeIndicators(stdout, c.Result.Indicators)
-			fmt.Fprintf(stderr, "result saved to %s\n", out)
-			if runErr != nil {
-				return runFailure(runErr)
+			writeIndicators(stdout, oc.Result.Indicators)
+			if oc.SaveErr == nil {
+				fmt.Fprintf(stderr, "result saved to %s\n", out)
 			}
 			// No level passed: no capacity was found.
-			return verdictErr(gate.Judge(gate.Outcome{Incomplete: c.Result.Run.Partial, LevelFailed: c.Rate == 0}))
+			return oc.Err()
 		},
 	}
 	f := cmd.Flags()
@@ -114,25 +104,4 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 	f.StringVar(&demoOpts, "demo", "", "demo target settings when the plan says target: demo")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
 	return cmd
-}
-
-// capacityIndicator records the search's answer in the result file, with
-// its evidence, for tools that read results rather than the terminal.
-func capacityIndicator(c *levels.Capacity) result.Indicator {
-	ev := map[string]float64{"capacity_rate": c.Rate, "failed_rate": c.FailedAt}
-	if c.KneeFound {
-		ev["knee_followed_up_to"] = c.Knee.FollowedUpTo
-		ev["knee_at_rate"] = c.Knee.AtRate
-		ev["knee_achieved"] = c.Knee.AchievedRPS
-	}
-	if c.Little.RPS > 0 {
-		ev["little_rps"] = c.Little.RPS
-		ev["little_avg_latency_us"] = c.Little.AvgLatencyUS
-		ev["little_closed_users"] = c.Little.ClosedUsers
-	}
-	msg := fmt.Sprintf("Capacity %g iterations/s (%s)", c.Rate, c.Stopped)
-	if c.KneeFound {
-		msg += fmt.Sprintf("; knee at %g/s: %s", c.Knee.AtRate, c.Knee.Reason)
-	}
-	return result.Indicator{ID: "capacity", Severity: gate.SeverityInfo, Message: msg, Evidence: ev}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 // loadPlan loads the plan as the run's flags say: its data from --data-dir,
@@ -19,5 +20,5 @@ func (d *distFlags) loadPlan(path string) (*plan.Plan, error) {
 		n := s.Norm()
 		o.Index, o.Count = n.Index, n.Count
 	}
-	return loadPlanWith(path, o)
+	return session.Load(path, o)
 }

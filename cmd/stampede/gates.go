@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +16,7 @@ import (
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func init() { extraCommands = append(extraCommands, newGatesCmd) }
@@ -64,6 +61,7 @@ plan; 3 the run could not complete.`,
 	cmd.Flags().StringVar(&demoOpts, "demo", "", `demo target settings when the plan says target: demo, e.g. "pool=2,service=20ms,wait=100ms"`)
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
 	cmd.Flags().StringVar(&format, "format", "text", "table format: text or md")
+	outputs.add(cmd.Flags()) // --output, --junit (outputs.go)
 	return cmd
 }
 
@@ -110,16 +108,12 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	if err := checkLevelsFit(p, j.vary, j.values, j.ramp, j.hold); err != nil {
 		return err
 	}
-	var opts run.Options
-	var stop func()
-	var err error
-	j.out, opts, stop, err = prepareLevels(stderr, p, j.kind, j.out, j.demoOpts)
+	out, s, opts, stop, err := prepareLevels(stderr, p, j.kind, j.out, j.demoOpts, levelsNeed(p, j.vary, j.values, j.ramp, j.hold))
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	defer stop()
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
 
 	disp := &levelsLive{stderr: stderr, quiet: j.quiet, announce: func(e levels.Event) string {
 		return fmt.Sprintf("level %d/%d: %s %s - %s %v%s", e.Index+1, e.Count, e.Vary,
@@ -127,15 +121,13 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	}}
 	lo := levels.Options{Run: opts, Ramp: j.ramp, Hold: j.hold, SLO: j.slo, StopAtFail: j.stopAtFail}
 	lo.Run.Progress, lo.Event = disp.progress, disp.event
-	outc, runErr := levels.Run(ctx, p, j.vary, j.values, lo)
+	e := &session.Levels{Plan: p, Vary: j.vary, Values: j.values, Options: lo}
+	oc := s.Run(e)
 	disp.done()
-	if outc == nil || outc.Result == nil {
-		return runFailure(runErr)
+	if oc.Result == nil || oc.Quit {
+		return oc.Err()
 	}
-	res := outc.Result
-	if err := result.Write(j.out, res); err != nil {
-		return fail(exitRun, fmt.Errorf("the result could not be saved to %s: %v", j.out, err))
-	}
+	res := oc.Result
 	if j.stopAtFail {
 		err = levels.WriteGates(stdout, j.vary, j.values, j.slo, res.Levels, j.format)
 	} else {
@@ -146,30 +138,35 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	}
 	levels.WriteLevelNotes(stdout, res.Levels)
 	writeIndicators(stdout, res.Indicators)
-	fmt.Fprintf(stderr, "result saved to %s\n", j.out)
-	if runErr != nil {
-		return runFailure(runErr)
+	if oc.SaveErr != nil || oc.RunErr != nil {
+		return oc.Err()
 	}
-	v := gate.Judge(gate.Outcome{Incomplete: outc.Interrupted, LevelFailed: outc.Failed >= 0})
+	fmt.Fprintf(stderr, "result saved to %s\n", out)
 	switch {
-	case v == gate.Fail && j.stopAtFail:
-		l := res.Levels[outc.Failed]
+	case oc.Verdict == gate.Fail && j.stopAtFail && e.Outcome.Failed >= 0:
+		l := res.Levels[e.Outcome.Failed]
 		fmt.Fprintf(stdout, "\nGate %s %s failed", l.Vary, levels.FormatLevel(l.Vary, l.Value))
-		if outc.Failed+1 < len(j.values) {
+		if e.Outcome.Failed+1 < len(j.values) {
 			fmt.Fprintf(stdout, "; later levels were not run")
 		}
 		fmt.Fprintln(stdout)
-	case v == gate.Pass && j.stopAtFail:
+	case oc.Verdict == gate.Pass && j.stopAtFail:
 		fmt.Fprintln(stdout, "\nEvery gate passed")
 	}
-	return verdictErr(v)
+	return oc.Err()
 }
 
-func runFailure(err error) error {
-	if errors.Is(err, run.ErrUnreachable) {
-		return fail(exitRun, fmt.Errorf("%v\nNothing was sent. Is the target running, and is the address right?", err))
+// levelsNeed is the disk a levels result may need: each level's as a run
+// of its own (resultNeed), their sum.
+func levelsNeed(p *plan.Plan, vary string, values []float64, ramp, hold time.Duration) int64 {
+	monitors := len(run.PlanMonitors(p))
+	var need int64
+	for _, v := range values {
+		if lp, err := p.AtLevel(vary, v, ramp, hold); err == nil {
+			need += resultNeed(lp, monitors)
+		}
 	}
-	return fail(exitRun, err)
+	return need
 }
 
 // levelsOut names the result file as run does, with the command in it so
@@ -180,17 +177,27 @@ func levelsOut(p *plan.Plan, kind string, now time.Time) string {
 
 // prepareLevels does what gates, sweep and capacity all do before the first
 // level, so a bad --out or --demo fails before any load: it names the result
-// file when --out is empty, checks it can be written, and starts the demo
-// target when the plan asks for it. stop ends that target.
-func prepareLevels(stderr io.Writer, p *plan.Plan, kind, out, demoOpts string) (string, run.Options, func(), error) {
+// file when --out is empty, opens the session that writes it, and starts the
+// demo target when the plan asks for it. stop ends that target.
+func prepareLevels(stderr io.Writer, p *plan.Plan, kind, out, demoOpts string, need int64) (string, *session.Session, run.Options, func(), error) {
 	if out == "" {
 		out = levelsOut(p, kind, time.Now())
 	}
-	if err := checkWritable(out); err != nil {
-		return out, run.Options{}, nil, fail(exitUsage, err)
+	sinks, err := outputs.sinks()
+	if err != nil {
+		return out, nil, run.Options{}, nil, err
+	}
+	s, err := session.Open(session.Options{Out: out, Need: need, Stderr: stderr, Sinks: sinks})
+	if err != nil {
+		closeSinks(sinks)
+		return out, nil, run.Options{}, nil, err
 	}
 	opts, stop, err := levelRunOptions(stderr, p, demoOpts)
-	return out, opts, stop, err
+	if err != nil {
+		s.Close()
+		return out, nil, run.Options{}, nil, err
+	}
+	return out, s, opts, stop, nil
 }
 
 // levelsLive keeps one live progress display per level. Events come from

@@ -17,7 +17,9 @@ import (
 
 	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/dist/segment"
-	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/run"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func init() {
@@ -167,12 +169,10 @@ func runK8s(stdout, stderr io.Writer, planPath string, f k8sFlags) error {
 			start.UTC().Format(time.RFC3339), f.startGrace)
 		return nil
 	}
-	return applyK8s(stdout, stderr, m, f, p.Load.Duration()+p.Load.Grace, start,
-		func(res *result.Result) { finish(res, p) }, defaultOut(p, time.Now()))
+	return applyK8s(stdout, stderr, m, f, p, start)
 }
 
-func applyK8s(stdout, stderr io.Writer, m *dist.Manifest, f k8sFlags, length time.Duration,
-	start time.Time, judge func(*result.Result), defOut string) error {
+func applyK8s(stdout, stderr io.Writer, m *dist.Manifest, f k8sFlags, p *plan.Plan, start time.Time) error {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if f.kubeconfig != "" {
 		rules.ExplicitPath = f.kubeconfig
@@ -187,33 +187,32 @@ func applyK8s(stdout, stderr io.Writer, m *dist.Manifest, f k8sFlags, length tim
 	}
 	out := f.result
 	if out == "" {
-		out = defOut
+		out = defaultOut(p, time.Now())
 	}
-	if err := checkWritable(out); err != nil {
-		return fail(exitUsage, err)
+	// Ctrl-C stops waiting; the Job keeps running: delete it to stop the
+	// load.
+	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))), Stderr: stderr,
+		StopNote: fmt.Sprintf("stopped waiting; the job keeps running — stop it with: kubectl delete job %s -n %s", m.Job.Name, f.namespace)})
+	if err != nil {
+		return err
 	}
-	// The wait outlasts the Job's own deadline, so the Job's
-	// DeadlineExceeded (with the controller's message) is what ends a stuck
-	// run, not this wait. Ctrl-C stops waiting (the Job keeps running:
-	// delete it to stop the load).
-	ctx, cancel := context.WithDeadline(context.Background(), k8sWaitDeadline(time.Now(), m))
-	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; ok {
-			fmt.Fprintf(stderr, "stopped waiting; the job keeps running — stop it with: kubectl delete job %s -n %s\n", m.Job.Name, f.namespace)
-			cancel()
-		}
-	}()
+	defer s.Close()
 	c := dist.Cluster{Client: cs, Namespace: f.namespace, Progress: func(s string) { fmt.Fprintln(stderr, s) },
 		StartBy: start.Add(f.startGrace)}
-	if err := c.Apply(ctx, m); err != nil {
+	deadline := k8sWaitDeadline(time.Now(), m)
+	// Ctrl-C while the objects are created stops creating them (Apply
+	// deletes what it made); from then on the session hears it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = c.Apply(ctx, m)
+	stop()
+	if err != nil {
 		return fail(exitRun, err)
 	}
 	fmt.Fprintf(stderr, "created job and configmap %s/%s; segments start at %s\n", f.namespace, m.Job.Name, start.Format(time.RFC3339))
-	return collectK8s(ctx, stdout, stderr, c, m, f.segments, judge, out)
+	// The wait outlasts the Job's own deadline, so the Job's
+	// DeadlineExceeded (with the controller's message) is what ends a
+	// stuck run, not this wait.
+	return collectK8s(s, stdout, stderr, c, m, f.segments, p, deadline)
 }
 
 // waitMargin is how long the wait outlasts the Job's activeDeadlineSeconds:
@@ -227,45 +226,13 @@ func k8sWaitDeadline(created time.Time, m *dist.Manifest) time.Time {
 	return created.Add(m.ActiveDeadline() + waitMargin)
 }
 
-// collectK8s waits for the Job, merges the segments' results and judges
-// the whole; split from applyK8s so it runs against a fake clientset.
-func collectK8s(ctx context.Context, stdout, stderr io.Writer, c dist.Cluster, m *dist.Manifest, segments int,
-	judge func(*result.Result), out string) error {
-	job, err := c.Wait(ctx, m.Job.Name)
-	var missed *dist.MissedStartError
-	switch {
-	case errors.As(err, &missed):
-		// The segments that did start would send their share of a run that
-		// can no longer be whole: stop them, and leave nothing behind.
-		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer dcancel()
-		if derr := c.Delete(dctx, m.Job.Name); derr != nil {
-			return fail(exitRun, fmt.Errorf("%v\nthe job could not be deleted (%v), so its running segments keep sending load: kubectl delete job %s -n %s",
-				err, derr, m.Job.Name, c.Namespace))
-		}
-		return fail(exitRun, fmt.Errorf("%v\njob %s deleted (with its pods and configmap): the segments that started stopped, since the run could not be whole", err, m.Job.Name))
-	case err != nil && errors.Is(err, context.Canceled):
-		return fail(exitRun, err)
-	case err != nil:
-		// The wait's deadline or the API server: still collect what the
-		// segments that finished left in their logs.
-		fmt.Fprintf(stderr, "%v; collecting the segments that finished\n", err)
-		job = m.Job
-	}
-	if _, failed, why := dist.JobDone(job); failed {
-		fmt.Fprintf(stderr, "job %s failed: %s\n", job.Name, why)
-	}
-	cctx := ctx
-	if ctx.Err() != nil {
-		var ccancel context.CancelFunc
-		cctx, ccancel = context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer ccancel()
-	}
-	outs, err := c.Collect(cctx, job, segments)
-	if err != nil {
-		return fail(exitRun, err)
-	}
-	return mergeAndJudge(stdout, stderr, outs, judge, out)
+// collectK8s waits for the Job until deadline, merges the segments'
+// results and judges the whole in session s; split from applyK8s so it
+// runs against a fake clientset.
+func collectK8s(s *session.Session, stdout, stderr io.Writer, c dist.Cluster, m *dist.Manifest, segments int,
+	p *plan.Plan, deadline time.Time) error {
+	oc := s.Run(&session.Cluster{Plan: p, Cluster: c, Manifest: m, Segments: segments, Deadline: deadline, Stderr: stderr})
+	return printMerged(stdout, stderr, oc, segments, s.Path())
 }
 
 // writeTerminationMessage writes why the process exits non-zero to the file

@@ -24,6 +24,7 @@ import (
 	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func k8sTestManifest(t *testing.T, segments int, start time.Time) *dist.Manifest {
@@ -48,6 +49,17 @@ func k8sFakeClient() *fake.Clientset {
 		return false, nil, nil
 	})
 	return cs
+}
+
+// k8sSession is the session collectK8s runs in, hearing no signals.
+func k8sSession(t *testing.T, out string, stderr io.Writer) *session.Session {
+	t.Helper()
+	s, err := session.Open(session.Options{Out: out, Stderr: stderr, Signals: make(chan os.Signal)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func indexPod(job string, index int, status corev1.PodStatus) *corev1.Pod {
@@ -90,9 +102,11 @@ func TestK8sMissedStartDeletesJob(t *testing.T) {
 		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
 			Message: "0/3 nodes are available: 3 Insufficient memory."}}}), metav1.CreateOptions{})
 	var stdout, stderr bytes.Buffer
-	err := collectK8s(ctx, &stdout, &stderr, c, m, 2, func(*result.Result) {}, filepath.Join(t.TempDir(), "r.json"))
+	s := k8sSession(t, filepath.Join(t.TempDir(), "r.json"), &stderr)
+	deadline, _ := ctx.Deadline()
+	err := collectK8s(s, &stdout, &stderr, c, m, 2, nil, deadline)
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != exitRun {
+	if !errors.As(err, &ee) || ee.Code != exitRun {
 		t.Fatalf("err = %v, want exit 3", err)
 	}
 	for _, want := range []string{"1 of 2 segments", "index 1: pod " + job + "-1-x Unschedulable: 0/3 nodes are available: 3 Insufficient memory.", "deleted"} {
@@ -130,13 +144,12 @@ func TestK8sWaitDeadlineCollectsFinished(t *testing.T) {
 		}
 		return io.NopCloser(strings.NewReader("running, no result yet\n")), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
 	out := filepath.Join(t.TempDir(), "r.json")
 	var stdout, stderr bytes.Buffer
-	err := collectK8s(ctx, &stdout, &stderr, c, m, 2, func(*result.Result) {}, out)
+	s := k8sSession(t, out, &stderr)
+	err := collectK8s(s, &stdout, &stderr, c, m, 2, nil, time.Now().Add(50*time.Millisecond))
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != exitRun || !strings.Contains(err.Error(), "partial") {
+	if !errors.As(err, &ee) || ee.Code != exitRun || !strings.Contains(err.Error(), "partial") {
 		t.Fatalf("err = %v, want exit 3 for a partial result\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "collecting the segments that finished") {

@@ -10,33 +10,25 @@ import (
 	"runtime/pprof"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// Exit codes, documented in the README.
+// Exit codes, documented in the README; the session owns them.
 const (
-	exitOK        = 0
-	exitThreshold = 1 // a threshold or gate failed
-	exitUsage     = 2 // bad usage or an invalid plan
-	exitRun       = 3 // the run could not complete
+	exitOK        = session.ExitOK
+	exitThreshold = session.ExitThreshold
+	exitUsage     = session.ExitUsage
+	exitRun       = session.ExitRun
 )
 
 // exitError carries an exit code up to main without printing twice.
-type exitError struct {
-	code int
-	err  error
-}
+type exitError = session.ExitError
 
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return ""
-	}
-	return e.err.Error()
-}
-
-func fail(code int, err error) error { return &exitError{code: code, err: err} }
+func fail(code int, err error) error { return session.Fail(code, err) }
 
 func main() {
 	os.Exit(mainCode())
@@ -62,11 +54,11 @@ func mainCode() (code int) {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "stampede:", ee.err)
+		if ee.Err != nil {
+			fmt.Fprintln(os.Stderr, "stampede:", ee.Err)
 		}
-		writeTerminationMessage(ee.code, ee.err)
-		return ee.code
+		writeTerminationMessage(ee.Code, ee.Err)
+		return ee.Code
 	}
 	// Cobra's own errors: unknown command or flag.
 	fmt.Fprintln(os.Stderr, "stampede:", err)

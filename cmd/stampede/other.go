@@ -75,8 +75,10 @@ interactive charts that opens offline (html), or the JSON document (json).`,
 				render = report.Markdown
 			case "html":
 				render = report.HTML
+			case "junit":
+				render = report.JUnit
 			default:
-				return fail(exitUsage, fmt.Errorf("--format %q: expected text, md, html or json", format))
+				return fail(exitUsage, fmt.Errorf("--format %q: expected text, md, html, json or junit", format))
 			}
 			res, err := result.Read(args[0])
 			if err != nil {
@@ -85,7 +87,7 @@ interactive charts that opens offline (html), or the JSON document (json).`,
 			return writeOutput(cmd, out, func(w io.Writer) error { return render(w, res) })
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "text, md, html or json")
+	cmd.Flags().StringVar(&format, "format", "text", "text, md, html, json or junit")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
 	return cmd
 }

@@ -1,30 +1,26 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/stampede-load/stampede/internal/demo"
-	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/report"
-	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func newRunCmd() *cobra.Command {
@@ -59,39 +55,14 @@ partial. A second Ctrl-C writes the partial result at once and exits.`,
 	cmd.Flags().StringArrayVar(&monitors, "monitor", nil, monitorFlagHelp)
 	dist.add(cmd.Flags()) // --segment, --start-at, --workers (segments.go)
 	errs.add(cmd.Flags()) // --error-messages, --keep-failures (errorflags.go)
+	outputs.add(cmd.Flags())
 	return cmd
 }
 
-// loadPlan loads a plan (which checks thresholds too) and the parts other
-// packages own (monitors), so every plan error is reported the same way,
-// with its place.
+// loadPlan loads a plan into a valid plan (session.Load): every plan
+// error is reported the same way, with its place.
 func loadPlan(path string) (*plan.Plan, error) {
-	return loadPlanWith(path, plan.LoadOptions{})
-}
-
-// loadPlanWith is loadPlan with the data read as o says (datadir.go).
-func loadPlanWith(path string, o plan.LoadOptions) (*plan.Plan, error) {
-	p, err := plan.LoadFileWith(path, o)
-	if err != nil {
-		var pe *plan.Error
-		if errors.As(err, &pe) {
-			return nil, fail(exitUsage, fmt.Errorf("invalid plan:\n%v", err))
-		}
-		return nil, fail(exitUsage, fmt.Errorf("cannot read plan: %v", err))
-	}
-	problems := run.CheckMonitors(p)
-	if len(problems) > 0 {
-		return nil, fail(exitUsage, fmt.Errorf("invalid plan:\n%s", strings.Join(problems, "\n")))
-	}
-	return p, nil
-}
-
-func thresholdExprs(p *plan.Plan) []string {
-	out := make([]string, len(p.Thresholds))
-	for i, t := range p.Thresholds {
-		out[i] = t.Value
-	}
-	return out
+	return session.Load(path, plan.LoadOptions{})
 }
 
 func tlsConfig(p *plan.Plan) (*tls.Config, error) {
@@ -127,12 +98,6 @@ func defaultOut(p *plan.Plan, now time.Time) string {
 	return fmt.Sprintf("stampede-%s-%s.json", name, now.Format("20060102-150405"))
 }
 
-// finish adds the verdict to a result: thresholds and indicators.
-func finish(res *result.Result, p *plan.Plan) {
-	res.Thresholds = gate.Evaluate(res, thresholdExprs(p))
-	res.Indicators = gate.Indicators(res)
-}
-
 func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet bool, dist distFlags, monitors []string, errs errorFlags) error {
 	p, err := dist.loadPlan(planPath)
 	if err != nil {
@@ -148,20 +113,24 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	if out == "" {
 		out = defaultOut(p, time.Now())
 	}
+	live := newLive(stderr, quiet)
+	// Closed at the end of the run, or by the second Ctrl-C before its
+	// partial result is written.
+	closeFailures := func() {}
 	// Fail before any load if the result cannot be written, and set aside
 	// the open files and disk space its writes need, so a run that takes
 	// every file descriptor or fills the disk still saves what it measured.
-	if err := checkWritable(out); err != nil {
-		return fail(exitUsage, err)
-	}
-	output, err := openOutput(out, resultNeed(p, len(run.PlanMonitors(p))+len(monitors)))
+	sinks, err := outputs.sinks()
 	if err != nil {
 		return err
 	}
-	defer output.Close()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(monitors)),
+		Stderr: stderr, Note: live.note, OnQuit: func() { closeFailures() }, Sinks: sinks})
+	if err != nil {
+		closeSinks(sinks)
+		return err
+	}
+	defer s.Close()
 
 	opts := run.Options{Version: version, TLS: tlsConf}
 	if err := dist.apply(&opts, stderr, p); err != nil {
@@ -170,8 +139,7 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	if err := monitorOptions(&opts, stderr, p, monitors); err != nil {
 		return err
 	}
-	closeFailures, err := errs.apply(&opts, out, stderr)
-	if err != nil {
+	if closeFailures, err = errs.apply(&opts, out, stderr); err != nil {
 		return err
 	}
 	if p.Target == "demo" {
@@ -191,85 +159,25 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	} else if demoOpts != "" {
 		return fail(exitUsage, errors.New("--demo applies only to plans with target: demo"))
 	}
-
-	// A failed checkpoint leaves the one before it in place and does not
-	// fail the run: only the final write decides whether the result was
-	// saved.
-	var checkpointWarn sync.Once
-	output.Warn = func(msg string) { fmt.Fprintf(stderr, "\nstampede: warning: %s\n", msg) }
-	opts.Checkpoint = func(res *result.Result) {
-		if err := output.Checkpoint(res); err != nil {
-			checkpointWarn.Do(func() {
-				fmt.Fprintf(stderr, "\nstampede: warning: a checkpoint could not be written (%v); the last good one stays in place and the run goes on\n", err)
-			})
-		}
-	}
-
-	var snapshot func(string) *result.Result
-	var snapMu sync.Mutex
-	opts.Started = func(f func(string) *result.Result) {
-		snapMu.Lock()
-		snapshot = f
-		snapMu.Unlock()
-	}
-
-	live := newLive(stderr, quiet)
 	opts.Progress = live.update
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; !ok {
-			return
-		}
-		live.note("stopping: no new work starts; requests in flight get the grace period (Ctrl-C again to quit now)")
-		cancel()
-		if _, ok := <-sigs; !ok {
-			return
-		}
-		snapMu.Lock()
-		f := snapshot
-		snapMu.Unlock()
-		if f != nil {
-			res := f("interrupted twice (Ctrl-C): requests in flight were not waited for and are not counted")
-			finish(res, p)
-			closeFailures()
-			if err := output.Final(res); err != nil {
-				fmt.Fprintf(stderr, "\nstampede: %v\n", lostResult(output, err))
-				output.Close()
-				os.Exit(exitRun)
-			}
-		}
-		closeFailures()
-		output.Close()
-		fmt.Fprintf(stderr, "\nstampede: quit at once; partial result in %s\n", out)
-		os.Exit(exitRun)
-	}()
-
-	res, err := run.Run(ctx, p, opts)
+	oc := s.Run(&session.InProcess{Plan: p, Options: opts, Warn: func(msg string) { fmt.Fprintln(stderr, msg) }})
 	live.done()
 	closeFailures()
-	if err != nil {
-		if errors.Is(err, run.ErrUnreachable) {
-			return fail(exitRun, fmt.Errorf("%v\nNothing was sent. Is the target running, and is the address right?", err))
-		}
+	if oc.Result == nil || oc.Quit {
+		return oc.Err()
+	}
+	if err := report.Text(stdout, oc.Result); err != nil {
 		return fail(exitRun, err)
 	}
-	finish(res, p)
-	dist.unjudge(res, stderr)
-	werr := output.Final(res)
-	if err := report.Text(stdout, res); err != nil {
-		return fail(exitRun, err)
-	}
-	if werr != nil {
-		return fail(exitRun, lostResult(output, werr))
+	if oc.SaveErr != nil {
+		return oc.Err()
 	}
 	fmt.Fprintf(stderr, "result saved to %s\n", out)
-	if err := dist.emitResult(stdout, res); err != nil {
+	if err := dist.emitResult(stdout, oc.Result); err != nil {
 		return fail(exitRun, err)
 	}
-	return verdictErr(gate.Judge(gate.Outcome{Incomplete: res.Run.Partial, Thresholds: res.Thresholds}))
+	return oc.Err()
 }
 
 func describeDemo(o demo.Options) string {
@@ -278,17 +186,6 @@ func describeDemo(o demo.Options) string {
 		return s
 	}
 	return "default settings"
-}
-
-func checkWritable(path string) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".stampede-write-check-*")
-	if err != nil {
-		return fmt.Errorf("cannot write the result next to %s: %v", path, err)
-	}
-	f.Close()
-	os.Remove(f.Name())
-	return nil
 }
 
 // live shows progress on stderr: one rewritten line on a terminal, a plain

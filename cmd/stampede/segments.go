@@ -1,26 +1,23 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/dist/segment"
-	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/report"
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 // distFlags are the run flags of distributed runs: one segment of a test
@@ -80,24 +77,6 @@ func (d *distFlags) apply(o *run.Options, stderr io.Writer, p *plan.Plan) error 
 		}
 	}
 	return nil
-}
-
-// judges reports whether this run's thresholds decide its exit code: not
-// for a segment, whose share says nothing about the whole (thresholds are
-// judged once, on the merged result).
-func (d *distFlags) judges() bool {
-	s, err := d.seg()
-	return err != nil || s.IsWhole()
-}
-
-// unjudge removes a segment's thresholds, so neither its summary nor its
-// file suggests a verdict that only the merged whole can give.
-func (d *distFlags) unjudge(res *result.Result, stderr io.Writer) {
-	if d.judges() || len(res.Thresholds) == 0 {
-		return
-	}
-	res.Thresholds = []result.Threshold{}
-	fmt.Fprintln(stderr, "thresholds are judged on the merged result of all segments, not on one segment")
 }
 
 func (d *distFlags) emitResult(stdout io.Writer, res *result.Result) error {
@@ -167,14 +146,11 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	if _, err := monitorSpecs(p, monitors); err != nil {
 		return err
 	}
-	if err := checkWritable(out); err != nil {
-		return fail(exitUsage, err)
-	}
-	output, err := openOutput(out, resultNeed(p, len(run.PlanMonitors(p))+len(monitors)))
+	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(monitors)), Stderr: stderr})
 	if err != nil {
 		return err
 	}
-	defer output.Close()
+	defer s.Close()
 	bin, err := os.Executable()
 	if err != nil {
 		return fail(exitRun, fmt.Errorf("cannot find the stampede executable to start workers: %v", err))
@@ -192,54 +168,22 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 		fmt.Fprintf(stderr, "%d workers start at %s; logs and segment results in %s\n",
 			d.workers, l.StartAt.Format("15:04:05.000"), l.Dir)
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	outs, err := l.Run(context.Background(), sigs)
-	if err != nil {
-		return fail(exitRun, err)
-	}
-	save := func(m *result.Result) error {
-		if err := output.Final(m); err != nil {
-			return lostResult(output, err)
-		}
-		return nil
-	}
-	return mergeAndSave(stdout, stderr, outs, func(m *result.Result) { finish(m, p) }, save, out)
+	e := &session.Workers{Plan: p, Local: l, Summary: stderr}
+	oc := s.Run(e)
+	return printMerged(stdout, stderr, oc, e.Segments, out)
 }
 
-// mergeAndJudge merges the segments' results, judges the plan's thresholds
-// on the whole, saves and prints it: the end of --workers and of k8s --apply.
-func mergeAndJudge(stdout, stderr io.Writer, outs []dist.Outcome, judge func(*result.Result), out string) error {
-	save := func(m *result.Result) error {
-		if err := result.Write(out, m); err != nil {
-			return fmt.Errorf("the merged result could not be saved to %s: %v", out, err)
-		}
-		return nil
+// printMerged prints the merged result of --workers or k8s --apply and
+// returns the exit of the session that judged and saved it.
+func printMerged(stdout, stderr io.Writer, oc *session.Outcome, segments int, out string) error {
+	if oc.Result == nil {
+		return oc.Err()
 	}
-	return mergeAndSave(stdout, stderr, outs, judge, save, out)
-}
-
-// mergeAndSave is mergeAndJudge with the write given.
-func mergeAndSave(stdout, stderr io.Writer, outs []dist.Outcome, judge func(*result.Result), save func(*result.Result) error, out string) error {
-	dist.SummaryOfOutcomes(stderr, outs)
-	m, err := dist.Merge(outs)
-	if err != nil {
+	if err := report.Text(stdout, oc.Result); err != nil {
 		return fail(exitRun, err)
 	}
-	judge(m)
-	if err := save(m); err != nil {
-		return fail(exitRun, err)
+	if oc.SaveErr == nil {
+		fmt.Fprintf(stderr, "merged result of %d segments saved to %s\n", segments, out)
 	}
-	if err := report.Text(stdout, m); err != nil {
-		return fail(exitRun, err)
-	}
-	fmt.Fprintf(stderr, "merged result of %d segments saved to %s\n", len(outs), out)
-	switch {
-	case m.Run.Partial:
-		return fail(exitRun, fmt.Errorf("the merged result is partial: %s", m.Run.PartialReason))
-	case !gate.AllPass(m.Thresholds):
-		return fail(exitThreshold, nil)
-	}
-	return nil
+	return oc.Err()
 }

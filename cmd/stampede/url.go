@@ -19,6 +19,7 @@ import (
 	"github.com/stampede-load/stampede/internal/report"
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func init() { extraCommands = append(extraCommands, newURLCmd) }
@@ -69,7 +70,7 @@ requests in flight.`,
 			if err != nil {
 				return fail(exitRun, err)
 			}
-			finish(res, p)
+			session.Evaluate(res, p)
 			if out != "" {
 				if err := result.Write(out, res); err != nil {
 					return fail(exitRun, err)

@@ -1,15 +1,10 @@
 package main
 
-import "github.com/stampede-load/stampede/internal/gate"
+import (
+	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/session"
+)
 
 // verdictErr turns the verdict every judging command draws from
 // gate.Judge into its exit code.
-func verdictErr(v gate.Verdict) error {
-	switch v {
-	case gate.Incomplete:
-		return fail(exitRun, nil)
-	case gate.Fail:
-		return fail(exitThreshold, nil)
-	}
-	return nil
-}
+func verdictErr(v gate.Verdict) error { return session.VerdictErr(v) }

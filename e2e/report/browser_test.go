@@ -72,6 +72,10 @@ type pageCheck struct {
 	Theme    string       `json:"theme"`
 	Verdict  string       `json:"verdict"`
 	BodyText int          `json:"bodyText"`
+	// Headline is the per-level headline table of a multi-level run as
+	// rendered (cell text by row), empty when the page has none or it
+	// is not displayed.
+	Headline [][]string `json:"headline"`
 }
 
 const checkJS = `(() => {
@@ -112,8 +116,10 @@ const checkJS = `(() => {
             xmin, xmax, time: spec.x === 'time', zoom};
   });
   const v = document.getElementById('verdict');
+  const hl = document.querySelector('#headline table');
+  const headline = hl && hl.offsetHeight > 0 ? [...hl.rows].map(r => [...r.cells].map(c => c.innerText.trim())) : [];
   return {ready: true, charts, theme: css.getPropertyValue('--bg').trim(),
-          verdict: v ? v.textContent : '', bodyText: document.body.innerText.length};
+          verdict: v ? v.textContent : '', bodyText: document.body.innerText.length, headline};
 })()`
 
 // zoomJS zooms each chart whose x axis is widened to the other charts'

@@ -27,6 +27,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		k.handler.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/restaurants/"):
 		s.order(w, r)
+	case p == UploadPath:
+		s.upload(w, r) // upload.go
+	case strings.HasPrefix(p, AuthPrefix):
+		s.auth(w, r) // auth.go
 	default:
 		s.serve(w, r)
 	}

@@ -39,6 +39,7 @@ func Start(ctx context.Context, addr string, opts Options) (url string, stop fun
 		// Requests inherit ctx so that cancelling it also releases handlers
 		// queued for a pool connection, and shutdown doesn't wait on them.
 		BaseContext: func(net.Listener) context.Context { return ctx },
+		Protocols:   protocols(), // upload.go: HTTP/1.1 and h2c on one port
 	}
 	served := make(chan error, 1)
 	go func() {

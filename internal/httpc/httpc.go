@@ -149,6 +149,8 @@ type Options struct {
 	// MaxKeptBody bounds the body bytes kept for captures and checks (0:
 	// the default).
 	MaxKeptBody int
+	// H2C sends plain-HTTP requests as HTTP/2 with prior knowledge (h2c.go).
+	H2C bool
 }
 
 func (o Options) limits() (header, body int) {
@@ -171,6 +173,7 @@ type Shared struct {
 	opts   Options
 	next   atomic.Uint64
 	limits *hostLimits
+	h2c    *http.Transport // nil unless Options.H2C (h2c.go)
 }
 
 // NewShared builds the shared part of the transports.
@@ -190,7 +193,7 @@ func NewShared(o Options) *Shared {
 	}
 	maxHeader, _ := o.limits()
 	tr.MaxResponseHeaderBytes = int64(maxHeader)
-	sh := &Shared{std: tr, cw: cw, opts: o}
+	sh := &Shared{std: tr, cw: cw, opts: o, h2c: newH2C(o)}
 	if o.MaxConnsPerHost > 0 {
 		sh.limits = &hostLimits{max: o.MaxConnsPerHost, slots: map[string]chan struct{}{}}
 	}
@@ -198,7 +201,12 @@ func NewShared(o Options) *Shared {
 }
 
 // Close drops idle shared connections.
-func (s *Shared) Close() { s.std.CloseIdleConnections() }
+func (s *Shared) Close() {
+	s.std.CloseIdleConnections()
+	if s.h2c != nil {
+		s.h2c.CloseIdleConnections()
+	}
+}
 
 // NewTransport returns a transport for one virtual user.
 func (s *Shared) NewTransport() *Mux {
@@ -210,7 +218,7 @@ func (s *Shared) NewTransport() *Mux {
 		a := s.opts.SourceAddrs[(s.next.Add(1)-1)%uint64(n)]
 		h.dialer.LocalAddr = &net.TCPAddr{IP: a.AsSlice()}
 	}
-	return &Mux{h1: h, std: &Std{tr: s.std, cw: s.cw, maxKept: h.MaxKeptBody}}
+	return &Mux{h1: h, std: &Std{tr: s.std, cw: s.cw, maxKept: h.MaxKeptBody}, h2c: s.h2cFor(h.MaxKeptBody)}
 }
 
 // hostLimits hands out connection slots per endpoint address.
@@ -262,12 +270,16 @@ func (l *hostLimits) release(addr string) { <-l.sem(addr) }
 type Mux struct {
 	h1  *H1
 	std *Std
+	h2c *Std // plain HTTP as h2c, when the plan asks (h2c.go)
 }
 
 // RoundTrip implements Transport.
 func (m *Mux) RoundTrip(req *Request, resp *Response) error {
 	if req.Endpoint.Scheme == "https" {
 		return m.std.RoundTrip(req, resp)
+	}
+	if m.h2c != nil {
+		return m.h2c.RoundTrip(req, resp)
 	}
 	return m.h1.RoundTrip(req, resp)
 }
@@ -279,6 +291,9 @@ func (m *Mux) Close() { m.h1.Close() }
 func (m *Mux) Interrupt() {
 	m.h1.Interrupt()
 	m.std.Interrupt()
+	if m.h2c != nil {
+		m.h2c.Interrupt()
+	}
 }
 
 // SetNewConnPerRequest makes the plain-HTTP client close after each answer.

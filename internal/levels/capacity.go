@@ -137,6 +137,9 @@ func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 			return false, false, err
 		}
 		levels = append(levels, lv)
+		if o.Done != nil {
+			o.Done(lv)
+		}
 		if lv.Result.Run.Partial {
 			c.Stopped = "interrupted"
 			return false, false, nil

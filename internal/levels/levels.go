@@ -36,8 +36,8 @@ type Event struct {
 // Options shape a multi-level run.
 type Options struct {
 	// Run is passed to every level's run (target, TLS, version). Its
-	// Checkpoint and Started are left to the caller; Progress is called
-	// for the measured part only.
+	// Checkpoint is left to the caller, its Handle is the level's own;
+	// Progress is called for the measured part only.
 	Run run.Options
 	// Ramp runs before each level from zero users (or arrivals) up to it,
 	// in the level's run but not measured: the level's figures describe
@@ -55,6 +55,11 @@ type Options struct {
 	StopAtFail bool
 	// Event, when set, is called as each phase starts.
 	Event func(Event)
+	// Level, when set, hears each level's run as it starts: its handle
+	// gives partial results of the level's run (ramp included) so far.
+	Level func(h *run.Handle)
+	// Done, when set, hears each level as it ends, judged.
+	Done func(result.Level)
 }
 
 // Outcome is a finished multi-level run.
@@ -92,6 +97,9 @@ func Run(ctx context.Context, p *plan.Plan, vary string, values []float64, o Opt
 			return out, err
 		}
 		levels = append(levels, lv)
+		if o.Done != nil {
+			o.Done(lv)
+		}
 		if lv.Result.Run.Partial {
 			out.Interrupted = true
 			break
@@ -163,10 +171,10 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 	// latest when the ramp has overrun by as long again; the ramp is cut
 	// off the figures afterwards (Since).
 	var (
-		cutMu    sync.Mutex
-		cut      *result.Result
-		inPlace  bool
-		snapshot func(string) *result.Result
+		cutMu   sync.Mutex
+		cut     *result.Result
+		inPlace bool
+		handle  = &run.Handle{}
 		// last is the run as the hold ended: requests still queued then
 		// finish in the grace period after it, and counting them would
 		// lift the level's rate above what the target served in the hold.
@@ -192,11 +200,7 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 			defer t.Stop()
 			select {
 			case <-t.C:
-				cutMu.Lock()
-				snap := snapshot
-				cutMu.Unlock()
-				if snap != nil {
-					e := snap("")
+				if e := handle.Snapshot(""); e != nil {
 					cutMu.Lock()
 					last = e
 					cutMu.Unlock()
@@ -223,24 +227,24 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 	}
 	ro.End = end
 	ro.InPlace = func(s *result.Result) { startHold(s, true) }
-	caller := o.Run.Started
-	ro.Started = func(snap func(string) *result.Result) {
-		if caller != nil {
-			caller(snap)
-		}
-		cutMu.Lock()
-		snapshot = snap
-		cutMu.Unlock()
-		go func() {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				startHold(snap(""), false)
-			case <-finished:
-			}
-		}()
+	ro.Handle = handle
+	if o.Level != nil {
+		o.Level(handle)
 	}
+	go func() {
+		select {
+		case <-handle.Started():
+		case <-finished:
+			return
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			startHold(handle.Snapshot(""), false)
+		case <-finished:
+		}
+	}()
 	res, err := run.Run(ctx, lp, ro)
 	if err != nil {
 		return lv, err

@@ -32,6 +32,7 @@ func connections(rs []*result.Result) *result.Connections {
 				idx[s.Scenario] = i
 				out.Scenarios = append(out.Scenarios, result.ConnScenario{
 					Scenario: s.Scenario, Protocol: s.Protocol, ByClass: map[string]int64{},
+					HubProtocol: s.HubProtocol,
 				})
 			}
 			m := &out.Scenarios[i]
@@ -42,6 +43,8 @@ func connections(rs []*result.Result) *result.Connections {
 			m.PeakOpen += s.PeakOpen
 			m.OpenAtEnd += s.OpenAtEnd
 			m.OtherPushes += s.OtherPushes
+			m.Fallbacks += s.Fallbacks
+			m.Transports = result.AddCounts(m.Transports, s.Transports)
 			m.MessagesIn += s.MessagesIn
 			m.MessagesOut += s.MessagesOut
 			m.BytesIn += s.BytesIn

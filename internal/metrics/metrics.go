@@ -1,8 +1,11 @@
 // Package metrics collects request outcomes on the hot path and turns them
 // into step totals and per-interval series. Recording goes to one of a few
-// shards chosen by the caller (a user keeps its shard), so concurrent users
-// rarely meet on a lock; shards are merged only at interval edges and at
-// the end, where histograms add exactly.
+// shards chosen by the caller (a user keeps its shard). A success and an
+// iteration start take no lock: each is one atomic add to a bucket of a
+// sparse histogram (live.go), which Tick drains into the step's totals and
+// the interval's series; a failure, rarer and carrying a message, takes
+// its shard's lock. Shards are merged at interval edges and at the end,
+// where histograms add exactly.
 package metrics
 
 import (
@@ -38,9 +41,15 @@ type Recorder struct {
 	Connections      atomic.Int64
 	TrackConnections bool
 
-	mu     sync.Mutex // guards the series below
+	// mu guards the series and the cumulative counts below, and makes
+	// drains (Tick) and snapshots take turns; recording never takes it.
+	mu     sync.Mutex
 	series result.Series
-	lag    *hdr.Histogram
+	// okCum is each step's successes drained from the shards; lagCum the
+	// iteration starts' lag. tickOK and tickLag are Tick's scratch.
+	okCum           []*sparseHist
+	lagCum          sparseHist
+	tickOK, tickLag *hdr.Histogram
 
 	// top is how many distinct failure messages a step reports; each
 	// shard's table of a step holds tableCap(top). redact cleans a new
@@ -54,12 +63,13 @@ type Recorder struct {
 
 // Shard is a share of the recorder that one user (or worker) records into.
 type Shard struct {
+	// lag counts iteration starts by lateness, lock-free; the number of
+	// iterations is its count.
+	lag liveHist
+
 	mu    sync.Mutex
 	steps []stepStats
-	win   *window
-	spare *window
-	lag   *hdr.Histogram
-	iters int64
+	win   window // the interval's failures, under mu
 	// msgs holds each step's failure messages, made at its first failure.
 	msgs []*msgTable
 	key  []byte // scratch for message keys, under mu
@@ -67,48 +77,36 @@ type Shard struct {
 }
 
 type stepStats struct {
+	// ok counts the latencies of successes since the last Tick, written
+	// without a lock; their number is the step's successes. Made at the
+	// first success.
+	ok       atomic.Pointer[liveHist]
+	statuses statusTable
+
+	// Under the shard's lock: failures by class and their latencies. The
+	// step's "all" latency is ok's and fail's sum, made at snapshot.
 	byClass [sample.NumClasses]int64
-	// Latencies of successes and of failures, apart: the step's "all"
-	// is their sum, made at snapshot. Both are made at their first value.
-	ok, fail *sparseHist
-	// statuses counts the HTTP statuses seen; a step sees a handful, so a
-	// short list searched in order beats a map and allocates only when a
-	// new status first appears.
-	statuses []statusCount
+	fail    *sparseHist
 }
 
-type statusCount struct {
-	code  int
-	count int64
-}
-
+// window is a shard's failures in the current interval; its successes and
+// iteration starts are drained from the live histograms.
 type window struct {
-	started, completed, ok, dropped int64
-	failed                          [sample.NumClasses]int64
-	okHist, lag                     *hdr.Histogram
-}
-
-func newWindow() *window {
-	return &window{okHist: result.NewHistogram(), lag: result.NewHistogram()}
-}
-
-func (w *window) reset() {
-	w.started, w.completed, w.ok, w.dropped = 0, 0, 0, 0
-	w.failed = [sample.NumClasses]int64{}
-	w.okHist.Reset()
-	w.lag.Reset()
+	completed, dropped int64 // completed: failures with a latency
+	failed             [sample.NumClasses]int64
 }
 
 // New makes a recorder for the given steps, with one shard per CPU.
 func New(steps []StepInfo, intervalS float64) *Recorder {
-	r := &Recorder{steps: steps, lag: result.NewHistogram(), top: result.DefaultErrorsTop, redact: RedactURLCredentials}
+	r := &Recorder{steps: steps, top: result.DefaultErrorsTop, redact: RedactURLCredentials,
+		okCum: make([]*sparseHist, len(steps)), tickOK: result.NewHistogram(), tickLag: result.NewHistogram()}
 	n := runtime.GOMAXPROCS(0)
 	for i := 0; i < n; i++ {
-		sh := &Shard{win: newWindow(), spare: newWindow(), lag: result.NewHistogram(), msgs: make([]*msgTable, len(steps)), rec: r}
-		// A step's histograms are made at its first value (sparseOf) and
-		// hold only the buckets its latencies reach: dense ones, at 184 KB
-		// each, two per step and shard, made a plan of hundreds of steps
-		// hold gigabytes.
+		sh := &Shard{msgs: make([]*msgTable, len(steps)), rec: r}
+		// A step's histograms are made at its first value and hold only
+		// the buckets its latencies reach: dense ones, at 184 KB each, two
+		// per step and shard, made a plan of hundreds of steps hold
+		// gigabytes.
 		sh.steps = make([]stepStats, len(steps))
 		r.shards = append(r.shards, sh)
 	}
@@ -192,35 +190,26 @@ func (s *Shard) FailText(step int, class sample.Class, status int, latency time.
 
 func (s *Shard) record(step int, class sample.Class, status int, latency time.Duration, msg []byte, msgS string) {
 	us := toUS(latency)
-	s.mu.Lock()
 	st := &s.steps[step]
-	if status > 0 {
-		countStatus(st, status)
+	if class == sample.OK {
+		if status > 0 && !st.statuses.count(status) {
+			s.mu.Lock()
+			st.statuses.countMore(status)
+			s.mu.Unlock()
+		}
+		liveOf(&st.ok).record(us)
+		return
 	}
-	if class != sample.OK {
-		s.message(step, class, status, msg, msgS, 1)
+	s.mu.Lock()
+	if status > 0 && !st.statuses.count(status) {
+		st.statuses.countMore(status)
 	}
+	s.message(step, class, status, msg, msgS, 1)
 	st.byClass[class]++
 	s.win.completed++
-	if class == sample.OK {
-		sparseOf(&st.ok).record(us)
-		s.win.ok++
-		s.win.okHist.RecordValue(us)
-	} else {
-		sparseOf(&st.fail).record(us)
-		s.win.failed[class]++
-	}
+	sparseOf(&st.fail).record(us)
+	s.win.failed[class]++
 	s.mu.Unlock()
-}
-
-func countStatus(st *stepStats, code int) {
-	for i := range st.statuses {
-		if st.statuses[i].code == code {
-			st.statuses[i].count++
-			return
-		}
-	}
-	st.statuses = append(st.statuses, statusCount{code, 1})
 }
 
 // message counts n failures of class with this message (none: the class's
@@ -276,48 +265,43 @@ func (s *Shard) DroppedN(step int, n int64) {
 // Started counts an iteration start and how late it was against its
 // intended time.
 func (s *Shard) Started(lag time.Duration) {
-	us := toUS(lag)
-	s.mu.Lock()
-	s.win.started++
-	s.iters++
-	s.win.lag.RecordValue(us)
-	s.lag.RecordValue(us)
-	s.mu.Unlock()
+	s.lag.record(toUS(lag))
 }
 
-// Tick closes the current interval: it swaps every shard's window out under
-// its lock (a pointer swap), then merges outside the locks. target is the
-// profile's intended users or rate at the interval's start.
+// Tick closes the current interval: it drains every shard's live counts
+// and swaps its failures out under its lock. A success recorded while
+// Tick runs lands in this interval or the next, never in both nor in
+// neither. target is the profile's intended users or rate at the
+// interval's start.
 func (r *Recorder) Tick(t float64, target float64) {
-	merged := newWindow()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tickOK.Reset()
+	r.tickLag.Reset()
+	var merged window
+	var started, ok int64
 	for _, sh := range r.shards {
+		started += sh.lag.drain(&r.lagCum, r.tickLag)
+		for i := range sh.steps {
+			if h := sh.steps[i].ok.Load(); h != nil {
+				ok += h.drain(sparseOf(&r.okCum[i]), r.tickOK)
+			}
+		}
 		sh.mu.Lock()
 		w := sh.win
-		sh.win = sh.spare
-		sh.spare = w
+		sh.win = window{}
 		sh.mu.Unlock()
-		merged.started += w.started
 		merged.completed += w.completed
-		merged.ok += w.ok
 		merged.dropped += w.dropped
 		for c := range w.failed {
 			merged.failed[c] += w.failed[c]
 		}
-		merged.okHist.Merge(w.okHist)
-		merged.lag.Merge(w.lag)
-		// The spare is only touched again at the next Tick, after this
-		// reset, so no recorder can see a half-reset window.
-		sh.mu.Lock()
-		w.reset()
-		sh.mu.Unlock()
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	s := &r.series
 	s.T = append(s.T, t)
-	s.Started = append(s.Started, merged.started)
-	s.Completed = append(s.Completed, merged.completed)
-	s.OK = append(s.OK, merged.ok)
+	s.Started = append(s.Started, started)
+	s.Completed = append(s.Completed, ok+merged.completed)
+	s.OK = append(s.OK, ok)
 	n := len(s.T)
 	for c := sample.Class(1); c < sample.NumClasses; c++ {
 		name := c.String()
@@ -330,8 +314,8 @@ func (r *Recorder) Tick(t float64, target float64) {
 		}
 		s.Failed[name] = append(col, merged.failed[c])
 	}
-	ps := merged.okHist.ValueAtPercentilesSlice([]float64{50, 95, 99})
-	if merged.okHist.TotalCount() == 0 {
+	ps := r.tickOK.ValueAtPercentilesSlice([]float64{50, 95, 99})
+	if ok == 0 {
 		ps = []int64{0, 0, 0}
 	}
 	s.P50US = append(s.P50US, ps[0])
@@ -341,8 +325,8 @@ func (r *Recorder) Tick(t float64, target float64) {
 	s.InFlight = append(s.InFlight, r.InFlight.Load())
 	s.Dropped = append(s.Dropped, merged.dropped)
 	lag99 := int64(0)
-	if merged.lag.TotalCount() > 0 {
-		lag99 = merged.lag.ValueAtPercentile(99)
+	if started > 0 {
+		lag99 = r.tickLag.ValueAtPercentile(99)
 	}
 	s.LagP99US = append(s.LagP99US, lag99)
 	s.Target = append(s.Target, target)
@@ -406,46 +390,50 @@ func emptyLatency() result.Latency {
 }
 
 // Snapshot merges the shards into result values. It is safe to call while
-// recording goes on (for periodic flushes). A step is read from each shard
-// under that shard's lock, so its counts and latencies agree.
+// recording goes on (for periodic flushes): it takes turns with Tick, and
+// reads a step's failures from each shard under that shard's lock. A
+// step's successes are counted from its latencies, so the two agree.
 func (r *Recorder) Snapshot() Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	// A step's latencies are summed across shards into these counts
 	// arrays, encoded, and cleared for the next step: the shards keep only
 	// the buckets they reached, and a snapshot makes no histogram per
 	// step. Those for failures are made at the first step that has some.
 	okC := make([]int64, result.CountsLen)
-	var failC, allC []int64
-	totOK, totAll := result.NewHistogram(), result.NewHistogram()
+	totOK := make([]int64, result.CountsLen)
+	var failC, allC, totFail []int64
 	var snap Snapshot
 	snap.Totals.ByClass = map[string]int64{}
 	for i, info := range r.steps {
 		var byClass [sample.NumClasses]int64
 		var tables []*msgTable
 		var statuses map[string]int64
-		var okN, failN int64
+		addStatus := func(code int, n int64) {
+			if statuses == nil {
+				statuses = map[string]int64{}
+			}
+			statuses[strconv.Itoa(code)] += n
+		}
+		okN := r.okCum[i].addCounts(okC)
+		var failN int64
 		for _, sh := range r.shards {
-			sh.mu.Lock()
 			ss := &sh.steps[i]
+			okN += ss.ok.Load().addCounts(okC)
+			sh.mu.Lock()
 			for c, n := range ss.byClass {
 				byClass[c] += n
 			}
-			ss.ok.addTo(totOK, totAll)
-			okN += ss.ok.addCounts(okC)
 			if ss.fail != nil {
-				ss.fail.addTo(totAll)
 				failN += ss.fail.addCounts(countsOf(&failC))
 			}
-			for _, sc := range ss.statuses {
-				if statuses == nil {
-					statuses = map[string]int64{}
-				}
-				statuses[strconv.Itoa(sc.code)] += sc.count
-			}
+			ss.statuses.each(addStatus)
 			if t := sh.msgs[i]; t != nil {
 				tables = append(tables, t.clone())
 			}
 			sh.mu.Unlock()
 		}
+		byClass[sample.OK] += okN
 
 		st := result.Step{Scenario: info.Scenario, Name: info.Name, Group: info.Group, ByClass: map[string]int64{}}
 		for c, n := range byClass {
@@ -480,9 +468,16 @@ func (r *Recorder) Snapshot() Snapshot {
 			st.LatencyAll = result.LatencyOfCounts(all)
 		}
 		if okN > 0 {
+			for j, c := range okC {
+				totOK[j] += c
+			}
 			clear(okC)
 		}
 		if failN > 0 {
+			tf := countsOf(&totFail)
+			for j, c := range failC {
+				tf[j] += c
+			}
 			clear(failC)
 		}
 		snap.Totals.Requests += st.Requests
@@ -491,25 +486,25 @@ func (r *Recorder) Snapshot() Snapshot {
 		snap.Steps = append(snap.Steps, st)
 	}
 
-	lag := result.NewHistogram()
-	var iters int64
+	lagC := okC // cleared above, and no longer needed for steps
+	iters := r.lagCum.addCounts(lagC)
 	for _, sh := range r.shards {
-		sh.mu.Lock()
-		lag.Merge(sh.lag)
-		iters += sh.iters
-		sh.mu.Unlock()
+		iters += sh.lag.addCounts(lagC)
 	}
 	snap.Iterations = iters
-	snap.Lag = result.LatencyOf(lag)
-	snap.Totals.LatencyOK = result.LatencyOf(totOK)
-	snap.Totals.LatencyAll = result.LatencyOf(totAll)
+	snap.Lag = result.LatencyOfCounts(lagC)
+	snap.Totals.LatencyOK = result.LatencyOfCounts(totOK)
+	snap.Totals.LatencyAll = snap.Totals.LatencyOK
+	if totFail != nil {
+		for j, c := range totFail {
+			totOK[j] += c
+		}
+		snap.Totals.LatencyAll = result.LatencyOfCounts(totOK)
+	}
 	snap.Totals.Iterations = iters
 	snap.ErrorsTop = r.top
 	snap.Errors = result.FlatSamples(snap.Steps)
-
-	r.mu.Lock()
 	snap.Series = copySeries(r.series)
-	r.mu.Unlock()
 	return snap
 }
 

@@ -2,20 +2,14 @@ package metrics
 
 import (
 	"math"
-	"math/bits"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stampede-load/stampede/internal/result"
 )
 
-// The geometry of result.NewHistogram (1 µs – 1 h, 3 significant digits),
-// as HDR derives it: 2,048 sub-buckets (2·10³ rounded up to a power of
-// two), unit 1, and 22 buckets, each bucket after the first holding only
-// its upper half, so a flat array of (22+1)·1,024 counts. TestSparseGeometry
-// checks every index against the library.
 const (
-	subHalfMag = 10
-	subMask    = 1<<(subHalfMag+1) - 1
-	countsLen  = 23 << subHalfMag
+	countsLen = result.CountsLen
 
 	// Counts are kept in chunks of chunkLen, made at their first value: a
 	// step's latencies fill a few magnitudes of the 22, and within those
@@ -29,46 +23,37 @@ const (
 // result.NewHistogram's geometry, but holds only the chunks of buckets that
 // have seen a value: a dense histogram is 184 KB, and every sent step had
 // two in every shard. A count is 32 bits; the rare bucket that passes 2³²−1
-// in one shard moves its count to over, so totals stay exact. Recording
-// allocates only when a chunk is first reached.
+// moves its count to over, so totals stay exact. Recording allocates only
+// when a chunk is first reached.
 type sparseHist struct {
 	chunks [numChunks]*[chunkLen]uint32
 	over   map[int32]int64
 }
 
-// countsIndex is hdr's countsIndexFor for the shared geometry; us is
-// already clamped to [HistLowUS, HistHighUS].
-func countsIndex(us int64) int32 {
-	bucket := int32(64-bits.LeadingZeros64(uint64(us)|subMask)) - (subHalfMag + 1)
-	sub := int32(us >> uint(bucket))
-	return (bucket+1)<<subHalfMag + sub - 1<<subHalfMag
-}
+// countsIndex is result.CountsIndex; us is already clamped to
+// [HistLowUS, HistHighUS].
+func countsIndex(us int64) int32 { return int32(result.CountsIndex(us)) }
 
 // valueAt is the lowest value of the bucket at counts index i: recorded
 // into an HDR histogram of the same geometry, it lands at index i.
-func valueAt(i int32) int64 {
-	bucket := i>>subHalfMag - 1
-	sub := i&(1<<subHalfMag-1) + 1<<subHalfMag
-	if bucket < 0 {
-		sub -= 1 << subHalfMag
-		bucket = 0
-	}
-	return int64(sub) << uint(bucket)
-}
+func valueAt(i int32) int64 { return result.BucketLowest(int(i)) }
 
-func (h *sparseHist) record(us int64) {
-	i := countsIndex(us)
+func (h *sparseHist) record(us int64) { h.add(countsIndex(us), 1) }
+
+// add counts n values at counts index i.
+func (h *sparseHist) add(i int32, n int64) {
 	c := h.chunks[i>>chunkShift]
 	if c == nil {
 		c = new([chunkLen]uint32)
 		h.chunks[i>>chunkShift] = c
 	}
 	p := &c[i&(chunkLen-1)]
-	if *p == math.MaxUint32 {
-		h.spill(i, int64(*p))
+	if sum := int64(*p) + n; sum > math.MaxUint32 {
+		h.spill(i, sum)
 		*p = 0
+		return
 	}
-	*p++
+	*p += uint32(n)
 }
 
 func (h *sparseHist) spill(i int32, n int64) {

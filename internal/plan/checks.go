@@ -229,12 +229,14 @@ func (pl *Plan) LowerToFit(processes int, openFiles uint64) string {
 // and what to do: split the run (--workers) or raise the limit.
 //
 // A max_in_flight the plan does not set is only a safety cap, not a
-// population the user asked for: when the default does not fit, it is
-// lowered to what the limit allows instead of refusing the plan.
+// population the user asked for: when the default does not fit, the plan
+// is judged as LowerToFit would run it instead of refused. CheckFit
+// itself changes nothing: the caller lowers the cap (and says so).
 func (pl *Plan) CheckFit(processes int, openFiles uint64) error {
 	processes = max(processes, 1)
-	pl.LowerToFit(processes, openFiles)
-	k := pl.PeakOf(processes)
+	lowered := *pl
+	lowered.LowerToFit(processes, openFiles)
+	k := lowered.PeakOf(processes)
 	var probs []Problem
 	if k.Rate > MaxRatePerProcess {
 		need := int(math.Ceil(k.Rate * float64(processes) / MaxRatePerProcess))

@@ -28,6 +28,8 @@ type scope struct {
 	captures map[string]int
 	capOrder []string
 	dataUsed map[int]bool
+	// globals are the setup's captures (workflow.go), read-only.
+	globals map[string]int
 }
 
 // reserved are the bare names a template gives a meaning of its own, so a
@@ -195,6 +197,10 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 		return ""
 	case isIdent(expr):
 		slot, ok := sc.captures[expr]
+		if g, isGlobal := sc.globals[expr]; !ok && isGlobal {
+			b.add(Part{Kind: PartGlobal, Index: g, Escape: esc})
+			return ""
+		}
 		if !ok {
 			if sc.captures == nil {
 				return "unknown capture " + q(expr) + ": defaults cannot use captures; " + refHelp
@@ -208,7 +214,17 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 		b.add(Part{Kind: PartCapture, Index: slot, Escape: esc})
 		return ""
 	}
-	return "bad template reference " + shown + ": " + refHelp
+	// Anything else that parses is an expression (expr.go), checked here
+	// at load.
+	if !isExprSyntax(expr) {
+		return "bad template reference " + shown + ": " + refHelp
+	}
+	e, msg, _ := compileExpr(expr, sc, false)
+	if msg != "" {
+		return "bad template reference " + shown + ": " + strings.TrimPrefix(msg, "bad expression "+q(expr)+": ")
+	}
+	b.add(Part{Kind: PartExpr, Expr: e, Escape: esc})
+	return ""
 }
 
 func parseRandInt(expr string) (int64, int64, bool) {

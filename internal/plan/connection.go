@@ -2,6 +2,7 @@ package plan
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,7 @@ const (
 const defaultReconnect = time.Second
 
 // Connection is the compiled form of a connection scenario, kept in
-// ConnectionSpec.Raw.
+// ConnectionSpec.Compiled.
 type Connection struct {
 	// Users is a fixed population size; 0 when the scenario uses per_tenant.
 	Users    int
@@ -53,8 +54,7 @@ func (c *ConnectionSpec) Spec() *Connection {
 	if c == nil {
 		return nil
 	}
-	x, _ := c.Raw.(*Connection)
-	return x
+	return c.Compiled
 }
 
 // Count is the number of connections the scenario holds at the profile's
@@ -97,6 +97,11 @@ type SignalRSpec struct {
 	Headers     []Header
 	// SkipNegotiate connects the WebSocket directly.
 	SkipNegotiate bool
+	// Protocol is the hub protocol: "json" (default) or "messagepack".
+	Protocol string
+	// Transport is "websockets" (default), "sse", "long_polling" or
+	// "auto" (the first the server offers, in that order, falling back).
+	Transport string
 	// Zero durations mean the client's defaults; negative means off.
 	KeepAlive        time.Duration
 	ServerTimeout    time.Duration
@@ -192,7 +197,7 @@ func (p *parser) connection(s *Scenario, n *yaml.Node, kind string) *Connection 
 		return nil
 	}
 	c := &Connection{Reconnect: defaultReconnect}
-	s.Connection = &ConnectionSpec{Kind: kind, Pos: p.pos(deref(n)), PerTenant: s.PerTenant, Raw: c}
+	s.Connection = &ConnectionSpec{Kind: kind, Pos: p.pos(deref(n)), PerTenant: s.PerTenant, Compiled: c}
 	return c
 }
 
@@ -329,7 +334,13 @@ func (p *parser) noData(sc *scope, pos Pos) {
 }
 
 var signalrKeys = []string{"url", "access_token", "headers", "skip_negotiate", "keep_alive", "server_timeout",
-	"handshake_timeout", "negotiate_timeout", "invoke", "listen", "timestamp", "hold", "reconnect"}
+	"handshake_timeout", "negotiate_timeout", "invoke", "listen", "timestamp", "hold", "reconnect", "protocol", "transport"}
+
+// signalrProtocols are the hub protocols a signalr section may name.
+var signalrProtocols = []string{"json", "messagepack"}
+
+// signalrTransports are the transports a signalr section may name.
+var signalrTransports = []string{"websockets", "sse", "long_polling", "auto"}
 
 func (p *parser) signalrSection(s *Scenario, n *yaml.Node) {
 	c := p.connection(s, n, KindSignalR)
@@ -357,6 +368,37 @@ func (p *parser) signalrSection(s *Scenario, n *yaml.Node) {
 	}
 	if e, ok := f["skip_negotiate"]; ok {
 		spec.SkipNegotiate, _ = p.boolean(e.v, "skip_negotiate")
+	}
+	if e, ok := f["protocol"]; ok {
+		if v, ok := p.text(e.v, "protocol"); ok {
+			if slices.Contains(signalrProtocols, v) {
+				spec.Protocol = v
+			} else {
+				msg := "bad hub protocol " + q(v) + ": expected json or messagepack"
+				if s := Suggest(strings.ToLower(v), signalrProtocols); s != "" {
+					msg += " (did you mean " + q(s) + "?)"
+				}
+				p.errf(e.v, "%s", msg)
+			}
+		}
+	}
+	if e, ok := f["transport"]; ok {
+		if v, ok := p.text(e.v, "transport"); ok {
+			switch {
+			case !slices.Contains(signalrTransports, v):
+				msg := "bad transport " + q(v) + ": expected websockets, sse, long_polling or auto"
+				if s := Suggest(strings.ToLower(v), signalrTransports); s != "" {
+					msg += " (did you mean " + q(s) + "?)"
+				}
+				p.errf(e.v, "%s", msg)
+			case v == "sse" && spec.Protocol == "messagepack":
+				p.errf(e.v, "transport sse carries text only and cannot carry the messagepack protocol: use long_polling, websockets or auto")
+			case v != "websockets" && v != "auto" && spec.SkipNegotiate:
+				p.errf(e.v, "transport %s needs negotiate, but skip_negotiate is set: only websockets can skip it", v)
+			default:
+				spec.Transport = v
+			}
+		}
 	}
 	if e, ok := f["keep_alive"]; ok {
 		spec.KeepAlive = p.onOff(e.v, "keep_alive")

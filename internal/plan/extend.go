@@ -49,6 +49,7 @@ type ConnectionSpec struct {
 	Pos  Pos
 	// PerTenant holds this many connections per tenant of the pool.
 	PerTenant int
-	// Raw is the protocol-specific section, compiled by its own file.
-	Raw any
+	// Compiled is the scenario compiled by its protocol's syntax
+	// (connection.go); Spec is the nil-safe way to read it.
+	Compiled *Connection
 }

@@ -71,3 +71,24 @@ load: {stages: [{duration: 1s, users: 50000}]}
 		t.Errorf("PeakOf = %+v", k)
 	}
 }
+
+// CheckFit judges a plan as it would run with its default cap lowered,
+// but lowers nothing itself: the caller decides, and says so. Before, it
+// lowered the cap silently, so a caller that checked first had nothing
+// left to announce.
+func TestCheckFitChangesNothing(t *testing.T) {
+	p := mustParse(t, `target: http://h
+scenarios: {s: {steps: [{get: /}]}}
+load: {stages: [{duration: 1s, rate: 100/s}]}
+`, nil)
+	was := p.Load.MaxInFlight
+	if err := p.CheckFit(1, 1024); err != nil {
+		t.Fatalf("a default cap that can be lowered to fit was refused: %v", err)
+	}
+	if p.Load.MaxInFlight != was {
+		t.Errorf("CheckFit changed max_in_flight from %d to %d", was, p.Load.MaxInFlight)
+	}
+	if msg := p.LowerToFit(1, 1024); msg == "" {
+		t.Error("after CheckFit, LowerToFit had nothing left to say")
+	}
+}

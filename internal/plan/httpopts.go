@@ -43,6 +43,10 @@ type HTTPOptions struct {
 	// for its step's checks and captures (0: the default, 1 MiB); the rest
 	// is read and counted, not stored.
 	MaxKeptBodyBytes int
+	// H2C sends plain-HTTP requests as HTTP/2 without TLS (prior
+	// knowledge, RFC 9113 section 3.3), for servers that speak it; HTTPS
+	// targets negotiate their version by ALPN either way.
+	H2C bool
 }
 
 // maxSizeOption keeps a size option's value where an int holds it on every
@@ -57,8 +61,11 @@ func init() {
 }
 
 func (p *parser) httpOptions(n *yaml.Node) {
-	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host", "max_header_bytes", "max_kept_body_bytes"})
+	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host", "max_header_bytes", "max_kept_body_bytes", "version"})
 	o := &p.plan.HTTP
+	if e, ok := f["version"]; ok {
+		o.H2C = p.httpVersion(e.v) // h2c.go
+	}
 	if e, ok := f["source_addresses"]; ok {
 		p.sourceAddresses(e.v)
 	}

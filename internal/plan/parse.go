@@ -154,6 +154,7 @@ func (p *parser) root(n *yaml.Node) {
 	if kv, ok := f["tls"]; ok {
 		p.tls(kv.v)
 	}
+	p.setup(f) // workflow.go: before the scenarios, which read its captures
 	if kv, ok := f["scenarios"]; ok {
 		p.scenarios(kv.v)
 	} else if p.missing(n, "scenarios") {
@@ -734,18 +735,8 @@ func (p *parser) scenario(e kv) *Scenario {
 	if st, ok := f["steps"]; ok {
 		items, _ = p.list(st.v, "steps of "+what)
 	}
-	requests, failed := 0, 0
-	for _, it := range items {
-		step := p.step(it, sc)
-		if step == nil {
-			failed++
-			continue
-		}
-		if step.Kind == StepRequest {
-			requests++
-		}
-		s.Steps = append(s.Steps, step)
-	}
+	requests, failed := p.scenarioFlow(s, f, items, sc) // workflow.go
+	linkScripts(s.Steps)                                // script.go
 	if requests == 0 && failed == 0 && !s.persistent() {
 		p.errf(e.k, "%s has no request step: expected steps with at least one of %s", what, strings.Join(methods, ", "))
 	}
@@ -771,6 +762,9 @@ func (p *parser) step(n *yaml.Node, sc *scope) *Step {
 		if k := deref(n.Content[i]); k.Kind == yaml.ScalarNode && k.Value == "think" {
 			return p.think(n)
 		}
+		if k := deref(n.Content[i]); k.Kind == yaml.ScalarNode && k.Value == "script" {
+			return p.scriptStep(n, sc) // script.go
+		}
 	}
 	return p.request(n, sc)
 }
@@ -779,6 +773,9 @@ func (p *parser) think(n *yaml.Node) *Step {
 	f := p.fields(n, "think step", []string{"think"})
 	st := &Step{Kind: StepThink, Pos: p.pos(n)}
 	e := f["think"]
+	if deref(e.v).Kind == yaml.MappingNode {
+		return p.thinkDist(st, deref(e.v)) // think.go
+	}
 	s, ok := p.text(e.v, "think")
 	if !ok {
 		return nil
@@ -878,7 +875,7 @@ func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 		}
 	}
 
-	body := p.oneOf(f, bodyKeys, "step", "at most one of json, form, body")
+	body := p.oneOf(f, bodyKeys, "step", "at most one of "+strings.Join(bodyKeys, ", "))
 	if body != nil {
 		switch body.key {
 		case "json":
@@ -889,6 +886,8 @@ func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 			st.ContentType = "application/x-www-form-urlencoded"
 		case "body":
 			st.Body = p.tmpl(body.v, "body", modeRaw, sc)
+		default:
+			p.extraBody(st, body, sc) // body.go
 		}
 		for _, h := range st.Headers {
 			if strings.EqualFold(h.Name, "Content-Type") {
@@ -896,6 +895,8 @@ func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 			}
 		}
 	}
+
+	p.finishBody(st, f) // body.go: gzip, and bodies finished at load
 
 	if e, ok := f["expect"]; ok {
 		st.Expect = p.expect(e.v)

@@ -51,6 +51,12 @@ func (t *Template) Append(dst []byte, env *Env) []byte {
 			dst = strconv.AppendInt(dst, randInt(env, p.Min, p.Max), 10)
 		case PartUnixMilli:
 			dst = strconv.AppendInt(dst, time.Now().UnixMilli(), 10)
+		case PartGlobal:
+			if p.Index >= 0 && p.Index < len(env.Globals) {
+				dst = appendEscaped(dst, env.Globals[p.Index], p.Escape)
+			}
+		case PartExpr:
+			dst = appendExpr(dst, p, env)
 		}
 	}
 	return dst

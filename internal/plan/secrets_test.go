@@ -238,6 +238,8 @@ load: {stages: [{duration: 1s, rate: 100/s}]}
 	if err := dflt.CheckFit(2, 1024); err != nil {
 		t.Errorf("default max_in_flight under a 1024-file limit: %v", err)
 	}
+	// CheckFit judges the lowered cap; lowering it is the caller's.
+	dflt.LowerToFit(2, 1024)
 	if got, want := dflt.Load.MaxInFlight, 2*(1024-ReservedFiles); got != want {
 		t.Errorf("default max_in_flight lowered to %d, want %d (two processes of %d)", got, want, 1024-ReservedFiles)
 	}

@@ -23,6 +23,8 @@ const (
 	PartUUID               // a random UUIDv4
 	PartRandInt            // uniform integer in [Min, Max]
 	PartUnixMilli          // the current time in Unix milliseconds
+	PartGlobal             // Env.Globals[Index]: a setup capture (workflow.go)
+	PartExpr               // the value of Expr (expr.go)
 )
 
 // Escape says how a reference's value is escaped where it lands.
@@ -43,6 +45,7 @@ type Part struct {
 	Column   int
 	Min, Max int64
 	Escape   Escape
+	Expr     *Expr // PartExpr
 }
 
 // Static reports whether the template renders the same text every time.
@@ -63,7 +66,14 @@ type Env struct {
 	Tenant   int        // 1..Plan.Tenants, 0 when there is no pool
 	VU       int64      // virtual user number, from 1
 	Iter     int64      // iteration number of this user, from 0
-	Rand     interface {
+	// Globals are the setup's captures, read-only (workflow.go); Status is
+	// the previous response's status and Body the request body being
+	// built, for expressions; Expr is the user's expression state.
+	Globals []string
+	Status  int
+	Body    []byte
+	Expr    *ExprState
+	Rand    interface {
 		Int64N(int64) int64
 		Uint64() uint64
 	}

@@ -44,6 +44,9 @@ type Plan struct {
 	Gates *Gates
 	// Monitors are the server-side metric sources (monitors.go).
 	Monitors []MonitorSpec
+	// Setup and Teardown run once before and after the load, as one
+	// user each (workflow.go); nil without them.
+	Setup, Teardown *Scenario
 	// redactForms is what Redact hides (secrets.go).
 	redactForms []string
 	// maxInFlightPos is where max_in_flight was written, if it was.
@@ -129,6 +132,8 @@ type Scenario struct {
 	// (tenants.go), instead of a weighted share of the stage users.
 	PerTenant    int
 	perTenantPos Pos
+	// Flow is the scenario's once steps, renewal and loops (workflow.go).
+	Flow ScenarioFlow
 }
 
 // StepKind tells request steps from think steps.
@@ -152,14 +157,30 @@ type Step struct {
 	Query   []Pair
 	Headers []Header // defaults merged in, step values win
 	Body    *Template
-	// ContentType is set when the body kind implies one (json, form).
+	// ContentType is set when the body kind implies one (json, form,
+	// multipart, a body_file's extension).
 	ContentType string
-	Timeout     time.Duration
-	Captures    []Capture
-	Expect      Expect
+	// StaticBody, when set, is the whole body, finished at load and
+	// shared by every user (body.go); Body is then nil. Gzip asks for the
+	// rendered Body to be compressed per request.
+	StaticBody []byte
+	Gzip       bool
+	Timeout    time.Duration
+	Captures   []Capture
+	Expect     Expect
 
 	// Think steps.
 	ThinkMin, ThinkMax time.Duration
+	// Flow is set on control steps (workflow.go).
+	Flow *Flow
+	// Dist, when set, draws the think time instead (think.go); ThinkMin
+	// and ThinkMax then both hold its mean.
+	Dist *ThinkDist
+
+	// Script steps (script.go). KeepBody is set on the request a script
+	// step reads the answer of.
+	Script   *Script
+	KeepBody bool
 }
 
 // Header is one request header; the value may be templated.

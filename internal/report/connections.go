@@ -41,6 +41,18 @@ func connections(b *bytes.Buffer, r *result.Result) {
 			}
 			fmt.Fprintf(b, "    Pushes: %s\n", p)
 		}
+		if s.HubProtocol != "" {
+			// Which transport each SignalR connection ran on (auto may
+			// mix them) and in which hub protocol.
+			t := connCounts(s.Transports)
+			if t == "" {
+				t = "none opened"
+			}
+			if s.Fallbacks > 0 {
+				t += fmt.Sprintf("; %d fallbacks", s.Fallbacks)
+			}
+			fmt.Fprintf(b, "    Hub protocol %s; transports: %s\n", s.HubProtocol, t)
+		}
 		fmt.Fprintf(b, "    Messages: %d in (%s), %d out (%s)\n", s.MessagesIn, connBytes(s.BytesIn), s.MessagesOut, connBytes(s.BytesOut))
 	}
 	b.WriteString("\n")

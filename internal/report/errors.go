@@ -120,23 +120,30 @@ func statusLine(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// statusBlock writes every step's status codes, successes included.
-func statusBlock(b *bytes.Buffer, r *result.Result) {
+// statusRows are each step's status codes, successes included, for the
+// steps that have any.
+func statusRows(r *result.Result) []kv {
+	var out []kv
 	names := stepNames(r.Steps)
-	any := false
 	for i, s := range r.Steps {
-		if len(s.Statuses) == 0 {
-			continue
+		if len(s.Statuses) > 0 {
+			out = append(out, kv{names[i], statusLine(s.Statuses)})
 		}
-		if !any {
-			b.WriteString("Status Codes:\n")
-			any = true
-		}
-		fmt.Fprintf(b, "  %s: %s\n", names[i], statusLine(s.Statuses))
 	}
-	if any {
-		b.WriteString("\n")
+	return out
+}
+
+// statusBlock writes every step's status codes in the terminal summary.
+func statusBlock(b *bytes.Buffer, r *result.Result) {
+	rows := statusRows(r)
+	if len(rows) == 0 {
+		return
 	}
+	b.WriteString("Status Codes:\n")
+	for _, s := range rows {
+		fmt.Fprintf(b, "  %s: %s\n", s.Key, s.Value)
+	}
+	b.WriteString("\n")
 }
 
 // mdErrors writes the Errors and Status codes tables of the Markdown
@@ -152,11 +159,8 @@ func mdErrors(b *bytes.Buffer, r *result.Result) {
 		b.WriteString("\n")
 	}
 	var out [][]string
-	names := stepNames(r.Steps)
-	for i, s := range r.Steps {
-		if len(s.Statuses) > 0 {
-			out = append(out, []string{mdText(names[i]), statusLine(s.Statuses)})
-		}
+	for _, s := range statusRows(r) {
+		out = append(out, []string{mdText(s.Key), s.Value})
 	}
 	if len(out) > 0 {
 		b.WriteString("### Status codes\n\n")
@@ -171,16 +175,4 @@ func mdCode(s string) string {
 	s = strings.ReplaceAll(s, "`", "'")
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return "`" + s + "`"
-}
-
-// htmlStatusRows are the HTML report's status codes per step.
-func htmlStatusRows(r *result.Result) []kv {
-	var out []kv
-	names := stepNames(r.Steps)
-	for i, s := range r.Steps {
-		if len(s.Statuses) > 0 {
-			out = append(out, kv{names[i], statusLine(s.Statuses)})
-		}
-	}
-	return out
 }

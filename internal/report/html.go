@@ -53,23 +53,27 @@ type kpi struct{ Label, Value, Sub string }
 type kv struct{ Key, Value string }
 
 type singleView struct {
-	Verdict     verdict
-	Meta        []kv
-	Warnings    []string // partial result, stopped early
-	KPIs        []kpi
-	Summary     []kv
-	Errors      []kv
-	Steps       []stepRow
-	Latency     []latRow
-	Thresholds  []result.Threshold
-	Indicators  []result.Indicator
-	Generator   string
-	ErrorRows   []errorRow
-	Statuses    []kv
-	TextSummary string
-	Levels      *plainTable
-	Conns       []connRow
-	Server      *serverView
+	Verdict  verdict
+	Meta     []kv
+	Warnings []string // partial result, stopped early
+	KPIs     []kpi
+	// Headline replaces the KPIs for a run of several levels: each
+	// level's own figures, and the Summary card is then all levels'.
+	Headline     *plainTable
+	SummaryTitle string
+	Summary      []kv
+	Errors       []kv
+	Steps        []stepRow
+	Latency      []latRow
+	Thresholds   []result.Threshold
+	Indicators   []result.Indicator
+	Generator    string
+	ErrorRows    []errorRow
+	Statuses     []kv
+	TextSummary  string
+	Levels       *plainTable
+	Conns        []connRow
+	Server       *serverView
 }
 
 // plainTable is a header row and rows of text, for the levels tables.
@@ -136,7 +140,7 @@ func HTML(w io.Writer, r *result.Result) error {
 		Thresholds:  r.Thresholds,
 		Indicators:  r.Indicators,
 		ErrorRows:   errorRows(r),
-		Statuses:    htmlStatusRows(r),
+		Statuses:    statusRows(r),
 		TextSummary: full,
 		Steps:       stepRows(r, v.steps),
 	}
@@ -147,7 +151,7 @@ func HTML(w io.Writer, r *result.Result) error {
 	}
 	meta("Plan file", r.Plan.File)
 	meta("Target", shownTarget(r.Plan.Target))
-	meta("Model", modelLine(r.Run))
+	meta("Model", modelLine(r))
 	meta("Started", startedLine(r))
 	meta("Duration", runDuration(r.Run.DurationS))
 	if s := r.Run.Segment; s.Count > 1 {
@@ -164,13 +168,21 @@ func HTML(w io.Writer, r *result.Result) error {
 		sv.Warnings = append(sv.Warnings, "Stopped early: "+r.Run.StopReason)
 	}
 	t := r.Totals
-	sv.KPIs = []kpi{
-		{"Requests", fmt.Sprint(t.Requests), fmt.Sprintf("%.2f req/s", throughput(r))},
-		{"Successful", pct(t.Successful, t.Requests), fmt.Sprint(t.Successful)},
-		{"Failed", pct(t.Failed, t.Requests), fmt.Sprint(t.Failed)},
-		{"P50", latencyOrDash(v.ok, v.ok.P50US), "successful requests"},
-		{"P95", latencyOrDash(v.ok, v.ok.P95US), "successful requests"},
-		{"P99", latencyOrDash(v.ok, v.ok.P99US), "successful requests"},
+	sv.SummaryTitle = "Summary"
+	if len(r.Levels) > 0 {
+		if sv.Headline, err = headline(r); err != nil { // headline_levels.go
+			return err
+		}
+		sv.SummaryTitle = "All levels"
+	} else {
+		sv.KPIs = []kpi{
+			{"Requests", fmt.Sprint(t.Requests), fmt.Sprintf("%.2f req/s", throughput(r))},
+			{"Successful", pct(t.Successful, t.Requests), fmt.Sprint(t.Successful)},
+			{"Failed", pct(t.Failed, t.Requests), fmt.Sprint(t.Failed)},
+			{"P50", latencyOrDash(v.ok, v.ok.P50US), "successful requests"},
+			{"P95", latencyOrDash(v.ok, v.ok.P95US), "successful requests"},
+			{"P99", latencyOrDash(v.ok, v.ok.P99US), "successful requests"},
+		}
 	}
 	sv.Summary = []kv{
 		{"Duration", runDuration(r.Run.DurationS)},

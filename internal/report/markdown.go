@@ -31,22 +31,11 @@ func Markdown(w io.Writer, r *result.Result) error {
 	fmt.Fprintf(&b, "# Load Test Results: %s\n\n", mdText(title))
 	mdHeader(&b, r)
 
-	label := headlineLabel(r) // headline_levels.go
-	rows := [][]string{
-		{"Duration", runDuration(r.Run.DurationS)},
-		{"Requests", fmt.Sprint(r.Totals.Requests)},
-		{"Throughput", fmt.Sprintf("%.2f req/s", throughput(r))},
-		{"P50", latencyOrDash(v.ok, v.ok.P50US)},
-		{"P95", latencyOrDash(v.ok, v.ok.P95US)},
-		{"P99", latencyOrDash(v.ok, v.ok.P99US)},
-		{"Requests Failed", pct(r.Totals.Failed, r.Totals.Requests)},
-	}
-	for _, c := range presentClasses(r.Totals.ByClass) {
-		rows = append(rows, []string{classTitle(c), fmt.Sprint(r.Totals.ByClass[c])})
-	}
-	if err := mdHeadline(&b, r, label, rows); err != nil { // headline_levels.go
+	head, err := headline(r) // headline_levels.go
+	if err != nil {
 		return err
 	}
+	mdTable(&b, head.Head, head.Rows)
 	b.WriteString("\nLatencies are over successful requests.\n\n")
 
 	if len(r.Steps) > 0 {
@@ -75,7 +64,7 @@ func Markdown(w io.Writer, r *result.Result) error {
 		b.WriteString("\n")
 	}
 
-	mdDetails(&b, label, full)
+	mdDetails(&b, headlineLabel(r), full)
 
 	if len(r.Indicators) > 0 {
 		b.WriteString("**Performance Indicators:**\n\n")
@@ -100,7 +89,7 @@ func mdHeader(b *bytes.Buffer, r *result.Result) {
 		item("Plan", "`"+strings.ReplaceAll(r.Plan.File, "`", "'")+"`")
 	}
 	item("Target", mdText(shownTarget(r.Plan.Target)))
-	item("Model", mdText(modelLine(r.Run)))
+	item("Model", mdText(modelLine(r)))
 	if s := startedLine(r); s != "" {
 		item("Started", s+", ran "+runDuration(r.Run.DurationS))
 	}

@@ -60,12 +60,19 @@ func Text(w io.Writer, r *result.Result) error {
 	}
 	var b bytes.Buffer
 	header(&b, r)
-	summary(&b, r)
+	if len(r.Levels) > 0 {
+		if err := textLevels(&b, r); err != nil { // headline_levels.go
+			return err
+		}
+	} else {
+		summary(&b, r)
+	}
 	errorBreakdown(&b, r.Totals.ByClass)
 	errorTable(&b, r) // errors.go
 	requestTypes(&b, r.Steps, v.steps)
 	statusBlock(&b, r)
 	connections(&b, r) // connections.go
+	workflowBlock(&b, r) // workflow.go
 	latencyBlock(&b, "Latency Statistics (successful requests only):", v.ok, "no successful requests")
 	latencyBlock(&b, "Latency Statistics (all requests):", v.all, "no requests")
 	thresholds(&b, r.Thresholds)
@@ -119,7 +126,7 @@ func header(b *bytes.Buffer, r *result.Result) {
 	if p.Target != "" {
 		fmt.Fprintf(b, "Target: %s\n", shownTarget(p.Target))
 	}
-	if m := modelLine(r.Run); m != "" {
+	if m := modelLine(r); m != "" {
 		fmt.Fprintf(b, "Model: %s\n", m)
 	}
 	if s := r.Run.Segment; s.Count > 1 {
@@ -142,13 +149,16 @@ func header(b *bytes.Buffer, r *result.Result) {
 
 // modelLine says what the latencies mean, since a closed-model p99 and an
 // open-model p99 answer different questions.
-func modelLine(run result.RunInfo) string {
+func modelLine(r *result.Result) string {
+	run := r.Run
 	if run.Model == "" {
 		return ""
 	}
 	var parts []string
 	parts = append(parts, run.Model)
 	switch {
+	case len(r.Levels) > 0:
+		parts = append(parts, levelsLoad(r)) // headline_levels.go
 	case run.Model == "closed" && run.MaxUsers > 0:
 		parts = append(parts, fmt.Sprintf("up to %d users", run.MaxUsers))
 	case run.Model == "open" && run.PeakRate > 0:

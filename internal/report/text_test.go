@@ -122,6 +122,7 @@ func TestTextGolden(t *testing.T) {
 		{"overloaded_every_class", overloaded},
 		{"open_dropped_lag", openDropped},
 		{"partial_thresholds", partialThresholds},
+		{"sweep_levels", func(t *testing.T) *result.Result { return sweep(t, 1, 200) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

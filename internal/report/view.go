@@ -70,9 +70,12 @@ func presentClasses(maps ...map[string]int64) []string {
 }
 
 // loadLabel names a run by its load the way the seed's column headers do
-// ("100 users"), falling back to the plan name.
+// ("100 users"), falling back to the plan name; a run of several levels
+// by its levels.
 func loadLabel(r *result.Result) string {
 	switch {
+	case len(r.Levels) > 0:
+		return levelsLoad(r) // headline_levels.go
 	case r.Run.Model == "closed" && r.Run.MaxUsers > 0:
 		return plural(r.Run.MaxUsers, "user")
 	case r.Run.Model == "open" && r.Run.PeakRate > 0:

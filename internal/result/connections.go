@@ -36,6 +36,13 @@ type ConnScenario struct {
 	// OtherPushes those to targets the plan does not listen to.
 	Pushes      map[string]int64 `json:"pushes,omitempty"`
 	OtherPushes int64            `json:"other_pushes,omitempty"`
+	// HubProtocol is a SignalR scenario's hub protocol (json or
+	// messagepack); Transports counts its opened connections by the
+	// transport each ran on (websockets, sse, long_polling); Fallbacks
+	// the transports that failed to start before auto tried the next.
+	HubProtocol string           `json:"hub_protocol,omitempty"`
+	Transports  map[string]int64 `json:"transports,omitempty"`
+	Fallbacks   int64            `json:"fallbacks,omitempty"`
 	MessagesIn  int64            `json:"messages_in"`
 	MessagesOut int64            `json:"messages_out"`
 	BytesIn     int64            `json:"bytes_in"`

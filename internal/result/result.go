@@ -37,6 +37,9 @@ type Result struct {
 	// MonitorProblems are monitors that could not start, failed samples
 	// and monitors that did not stop in time.
 	MonitorProblems []MonitorProblem `json:"monitor_problems,omitempty"`
+	// Workflow is the setup, teardown and renewals of a plan that has
+	// them (workflow.go); nil otherwise.
+	Workflow *Workflow `json:"workflow,omitempty"`
 }
 
 // Level is one level of a multi-level run (gates, sweep, capacity search).

@@ -166,6 +166,11 @@ func (r *runner) startConnections() {
 			}
 			s := &slot{idx: idx, tenant: tenantOfSlot(sc.Connection, idx, r.plan.Tenants)}
 			s.env = &plan.Env{Tenant: s.tenant, VU: int64(idx + 1)}
+			if r.opts.Carry != nil {
+				// {{ vu }} is the device's slot, the same at every level;
+				// {{ iter }} goes on, so the pair never repeats.
+				r.opts.Carry.Counter(&s.iter)
+			}
 			if w := p.spec.WebSocket; w != nil && w.Captures > 0 {
 				s.env.Captures = make([]string, w.Captures)
 			}
@@ -203,6 +208,8 @@ func (p *population) setup(tlsConf *tls.Config) {
 		p.sro = &signalr.Options{
 			AccessToken:      s.AccessToken,
 			SkipNegotiate:    s.SkipNegotiate,
+			Protocol:         signalr.ProtocolNamed(s.Protocol),
+			Transport:        signalr.TransportNamed(s.Transport),
 			NegotiateTimeout: s.NegotiateTimeout,
 			HandshakeTimeout: s.HandshakeTimeout,
 			KeepAlive:        s.KeepAlive,
@@ -784,6 +791,9 @@ func (r *runner) connectionsInto(res *result.Result) {
 				cs.Pushes[t] = st.Pushes(t)
 			}
 			cs.OtherPushes = st.OtherPushes.Load()
+			cs.HubProtocol = p.sro.Protocol.String()
+			cs.Transports = st.ByTransport()
+			cs.Fallbacks = st.Fallbacks.Load()
 		} else {
 			counters, disc = &p.wsc, &p.disc
 		}

@@ -403,7 +403,7 @@ load: {stages: [{duration: 1s, users: 1}]}
 
 func TestTenantOfSlot(t *testing.T) {
 	per := &plan.ConnectionSpec{PerTenant: 2}
-	fixed := &plan.ConnectionSpec{Raw: &plan.Connection{Users: 5}}
+	fixed := &plan.ConnectionSpec{Compiled: &plan.Connection{Users: 5}}
 	for _, c := range []struct {
 		spec      *plan.ConnectionSpec
 		idx, tens int

@@ -40,7 +40,20 @@ func connSteps(sc *plan.Scenario) []string {
 		if !s.SkipNegotiate {
 			add(signalr.OpNegotiate)
 		}
-		add(signalr.OpUpgrade)
+		// Each transport the scenario may run on has its own ops; auto
+		// may run on any.
+		switch t := signalr.TransportNamed(s.Transport); t {
+		case signalr.ServerSentEvents:
+			add(signalr.OpSSEOpen)
+		case signalr.LongPolling:
+			add(signalr.OpPoll)
+		case signalr.Auto:
+			add(signalr.OpUpgrade)
+			add(signalr.OpSSEOpen)
+			add(signalr.OpPoll)
+		default:
+			add(signalr.OpUpgrade)
+		}
 		add(signalr.OpHandshake)
 		for _, call := range s.Calls {
 			add(callOp(call))

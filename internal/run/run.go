@@ -55,10 +55,9 @@ type Options struct {
 	Progress        func(Progress)
 	// SkipPreflight skips the reachability check of the target.
 	SkipPreflight bool
-	// Started, when set, receives a function that returns a partial
-	// result of the run so far, for a caller that must exit at once (a
-	// second Ctrl-C).
-	Started func(snapshot func(reason string) *result.Result)
+	// Handle, when set, gives the caller partial results of the run once
+	// its load has started (handle.go).
+	Handle *Handle
 	// Monitors are the server-side collectors to run beside the load
 	// (monitors.go); nil means the plan's. The generator's own process is
 	// always recorded as well.
@@ -139,6 +138,10 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	r := newRunner(p, prog, base, o)
 	r.rec.Configure(o.Errors)
 	defer r.shared.Close()
+	if err := r.setupPhase(ctx); err != nil { // workflow.go
+		return nil, err
+	}
+	defer r.teardownPhase() // when the load fails to start after the setup
 	if err := r.startMonitors(ctx); err != nil {
 		return nil, err
 	}
@@ -146,7 +149,7 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if err := waitStart(ctx, o); err != nil {
 		return nil, err
 	}
-	return r.run(ctx)
+	return r.finishWorkflow(r.run(ctx)) // workflow.go: the teardown
 }
 
 // newRunner prepares the run of a compiled plan; the caller closes
@@ -165,6 +168,7 @@ func newRunner(p *plan.Plan, prog *vu.Program, base string, o Options) *runner {
 			MaxConnsPerHost:   segmentConnCap(p.HTTP.MaxConnsPerHost, o.Segment),
 			MaxHeaderBytes:    p.HTTP.MaxHeaderBytes,
 			MaxKeptBody:       p.HTTP.MaxKeptBodyBytes,
+			H2C:               p.HTTP.H2C,
 		}),
 		soft: make(chan struct{}),
 	}
@@ -195,6 +199,7 @@ type runner struct {
 	shared *httpc.Shared
 	mon    *monitors
 	conns  *connRunner // connections.go; nil without connection scenarios
+	wf     workflow    // workflow.go
 
 	start   time.Time
 	stopped time.Time // when no new work could start any more
@@ -267,13 +272,8 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	}
 	r.startConnections() // connections.go
 	total := r.plan.Load.Duration()
-	if r.opts.Started != nil {
-		r.opts.Started(func(reason string) *result.Result {
-			res := r.build(true)
-			res.Run.Partial = true
-			res.Run.PartialReason = reason
-			return res
-		})
+	if r.opts.Handle != nil {
+		r.opts.Handle.attach(r)
 	}
 
 	tickDone := make(chan struct{})
@@ -510,5 +510,6 @@ func (r *runner) build(checkpoint bool) *result.Result {
 	res.Generator = g
 	r.monitorsInto(res, checkpoint)
 	r.connectionsInto(res)
+	r.workflowInto(res) // workflow.go
 	return res
 }

@@ -51,3 +51,40 @@ func BenchmarkWakeLateness(b *testing.B) {
 		measure(b, func(d time.Duration) { p.sleep(d) })
 	})
 }
+
+// Waits shorter than the time it takes to start waiting (the timer has
+// expired before the poller is asked) return, and leave nothing behind
+// that would end a later wait early: the first look at the timer after
+// arming it does not read it, so an expiry must come from the poller.
+func TestPreciseSleeperExpiredBeforeWait(t *testing.T) {
+	p := newPreciseSleeper()
+	if p == nil {
+		t.Skip("no timerfd on this system")
+	}
+	defer p.close()
+	done := make(chan bool, 1)
+	go func() {
+		ok := true
+		for i := 0; i < 200 && ok; i++ {
+			ok = p.sleep(time.Nanosecond)
+		}
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("a 1ns sleep failed")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a 1ns sleep never returned: an expiry before the wait was missed")
+	}
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		if !p.sleep(2 * time.Millisecond) {
+			t.Fatal("sleep failed")
+		}
+		if el := time.Since(start); el < 2*time.Millisecond {
+			t.Errorf("woke after %v, before the 2ms asked", el)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package vu
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
@@ -100,8 +101,12 @@ func (f *Feeder) share(rows [][]string, cur *atomic.Int64, whose string) ([]stri
 // unique row handed out at one level is never handed out again at the
 // next, and sequential rows go on where the last level stopped.
 //
-// Users are numbered on too: {{ vu }} of a level's users starts after the
-// highest of the levels before, so vu and iter together never repeat.
+// The ids templates render go on too, so a level never sends one an
+// earlier level sent: {{ vu }} of a level's users starts after the highest
+// of the levels before, {{ iter }} after the highest iteration of the
+// levels before, and {{ uuid }} and rand_int draw from generators seeded
+// by the carried {{ vu }} rather than by the level's own user number,
+// which starts at 1 again at every level.
 type Carry struct {
 	mu      sync.Mutex
 	feeders map[*plan.DataSource]*Feeder
@@ -109,12 +114,23 @@ type Carry struct {
 	// handed out so far, the next run's base.
 	base int64
 	next atomic.Int64
+	// iterBase is where this run's iteration counters start; counters are
+	// this run's, read when the next run is adopted (this one has ended,
+	// so nothing writes them) for the highest iteration it reached.
+	iterBase int64
+	counters []*int64
 }
 
-// Number gives u its {{ vu }} after every earlier run's users.
+// Number gives u its {{ vu }} after every earlier run's users and its
+// {{ iter }} after every earlier run's iterations.
 func (c *Carry) Number(u *User) {
 	v := c.base + u.ID
 	u.env.VU = v
+	if v != u.ID {
+		u.rng = userRand(v)
+		u.env.Rand = u.rng
+	}
+	c.Counter(&u.iter)
 	for {
 		n := c.next.Load()
 		if v <= n || c.next.CompareAndSwap(n, v) {
@@ -123,13 +139,32 @@ func (c *Carry) Number(u *User) {
 	}
 }
 
+// Counter starts an iteration counter of this run (a user's, or a
+// connection's count of its connects) after every earlier run's, and
+// keeps it so the next run starts after this one's. *n holds the next
+// value to hand out.
+func (c *Carry) Counter(n *int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*n = c.iterBase
+	c.counters = append(c.counters, n)
+}
+
+// userRand is a user's generator for {{ uuid }}, rand_int and random
+// rows, seeded by its number so a run can be repeated.
+func userRand(vu int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(vu), 0x5eed)) }
+
 // Adopt starts a run: p gets the feeders earlier runs used for the same
 // sources (and keeps its own for sources new to the carry), and its users
-// are numbered after theirs.
+// are numbered after theirs. The earlier run must have ended.
 func (c *Carry) Adopt(p *Program) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.base = c.next.Load()
+	for _, n := range c.counters {
+		c.iterBase = max(c.iterBase, *n)
+	}
+	c.counters = nil
 	if c.feeders == nil {
 		c.feeders = map[*plan.DataSource]*Feeder{}
 	}

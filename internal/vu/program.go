@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
@@ -29,6 +30,11 @@ type Program struct {
 	maxCaptures int
 	userAgent   []byte
 	tlsConfig   *tls.Config
+	// maxLoops is the most loop slots a scenario needs (flow.go).
+	maxLoops int
+	// globals are the setup's captures every user reads (flow.go).
+	globals  []string
+	renewals atomic.Int64
 }
 
 // Scenario is a plan scenario with its steps compiled.
@@ -42,7 +48,10 @@ type Scenario struct {
 // Step is a compiled step.
 type Step struct {
 	*plan.Step
-	ID       int // metrics step id; -1 for think steps
+	ID int // metrics step id; -1 for think steps
+	// failID is the request step a control step's failure is counted
+	// against: the next one, else the last before it (flow.go).
+	failID   int
 	endpoint *httpc.Endpoint
 	// dynamicURL is set when scheme or host come from a template: the URL
 	// is then parsed per request.
@@ -74,6 +83,7 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 		if ps.Captures > prog.maxCaptures {
 			prog.maxCaptures = ps.Captures
 		}
+		prog.maxLoops = max(prog.maxLoops, ps.Flow.Loops)
 		for _, st := range ps.Steps {
 			cs := &Step{Step: st, ID: -1}
 			if st.Kind == plan.StepRequest {
@@ -85,7 +95,7 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 				if err := cs.resolve(baseEP, endpoints, tlsConf); err != nil {
 					return nil, fmt.Errorf("%s:%d:%d: %w", st.Pos.File, st.Pos.Line, st.Pos.Col, err)
 				}
-				cs.keepBody = len(st.Expect.BodyContains) > 0 || len(st.Expect.JSON) > 0
+				cs.keepBody = st.KeepBody || len(st.Expect.BodyContains) > 0 || len(st.Expect.JSON) > 0
 				for _, c := range st.Captures {
 					if c.Kind != plan.CaptureHeader {
 						cs.keepBody = true
@@ -98,6 +108,7 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 			}
 			sc.Steps = append(sc.Steps, cs)
 		}
+		setFailIDs(sc.Steps)
 		prog.Scenarios = append(prog.Scenarios, sc)
 	}
 	prog.order = smoothOrder(weights)
@@ -226,4 +237,25 @@ func smoothOrder(weights []int) []int {
 		out = append(out, best)
 	}
 	return out
+}
+
+// setFailIDs points each control step at the request step its failure is
+// counted against: the next request step, else the last one before it.
+func setFailIDs(steps []*Step) {
+	next := -1
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Kind == plan.StepRequest {
+			next = steps[i].ID
+		}
+		steps[i].failID = next
+	}
+	last := -1
+	for _, st := range steps {
+		if st.Kind == plan.StepRequest {
+			last = st.ID
+		}
+		if st.failID < 0 {
+			st.failID = last
+		}
+	}
 }

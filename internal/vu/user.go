@@ -40,6 +40,8 @@ type User struct {
 	spans   [][2]int
 	jar     *cookiejar.Jar
 	dynEP   map[string]*httpc.Endpoint
+	body    bodyState   // body.go
+	script  scriptState // script.go
 
 	doc       any
 	docParsed bool
@@ -50,6 +52,12 @@ type User struct {
 	timer      *time.Timer
 
 	interrupted atomic.Bool
+	// flow is the user's once, loop and renewal state (flow.go); renewOn
+	// is the statuses that renew the step being sent (nil: none), and
+	// renewHit says its answer had one.
+	flow     flowState
+	renewOn  []plan.StatusMatch
+	renewHit bool
 	// inFlight is the gauge of requests on the wire, shared by the run.
 	inFlight *atomic.Int64
 }
@@ -61,10 +69,14 @@ func (p *Program) NewUser(id int64, tr httpc.Transport, rec *metrics.Recorder) *
 		prog:     p,
 		tr:       tr,
 		shard:    rec.Shard(id),
-		rng:      rand.New(rand.NewPCG(uint64(id), 0x5eed)),
+		rng:      userRand(id), // feed.go
 		inFlight: &rec.InFlight,
 	}
-	u.env = plan.Env{Captures: make([]string, p.maxCaptures), Rows: make([][]string, len(p.Plan.Data)), VU: id, Rand: u.rng}
+	u.env = plan.Env{Captures: make([]string, p.maxCaptures), Rows: make([][]string, len(p.Plan.Data)), VU: id, Rand: u.rng, Globals: p.globals}
+	u.flow.onceDone = make([]bool, len(p.Scenarios))
+	if p.maxLoops > 0 {
+		u.flow.loops = make([]loopState, p.maxLoops)
+	}
 	return u
 }
 
@@ -125,6 +137,7 @@ func (u *User) Begin(sc *Scenario, intended time.Time) error {
 	}
 	u.env.Iter = u.iter
 	u.iter++
+	u.flow.begin()
 	now := time.Now()
 	// from is when the next request's latency starts counting; zero means
 	// at its send. A scheduled iteration counts from when it was due, and a
@@ -151,33 +164,66 @@ func (u *User) End() {
 // Segment runs steps from pc up to the next think step. It returns where to
 // resume and how long to think first, or end when the iteration is over.
 func (u *User) Segment(sc *Scenario, pc int) (next int, think time.Duration, end bool) {
-	for ; pc < len(sc.Steps); pc++ {
+	for pc < len(sc.Steps) {
 		st := sc.Steps[pc]
-		if st.Kind == plan.StepThink {
+		switch st.Kind {
+		case plan.StepThink:
 			d := u.thinkTime(st)
 			if !u.from.IsZero() {
 				u.from = u.from.Add(d)
 			}
 			u.sent = time.Time{}
+			pc++
 			if d <= 0 {
 				continue
 			}
-			return pc + 1, d, false
-		}
-		ok := u.do(st, u.from, u.sent)
-		u.from, u.sent = time.Time{}, time.Time{}
-		if !ok {
-			// Later steps usually need what this one should have captured;
-			// sending them anyway would count failures that are not the
-			// server's. The iteration ends here, but only after the think
-			// its remaining steps would have taken: a user that skipped
-			// it would come back at once, and a closed model whose
-			// target fails would multiply its load instead of keeping it.
-			if d := u.remainingThink(sc, pc+1); d > 0 {
-				return len(sc.Steps), d, false
+			return pc, d, false
+		case plan.StepRequest:
+			u.renewOn = u.renewable(sc, pc) // flow.go
+			ok := u.do(st, u.from, u.sent)
+			u.from, u.sent = time.Time{}, time.Time{}
+			if u.renewHit {
+				// The answer said the once steps' captures (a token) are
+				// stale: run them again, then this step once more.
+				u.renewHit = false
+				pc = u.renew(sc, pc)
+				continue
 			}
-			return 0, 0, true
+			if u.flow.retrying == pc {
+				u.flow.retrying = -1
+			}
+			if !ok {
+				return u.failedAt(sc, pc)
+			}
+			pc++
+		case plan.StepScript:
+			// The next request's latency still counts from u.from; only
+			// the clock reading to send it at is stale now.
+			u.sent = time.Time{}
+			if !u.runScript(st) { // script.go
+				return u.failedAt(sc, pc)
+			}
+			pc++
+		default:
+			var ok bool
+			if pc, ok = u.control(sc, st, pc); !ok { // flow.go
+				return u.failedAt(sc, pc)
+			}
 		}
+	}
+	return 0, 0, true
+}
+
+// failedAt ends the iteration after the step at pc failed. Later steps
+// usually need what this one should have captured; sending them anyway
+// would count failures that are not the server's. The iteration ends here,
+// but only after the think its remaining steps would have taken: a user
+// that skipped it would come back at once, and a closed model whose target
+// fails would multiply its load instead of keeping it.
+func (u *User) failedAt(sc *Scenario, pc int) (next int, think time.Duration, end bool) {
+	u.flow.failed = true
+	if d := u.remainingThink(sc, pc+1); d > 0 {
+		return len(sc.Steps), d, false
 	}
 	return 0, 0, true
 }
@@ -195,6 +241,9 @@ func (u *User) remainingThink(sc *Scenario, pc int) time.Duration {
 }
 
 func (u *User) thinkTime(st *Step) time.Duration {
+	if st.Dist != nil {
+		return st.Dist.Draw(u.rng)
+	}
 	d := st.ThinkMin
 	if st.ThinkMax > st.ThinkMin {
 		d += time.Duration(u.rng.Int64N(int64(st.ThinkMax-st.ThinkMin) + 1))
@@ -252,6 +301,14 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 	}
 	if u.jar != nil || u.resp.Get("Set-Cookie") != nil {
 		u.storeCookies(st)
+	}
+	u.env.Status = u.resp.Status
+	if u.renewOn != nil && renews(u.renewOn, u.resp.Status) {
+		// Counted as the answer it is, not a failure: the plan said what
+		// to do about it (renew_on), and the renewal is counted apart.
+		u.renewHit = true
+		u.shard.RecordResponse(st.ID, sample.OK, u.resp.Status, latency)
+		return false
 	}
 	class, msg := u.judge(st)
 	if class != sample.OK {
@@ -467,6 +524,10 @@ func (u *User) build(st *Step) error {
 
 	// Headers are rendered into one buffer and sliced afterwards, since the
 	// buffer may move while it grows.
+	// The body is rendered first, so a header may sign it (an expression
+	// reading body, expr.go).
+	r.Body = u.body.render(st, &u.env) // body.go
+	u.env.Body = r.Body
 	u.hdrBuf = u.hdrBuf[:0]
 	u.spans = u.spans[:0]
 	add := func(name string, value func(b []byte) []byte) {
@@ -478,6 +539,9 @@ func (u *User) build(st *Step) error {
 	}
 	for _, h := range st.Headers {
 		add(h.Name, func(b []byte) []byte { return h.Value.Append(b, &u.env) })
+	}
+	if len(u.script.headers) > 0 {
+		u.addScriptHeaders(add) // script.go
 	}
 	if st.ContentType != "" && !st.hasCT {
 		add("Content-Type", func(b []byte) []byte { return append(b, st.ContentType...) })
@@ -495,10 +559,7 @@ func (u *User) build(st *Step) error {
 		n, v := u.spans[i], u.spans[i+1]
 		r.Header = append(r.Header, httpc.Field{Name: u.hdrBuf[n[0]:n[1]], Value: u.hdrBuf[v[0]:v[1]]})
 	}
-	r.Body = r.Body[:0]
-	if st.Body != nil {
-		r.Body = st.Body.Append(r.Body, &u.env)
-	}
+	u.env.Body = nil
 	return nil
 }
 

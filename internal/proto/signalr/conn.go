@@ -1,12 +1,14 @@
-// Package signalr speaks the ASP.NET Core SignalR JSON hub protocol over
-// WebSockets for load tests: negotiate (with Azure SignalR Service style
-// redirects), the 0x1E-framed handshake, keep-alive pings, invocations
+// Package signalr speaks the ASP.NET Core SignalR hub protocols (JSON, and
+// MessagePack with varint-framed binary messages) over WebSockets for load
+// tests: negotiate (with Azure SignalR Service style redirects), the
+// 0x1E-framed handshake, keep-alive pings, invocations
 // awaited by invocationId, fire-and-forget sends, streams, and counted
 // server pushes. One connection costs one read goroutine and no other
 // goroutine while idle; see package ws for the memory layout.
 package signalr
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -39,6 +41,11 @@ type Options struct {
 	// SkipNegotiate connects the WebSocket directly, as clients configured
 	// with skipNegotiation do.
 	SkipNegotiate bool
+	// Protocol is the hub protocol (default JSON).
+	Protocol Protocol
+	// Transport is the transport (default WebSockets); Server-Sent
+	// Events and long polling need negotiate.
+	Transport Transport
 
 	NegotiateTimeout time.Duration // default 15s, all redirects together
 	UpgradeTimeout   time.Duration // default 15s
@@ -78,7 +85,8 @@ func (o *Options) wsOptions() *ws.Options {
 			ConnectTimeout:   dflt(o.UpgradeTimeout, 15*time.Second),
 			ReadLimit:        o.maxMessage(),
 			KeepAlive:        dflt(o.KeepAlive, 15*time.Second),
-			KeepAliveMessage: pingRecord,
+			KeepAliveMessage: o.Protocol.ping(),
+			KeepAliveType:    o.Protocol.wsType(),
 			IdleTimeout:      dflt(o.ServerTimeout, 30*time.Second),
 			TLS:              o.TLS,
 		}
@@ -127,6 +135,81 @@ func dflt(d, def time.Duration) time.Duration {
 	return d
 }
 
+// Protocol is a hub protocol.
+type Protocol uint8
+
+const (
+	JSON        Protocol = iota // text records ended by 0x1E
+	MessagePack                 // binary, varint length prefixes
+)
+
+// String is the protocol's name in a handshake and a plan.
+func (p Protocol) String() string {
+	if p == MessagePack {
+		return "messagepack"
+	}
+	return "json"
+}
+
+// ProtocolNamed is the protocol a plan names ("json" or "messagepack";
+// anything else is JSON, the plan parser having refused it).
+func ProtocolNamed(name string) Protocol {
+	if name == "messagepack" {
+		return MessagePack
+	}
+	return JSON
+}
+
+// transferFormat is what negotiate must offer for the protocol.
+func (p Protocol) transferFormat() string {
+	if p == MessagePack {
+		return "Binary"
+	}
+	return "Text"
+}
+
+func (p Protocol) wsType() ws.MessageType {
+	if p == MessagePack {
+		return ws.Binary
+	}
+	return ws.Text
+}
+
+func (p Protocol) handshake() []byte {
+	if p == MessagePack {
+		return msgpackHandshake
+	}
+	return handshakeRequest
+}
+
+func (p Protocol) ping() []byte {
+	if p == MessagePack {
+		return msgpackPing
+	}
+	return pingRecord
+}
+
+func (p Protocol) close() []byte {
+	if p == MessagePack {
+		return msgpackClose
+	}
+	return closeRecord
+}
+
+func (p Protocol) invocation(typ int, id, target string, args []any) ([]byte, error) {
+	if p == MessagePack {
+		return appendMsgPackInvocation(typ, id, target, args)
+	}
+	return appendInvocation(nil, typ, id, target, args)
+}
+
+func (p Protocol) simple(typ int, id, errText string) []byte {
+	if p == MessagePack {
+		return appendMsgPackSimple(typ, id, errText)
+	}
+	return appendSimple(nil, typ, id, errText)
+}
+
 // Timing is the connect time split as reports show it.
 type Timing struct {
 	Negotiate time.Duration // all negotiate round trips, redirects included
@@ -137,7 +220,7 @@ type Timing struct {
 // Conn is one hub connection. Invoke, Send, Stream and Close are safe from
 // any goroutine.
 type Conn struct {
-	ws   *ws.Conn
+	t    transport
 	o    *Options
 	cid  string
 	stat *Stats
@@ -146,7 +229,8 @@ type Conn struct {
 
 	// Read-goroutine state.
 	handshaken bool
-	partial    []byte       // a record split across WebSocket messages
+	kind       Transport
+	partial    []byte       // a record or frame split across WebSocket messages
 	partialLen atomic.Int64 // its length, for Closed on other goroutines
 
 	state atomic.Int32 // stateNew, stateOpen, stateEnded
@@ -180,7 +264,8 @@ type call struct {
 	done   chan struct{}
 	result json.RawMessage
 	err    string
-	items  func(json.RawMessage)
+	stream bool
+	items  func(json.RawMessage) // nil: items are only counted
 	nitems int
 }
 
@@ -206,6 +291,7 @@ func Connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 	case c.state.CompareAndSwap(stateNew, stateOpen):
 		st.Open.Add(1)
 		st.Opened.Add(1)
+		st.Transports[c.kind].Add(1)
 	default:
 		// Closed ran first: the server hung up right after the
 		// handshake. The connection did open, so it is counted opened
@@ -213,6 +299,7 @@ func Connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 		// ended; before, such connections were opened for the caller
 		// but in no counter, and disconnects came up short.
 		st.Opened.Add(1)
+		st.Transports[c.kind].Add(1)
 		c.mu.Lock()
 		d := c.endDisc
 		c.mu.Unlock()
@@ -232,59 +319,106 @@ func (c *Conn) countEnd(d *ws.Disconnect) {
 
 func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Conn, error) {
 	var tm Timing
-	ep := endpoint{base: hub, token: o.AccessToken}
-	if !o.SkipNegotiate {
-		hc := o.httpClient()
-		nctx, cancel := context.WithTimeout(ctx, dflt(o.NegotiateTimeout, 15*time.Second))
-		t0 := time.Now()
-		var err error
-		ep, err = negotiate(nctx, hc, hub, hdr, o.AccessToken)
-		cancel()
-		tm.Negotiate = time.Since(t0)
-		if err != nil {
-			var e *Error
-			if errors.As(err, &e) && e.Class == sample.Interrupted && errors.Is(nctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-				e.Class, e.Msg = sample.Timeout, "no answer within "+dflt(o.NegotiateTimeout, 15*time.Second).String()
+	var order []Transport
+	for i := 0; ; i++ {
+		ep := endpoint{base: hub, token: o.AccessToken}
+		if !o.SkipNegotiate {
+			// Each transport tried gets a connection of its own: the
+			// server ties a negotiated id to the first transport that
+			// uses it.
+			hc := o.httpClient()
+			nctx, cancel := context.WithTimeout(ctx, dflt(o.NegotiateTimeout, 15*time.Second))
+			t0 := time.Now()
+			var err error
+			ep, err = negotiate(nctx, hc, hub, hdr, o.AccessToken)
+			cancel()
+			d := time.Since(t0)
+			tm.Negotiate += d
+			if err != nil {
+				var e *Error
+				if errors.As(err, &e) && e.Class == sample.Interrupted && errors.Is(nctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+					e.Class, e.Msg = sample.Timeout, "no answer within "+dflt(o.NegotiateTimeout, 15*time.Second).String()
+				}
+				return nil, err
 			}
-			return nil, err
+			o.record(OpNegotiate, sample.OK, d, nil)
 		}
-		o.record(OpNegotiate, sample.OK, tm.Negotiate, nil)
+		if order == nil {
+			var err error
+			if order, err = candidates(o.Transport, ep.nr, o.Protocol); err != nil {
+				return nil, err
+			}
+		}
+		c, err := start(ctx, order[i], ep, hdr, o, &tm)
+		var e *Error
+		if err == nil || i+1 == len(order) || ctx.Err() != nil || !errors.As(err, &e) || e.Phase == OpHandshake.name {
+			return c, err
+		}
+		// The transport could not start (a proxy that refuses WebSocket
+		// upgrades, say): the failure is counted, and the next transport
+		// tried, as ASP.NET Core clients do.
+		o.record(phaseOp(e.Phase), e.Class, 0, err)
+		if o.Stats != nil {
+			o.Stats.Fallbacks.Add(1)
+		}
 	}
-	u, err := wsURL(ep)
-	if err != nil {
-		return nil, &Error{Phase: "upgrade", Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
-	}
+}
+
+// start opens one transport for a negotiated connection and completes the
+// handshake over it.
+func start(ctx context.Context, kind Transport, ep endpoint, hdr http.Header, o *Options, tm *Timing) (*Conn, error) {
 	// The read loop takes c.hs (and nils it) when the answer comes, which
 	// may be before we look: keep our own reference.
 	hs := make(chan error, 1)
-	c := &Conn{o: o, cid: ep.cid, stat: o.Stats, hs: hs}
-	wc, err := ws.Dial(ctx, u, hdr, o.wsOptions(), c)
-	if err != nil {
-		var we *ws.Error
-		cl, msg := ws.Classify(err), err.Error()
-		if errors.As(err, &we) {
-			msg = we.Msg
+	c := &Conn{o: o, cid: ep.cid, stat: o.Stats, hs: hs, kind: kind}
+	if kind == WebSockets {
+		u, err := transportURL(ep, true)
+		if err != nil {
+			return nil, &Error{Phase: "upgrade", Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
 		}
-		return nil, &Error{Phase: "upgrade", Class: cl, Msg: msg, Err: err}
+		wc, err := ws.Dial(ctx, u, hdr, o.wsOptions(), c)
+		if err != nil {
+			var we *ws.Error
+			cl, msg := ws.Classify(err), err.Error()
+			if errors.As(err, &we) {
+				msg = we.Msg
+			}
+			return nil, &Error{Phase: "upgrade", Class: cl, Msg: msg, Err: err}
+		}
+		c.t = wc
+		tm.Upgrade = wc.Timing.Upgrade
+		o.record(OpUpgrade, sample.OK, tm.Upgrade, nil)
+	} else {
+		if ep.nr == nil {
+			return nil, &Error{Phase: phaseOf(kind), Class: sample.Other, Msg: kind.String() + " needs negotiate: only WebSockets can skip it"}
+		}
+		hc, open, err := startHTTP(ctx, kind, o, c, ep, hdr)
+		if err != nil {
+			return nil, err
+		}
+		c.t = hc
+		if kind == ServerSentEvents {
+			tm.Upgrade = open
+			o.record(OpSSEOpen, sample.OK, open, nil)
+		}
 	}
-	c.ws = wc
-	tm.Upgrade = wc.Timing.Upgrade
-	o.record(OpUpgrade, sample.OK, tm.Upgrade, nil)
 
 	t0 := time.Now()
-	if err := wc.Send(ws.Text, handshakeRequest); err != nil {
+	if err := c.t.Send(o.Protocol.wsType(), o.Protocol.handshake()); err != nil {
+		c.t.Abort()
 		return nil, &Error{Phase: "handshake", Class: ws.Classify(err), Msg: err.Error(), Err: err}
 	}
 	hto := dflt(o.HandshakeTimeout, 15*time.Second)
 	timer := time.NewTimer(hto)
 	defer timer.Stop()
+	var err error
 	select {
 	case err = <-hs:
 	case <-timer.C:
-		wc.Abort()
+		c.t.Abort()
 		return nil, &Error{Phase: "handshake", Class: sample.Timeout, Msg: "no answer within " + hto.String()}
 	case <-ctx.Done():
-		wc.Abort()
+		c.t.Abort()
 		return nil, &Error{Phase: "handshake", Class: sample.Interrupted, Msg: "canceled", Err: ctx.Err()}
 	}
 	if err != nil {
@@ -292,24 +426,27 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 		if !errors.As(err, &e) {
 			e = &Error{Phase: "handshake", Class: sample.Other, Msg: err.Error(), Err: err}
 		}
-		wc.Abort()
+		c.t.Abort()
 		return nil, e
 	}
 	tm.Handshake = time.Since(t0)
-	c.Timing = tm
+	c.Timing = *tm
 	o.record(OpHandshake, sample.OK, tm.Handshake, nil)
 	return c, nil
 }
+
+// Transport is the transport the connection runs on.
+func (c *Conn) Transport() Transport { return c.kind }
 
 // ConnectionID is the id other clients and the server know this
 // connection by (empty when negotiate was skipped).
 func (c *Conn) ConnectionID() string { return c.cid }
 
 // Done is closed when the connection has ended.
-func (c *Conn) Done() <-chan struct{} { return c.ws.Done() }
+func (c *Conn) Done() <-chan struct{} { return c.t.Done() }
 
 // Disconnect says why the connection ended; nil while open.
-func (c *Conn) Disconnect() *ws.Disconnect { return c.ws.Disconnect() }
+func (c *Conn) Disconnect() *ws.Disconnect { return c.t.Disconnect() }
 
 // On registers fn for pushes to target on this connection (counting per
 // target happens in Stats whether or not a listener is registered).
@@ -325,14 +462,15 @@ func (c *Conn) On(target string, fn func(args json.RawMessage)) {
 var errNoSocket = errors.New("no socket")
 
 func (c *Conn) send(b []byte) error {
-	if c.ws == nil { // only in the fuzz test, which feeds Message directly
+	if c.t == nil { // only in the fuzz test, which feeds Message directly
 		return errNoSocket
 	}
-	return c.ws.Send(ws.Text, b)
+	return c.t.Send(c.o.Protocol.wsType(), b)
 }
 
 // Invoke calls a hub method and waits for its Completion. The result is
-// the raw JSON result (nil for void methods). A hub error is class
+// the raw JSON result (nil for void methods; under MessagePack, the
+// result converted to JSON). A hub error is class
 // server_error with the hub's text.
 func (c *Conn) Invoke(ctx context.Context, method string, args ...any) (json.RawMessage, error) {
 	r, _, err := c.call(ctx, "invoke", TypeInvocation, method, args, nil)
@@ -342,9 +480,6 @@ func (c *Conn) Invoke(ctx context.Context, method string, args ...any) (json.Raw
 // Stream starts a streaming invocation and calls onItem for each item (on
 // the read goroutine) until the Completion. It returns how many items came.
 func (c *Conn) Stream(ctx context.Context, method string, args []any, onItem func(json.RawMessage)) (int, error) {
-	if onItem == nil {
-		onItem = func(json.RawMessage) {}
-	}
 	_, n, err := c.call(ctx, "stream", TypeStreamInvocation, method, args, onItem)
 	return n, err
 }
@@ -356,7 +491,7 @@ func (c *Conn) call(ctx context.Context, phase string, typ int, method string, a
 		ctx, cancel = context.WithTimeout(ctx, dflt(c.o.InvokeTimeout, 30*time.Second))
 		defer cancel()
 	}
-	cl := &call{method: method, done: make(chan struct{}), items: items}
+	cl := &call{method: method, done: make(chan struct{}), stream: typ == TypeStreamInvocation, items: items}
 	c.mu.Lock()
 	c.nextID++
 	id := strconv.FormatUint(c.nextID, 10)
@@ -371,7 +506,7 @@ func (c *Conn) call(ctx context.Context, phase string, typ int, method string, a
 		c.mu.Unlock()
 	}
 
-	msg, err := appendInvocation(nil, typ, id, method, args)
+	msg, err := c.o.Protocol.invocation(typ, id, method, args)
 	if err != nil {
 		forget()
 		e := &Error{Phase: phase, Class: sample.Other, Msg: "encoding arguments of " + method + ": " + err.Error(), Err: err}
@@ -395,16 +530,16 @@ func (c *Conn) call(ctx context.Context, phase string, typ int, method string, a
 		}
 		c.o.record(name, sample.OK, d, nil)
 		return cl.result, cl.nitems, nil
-	case <-c.ws.Done():
+	case <-c.t.Done():
 		forget()
-		d := c.ws.Disconnect()
+		d := c.t.Disconnect()
 		e := &Error{Phase: phase, Class: d.Class, Msg: fmt.Sprintf("%s: connection ended before its Completion: %v", method, d), Err: d}
 		c.o.record(name, e.Class, time.Since(t0), e)
 		return nil, 0, e
 	case <-ctx.Done():
 		forget()
 		// Tell the server we gave up, so a stream stops producing.
-		c.send(appendSimple(nil, TypeCancelInvocation, id, ""))
+		c.send(c.o.Protocol.simple(TypeCancelInvocation, id, ""))
 		e := &Error{Phase: phase, Class: sample.Timeout, Msg: method + ": no Completion before the deadline", Err: ctx.Err()}
 		if errors.Is(ctx.Err(), context.Canceled) {
 			e.Class, e.Msg = sample.Interrupted, method+": canceled"
@@ -428,7 +563,7 @@ func (c *Conn) forget(id string) {
 // Completion, so only the write is timed.
 func (c *Conn) Send(method string, args ...any) error {
 	name := SendOp(method)
-	msg, err := appendInvocation(nil, TypeInvocation, "", method, args)
+	msg, err := c.o.Protocol.invocation(TypeInvocation, "", method, args)
 	if err != nil {
 		e := &Error{Phase: "send", Class: sample.Other, Msg: "encoding arguments of " + method + ": " + err.Error(), Err: err}
 		c.o.record(name, e.Class, 0, e)
@@ -447,11 +582,11 @@ func (c *Conn) Send(method string, args ...any) error {
 // Close ends the connection politely: a Close message, then a WebSocket
 // close frame.
 func (c *Conn) Close() error {
-	if c.ws.Disconnect() == nil {
+	if c.t.Disconnect() == nil {
 		c.closing.Store(true)
-		c.send(closeRecord)
+		c.send(c.o.Protocol.close())
 	}
-	return c.ws.Close(1000, "")
+	return c.t.Close(1000, "")
 }
 
 // CloseAtEnd closes politely because the run (or the caller's hold)
@@ -463,21 +598,27 @@ func (c *Conn) CloseAtEnd() error {
 }
 
 // Abort drops the connection without any goodbye (end of a run).
-func (c *Conn) Abort() { c.ws.Abort() }
+func (c *Conn) Abort() { c.t.Abort() }
 
 // Message implements ws.Handler; it runs on the read goroutine.
 func (c *Conn) Message(_ *ws.Conn, _ ws.MessageType, data []byte) error {
 	if len(c.partial) > 0 {
-		// A record split across WebSocket messages: rare, but the .NET
+		// A record or frame split across WebSocket messages: the .NET
 		// server may split large writes, so join instead of failing.
-		if int64(len(c.partial)+len(data)) > c.o.maxMessage() {
+		if int64(len(c.partial)+len(data)) > c.o.maxMessage()+maxVarint {
 			return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other,
 				Text: fmt.Sprintf("signalr: record longer than %d bytes without a 0x1E separator", c.o.maxMessage())}
 		}
 		data = append(c.partial, data...)
 		c.partial = nil
 	}
-	rest, err := SplitRecords(data, c.record)
+	var rest []byte
+	var err error
+	if c.o.Protocol == MessagePack {
+		rest, err = c.binary(data)
+	} else {
+		rest, err = SplitRecords(data, c.record)
+	}
 	if err != nil {
 		return err
 	}
@@ -486,6 +627,30 @@ func (c *Conn) Message(_ *ws.Conn, _ ws.MessageType, data []byte) error {
 	}
 	c.partialLen.Store(int64(len(c.partial)))
 	return nil
+}
+
+// binary reads MessagePack: the JSON handshake answer first (the server
+// may send the first messages in the same WebSocket message), then
+// length-prefixed messages.
+func (c *Conn) binary(data []byte) ([]byte, error) {
+	if !c.handshaken {
+		i := bytes.IndexByte(data, RS)
+		if i < 0 {
+			return data, nil
+		}
+		if err := c.record(data[:i]); err != nil {
+			return nil, err
+		}
+		data = data[i+1:]
+	}
+	rest, err := SplitFrames(data, c.o.maxMessage(), c.frame)
+	if err != nil {
+		var d *ws.Disconnect
+		if !errors.As(err, &d) {
+			err = &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: " + err.Error(), Err: err}
+		}
+	}
+	return rest, err
 }
 
 // Closed implements ws.Handler: it names the hub-level reason when there
@@ -503,8 +668,11 @@ func (c *Conn) Closed(_ *ws.Conn, d *ws.Disconnect) *ws.Disconnect {
 	} else if sd != nil {
 		d = sd
 	} else if n := c.partialLen.Load(); n > 0 && d.Reason != ws.ClientClose {
-		d = &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Code: d.Code, Err: d,
-			Text: fmt.Sprintf("signalr: connection ended inside a record: %d bytes without a 0x1E separator", n)}
+		text := fmt.Sprintf("signalr: connection ended inside a record: %d bytes without a 0x1E separator", n)
+		if c.o.Protocol == MessagePack && c.handshaken {
+			text = fmt.Sprintf("signalr: connection ended inside a MessagePack message: %d bytes of an incomplete frame", n)
+		}
+		d = &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Code: d.Code, Err: d, Text: text}
 	}
 	if hs != nil {
 		hs <- &Error{Phase: "handshake", Class: d.Class, Msg: "connection ended before the handshake answer: " + d.Error(), Err: d}
@@ -545,16 +713,50 @@ func (c *Conn) record(rec []byte) error {
 	if err != nil {
 		return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: " + err.Error(), Err: err}
 	}
+	return c.dispatch(&m)
+}
+
+// frame handles one MessagePack message.
+func (c *Conn) frame(b []byte) error {
+	m, err := ParseMsgPack(b)
+	if err != nil {
+		return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: " + err.Error(), Err: err}
+	}
+	return c.dispatch(&m)
+}
+
+// asJSON is a payload as callers see it: JSON (MessagePack converted; a
+// value that does not convert is null, as its bytes mean nothing to a
+// JSON caller). The result is the caller's to keep.
+func (c *Conn) asJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	if c.o.Protocol != MessagePack {
+		return append(json.RawMessage(nil), raw...)
+	}
+	j, err := MsgPackToJSON(raw)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return j
+}
+
+// dispatch acts on one decoded message; payloads are valid only during
+// the call.
+func (c *Conn) dispatch(m *Message) error {
 	switch m.Type {
 	case TypeInvocation:
-		c.push(&m)
+		c.push(m)
 	case TypeStreamItem:
 		c.mu.Lock()
 		cl := c.calls[m.InvocationID]
 		c.mu.Unlock()
-		if cl != nil && cl.items != nil {
+		if cl != nil && cl.stream {
 			cl.nitems++
-			cl.items(m.Item)
+			if cl.items != nil {
+				cl.items(c.asJSON(m.Item))
+			}
 		}
 	case TypeCompletion:
 		c.mu.Lock()
@@ -562,10 +764,7 @@ func (c *Conn) record(rec []byte) error {
 		c.forget(m.InvocationID)
 		c.mu.Unlock()
 		if cl != nil {
-			cl.result, cl.err = m.Result, m.Error
-			if len(m.Result) > 0 {
-				cl.result = append(json.RawMessage(nil), m.Result...)
-			}
+			cl.result, cl.err = c.asJSON(m.Result), m.Error
 			close(cl.done)
 		}
 	case TypeClose:
@@ -595,30 +794,52 @@ func (c *Conn) push(m *Message) {
 		} else {
 			ps.Count.Add(1)
 			if len(c.o.TimestampPath) > 0 {
-				if v, ok := ws.JSONAt(m.Arguments, c.o.TimestampPath); ok {
-					if ms, err := strconv.ParseFloat(v, 64); err == nil {
-						d := now.Sub(time.UnixMilli(int64(ms)))
-						if d < 0 {
-							d = 0 // clocks of two machines; never negative
-						}
-						c.o.record(ps.op, sample.OK, d, nil)
+				if t, ok := c.sentAt(m.Arguments); ok {
+					d := now.Sub(t)
+					if d < 0 {
+						d = 0 // clocks of two machines; never negative
 					}
+					c.o.record(ps.op, sample.OK, d, nil)
 				}
 			}
 		}
 	}
-	if c.o.OnPush != nil {
-		c.o.OnPush(c, m.Target, m.Arguments)
-	}
 	c.mu.Lock()
 	fn := c.on[m.Target]
 	c.mu.Unlock()
-	if fn != nil {
-		fn(m.Arguments)
+	if c.o.OnPush != nil || fn != nil {
+		args := m.Arguments
+		if c.o.Protocol == MessagePack {
+			args = c.asJSON(args)
+		}
+		if c.o.OnPush != nil {
+			c.o.OnPush(c, m.Target, args)
+		}
+		if fn != nil {
+			fn(args)
+		}
 	}
 	if m.InvocationID != "" {
 		// A server awaiting a client result would wait forever; answer as
 		// the .NET client does when no handler returns one.
-		c.send(appendSimple(nil, TypeCompletion, m.InvocationID, "Client didn't provide a result."))
+		c.send(c.o.Protocol.simple(TypeCompletion, m.InvocationID, "Client didn't provide a result."))
 	}
+}
+
+// sentAt finds the send time at TimestampPath in a push's arguments: ms
+// since the epoch (a number or a numeric string) in either protocol, or a
+// MessagePack timestamp.
+func (c *Conn) sentAt(args json.RawMessage) (time.Time, bool) {
+	if c.o.Protocol == MessagePack {
+		return msgpackTimeAt(args, c.o.TimestampPath)
+	}
+	v, ok := ws.JSONAt(args, c.o.TimestampPath)
+	if !ok {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(ms)), true
 }

@@ -25,6 +25,10 @@ import (
 // It reports and does not assert: figures depend on the machine.
 //
 //	STAMPEDE_MEMTEST=2000 go test -run TestIdleMemory -v ./internal/proto/signalr/
+//
+// STAMPEDE_MEMTEST_PROTOCOL=messagepack and STAMPEDE_MEMTEST_TRANSPORT=sse
+// measure the other hub protocol and transport (the hub serves
+// WebSockets and SSE).
 func TestIdleMemory(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("STAMPEDE_MEMTEST"))
 	if n <= 0 {
@@ -48,7 +52,8 @@ func TestIdleMemory(t *testing.T) {
 	}
 	hub := "http://" + strings.TrimSpace(line) + "/hubs/kitchen"
 
-	o := &Options{HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}, Stats: NewStats("OrderPlaced")}
+	o := &Options{HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}, Stats: NewStats("OrderPlaced"),
+		Protocol: ProtocolNamed(os.Getenv("STAMPEDE_MEMTEST_PROTOCOL")), Transport: TransportNamed(os.Getenv("STAMPEDE_MEMTEST_TRANSPORT"))}
 	ctx := context.Background()
 	// Warm up pools and the runtime, then take the baseline.
 	for i := 0; i < 16; i++ {
@@ -81,8 +86,8 @@ func TestIdleMemory(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	rss1, heap1, stack1, g1 := measure()
 	per := func(a, b int64) int64 { return (b - a) / int64(n) }
-	t.Logf("%d idle connections (connected in %v): RSS %d B/conn, Go heap %d B/conn, stacks %d B/conn, %.2f goroutines/conn, open %d",
-		n, took.Round(time.Millisecond), per(rss0, rss1), per(heap0, heap1), per(stack0, stack1),
+	t.Logf("%s over %s: %d idle connections (connected in %v): RSS %d B/conn, Go heap %d B/conn, stacks %d B/conn, %.2f goroutines/conn, open %d",
+		o.Protocol, o.Transport, n, took.Round(time.Millisecond), per(rss0, rss1), per(heap0, heap1), per(stack0, stack1),
 		float64(g1-g0)/float64(n), o.Stats.Open.Load())
 	if p := os.Getenv("STAMPEDE_MEMPROFILE"); p != "" {
 		runtime.GC()

@@ -49,6 +49,8 @@ type endpoint struct {
 	id    string // connectionToken (v1) or connectionId (v0)
 	cid   string // connectionId, for logs and group tests
 	token string // bearer token, from the plan or the last redirect
+	// nr is the final negotiate answer (nil when negotiate was skipped).
+	nr *negotiateResponse
 }
 
 // maxRedirects matches the JavaScript client's limit.
@@ -85,30 +87,9 @@ func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header
 		if ep.id == "" {
 			return ep, &Error{Phase: "negotiate", Class: sample.Other, Msg: "answer has neither connectionToken nor connectionId"}
 		}
-		if err := checkTransports(nr); err != nil {
-			return ep, err
-		}
+		ep.nr = nr
 		return ep, nil
 	}
-}
-
-func checkTransports(nr *negotiateResponse) error {
-	var offered []string
-	for _, t := range nr.AvailableTransports {
-		if t.Transport == "WebSockets" {
-			for _, f := range t.TransferFormats {
-				if f == "Text" {
-					return nil
-				}
-			}
-		}
-		offered = append(offered, t.Transport+"("+strings.Join(t.TransferFormats, ",")+")")
-	}
-	if len(offered) == 0 {
-		offered = []string{"none"}
-	}
-	return &Error{Phase: "negotiate", Class: sample.Other,
-		Msg: "unsupported transport: server offers " + strings.Join(offered, ", ") + "; stampede speaks WebSockets with the JSON (Text) hub protocol only"}
 }
 
 func negotiateURL(hub string) (string, error) {
@@ -193,31 +174,6 @@ func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.He
 		return nil, &Error{Phase: "negotiate", Class: sample.Other, Msg: "expected JSON, got " + snippet(body), Err: err}
 	}
 	return &nr, nil
-}
-
-// wsURL is the WebSocket URL for the negotiated connection.
-func wsURL(ep endpoint) (string, error) {
-	u, err := url.Parse(ep.base)
-	if err != nil {
-		return "", err
-	}
-	switch u.Scheme {
-	case "http":
-		u.Scheme = "ws"
-	case "https":
-		u.Scheme = "wss"
-	}
-	q := u.Query()
-	if ep.id != "" {
-		q.Set("id", ep.id)
-	}
-	if ep.token != "" {
-		// Browsers cannot set headers on a WebSocket, so servers (and
-		// Azure SignalR Service) take the token from the query.
-		q.Set("access_token", ep.token)
-	}
-	u.RawQuery = q.Encode()
-	return u.String(), nil
 }
 
 // sharedHTTP is used for negotiate when the plan gives no client and no

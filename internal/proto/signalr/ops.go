@@ -15,6 +15,11 @@ var (
 	OpNegotiate = Op{"negotiate"}
 	OpUpgrade   = Op{"upgrade"}
 	OpHandshake = Op{"handshake"}
+	// OpSSEOpen is the Server-Sent Events request, up to its 200 answer.
+	OpSSEOpen = Op{"sse open"}
+	// OpPoll is one long poll, timed until the server answers it (with
+	// messages, or empty when it held it as long as it holds polls).
+	OpPoll = Op{"poll"}
 	// OpSession is a held connection, timed over its life: ok when we
 	// closed it, else the disconnect's class.
 	OpSession = Op{"session"}

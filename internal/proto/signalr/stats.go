@@ -36,6 +36,11 @@ type Stats struct {
 	Disconnects [ws.NumReasons]atomic.Int64
 	ClosedAtEnd atomic.Int64
 	OtherPushes atomic.Int64 // pushes to targets nobody listens for
+	// Transports counts opened connections by the transport they run
+	// on; Fallbacks the transports that failed to start before another
+	// was tried (transport auto).
+	Transports [numTransports]atomic.Int64
+	Fallbacks  atomic.Int64
 
 	pushes map[string]*PushStat // fixed at NewStats: read without locks
 }
@@ -62,6 +67,17 @@ func (s *Stats) Pushes(target string) int64 {
 		return p.Count.Load()
 	}
 	return 0
+}
+
+// ByTransport is how many connections opened on each transport, by name.
+func (s *Stats) ByTransport() map[string]int64 {
+	m := map[string]int64{}
+	for t := range s.Transports {
+		if n := s.Transports[t].Load(); n > 0 {
+			m[Transport(t).String()] = n
+		}
+	}
+	return m
 }
 
 // Targets lists the push counters, for reports.

@@ -52,9 +52,11 @@ type Options struct {
 	// bigger than the buffer bypasses it).
 	ReadBufferSize int
 	// KeepAlive sends something when nothing was sent for this long
-	// (0: never). KeepAliveMessage is what (nil: a WebSocket ping frame).
+	// (0: never). KeepAliveMessage is what (nil: a WebSocket ping frame),
+	// sent as a KeepAliveType message (0: Text).
 	KeepAlive        time.Duration
 	KeepAliveMessage []byte
+	KeepAliveType    MessageType
 	// IdleTimeout ends the connection as PingTimeout when nothing at all
 	// arrived for this long (0: never).
 	IdleTimeout time.Duration
@@ -487,7 +489,11 @@ func (c *Conn) tick() {
 	if ka := c.o.KeepAlive; ka > 0 && now-c.lastWrite.Load() >= int64(ka) && !c.closing.Load() {
 		var err error
 		if c.o.KeepAliveMessage != nil {
-			err = c.Send(Text, c.o.KeepAliveMessage)
+			typ := c.o.KeepAliveType
+			if typ == 0 {
+				typ = Text
+			}
+			err = c.Send(typ, c.o.KeepAliveMessage)
 		} else {
 			err = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.o.writeTimeout()))
 			if err == nil {

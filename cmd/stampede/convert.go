@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stampede-load/stampede/internal/convert"
+	"github.com/stampede-load/stampede/internal/plan"
+)
+
+func init() { extraCommands = append(extraCommands, newConvertCmd) }
+
+func newConvertCmd() *cobra.Command {
+	var (
+		out            string
+		o              convert.Options
+		keepStatic     bool
+		keepThirdParty bool
+		noCorrelate    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "convert {har FILE.har | curl 'curl ...'}",
+		Short: "Make a plan from a browser recording (HAR) or a curl command",
+		Long: `convert writes a plan from what a browser or curl sent.
+
+har: the requests of a HAR export (browser DevTools, Network tab, "Save
+all as HAR") in order, the recorded pauses between them as think steps,
+static assets and other hosts left out (--keep-static, --keep-third-party),
+cookies left to each user's jar, browser headers dropped. A value a
+response handed out and a later request sent back (a CSRF token, a bearer
+token, an order id) becomes a capture on the response and a template in
+the request; a UUID the client made up becomes {{ uuid }}. What was
+captured is listed on stderr.
+
+curl: one request from a curl command line ("Copy as cURL" works).
+
+The plan is checked with the plan loader before it is written.`,
+		Example: `  stampede convert har checkout.har -o checkout.yaml
+  stampede convert har session.har --host shop.example.com --users 20 --duration 5m
+  stampede convert curl 'curl -X POST https://api.example.com/votes -H "voter-id: 7" --json "{\"partyId\":\"p1\"}"'`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.KeepStatic, o.KeepThirdParty, o.NoCorrelate = keepStatic, keepThirdParty, noCorrelate
+			var (
+				text []byte
+				sum  convert.Summary
+				err  error
+			)
+			switch args[0] {
+			case "har":
+				data, rerr := os.ReadFile(args[1])
+				if rerr != nil {
+					return fail(exitUsage, rerr)
+				}
+				o.Source = args[1]
+				text, sum, err = convert.HAR(data, o)
+			case "curl":
+				text, sum, err = convert.Curl(args[1], o)
+			default:
+				return fail(exitUsage, fmt.Errorf("convert %q: expected har or curl", args[0]))
+			}
+			if err != nil {
+				return fail(exitUsage, err)
+			}
+			// A plan that does not load is the converter's bug, not the
+			// user's: say so rather than write it.
+			name := out
+			if name == "" {
+				name = "converted.yaml"
+			}
+			if _, perr := plan.Parse(name, text, func(string) (string, bool) { return "", false }); perr != nil {
+				return fail(exitUsage, fmt.Errorf("the converted plan does not load (please report this): %v", perr))
+			}
+			var w io.Writer = cmd.OutOrStdout()
+			if out != "" && out != "-" {
+				if err := os.WriteFile(out, text, 0o644); err != nil {
+					return fail(exitUsage, err)
+				}
+			} else {
+				w.Write(text)
+			}
+			summarize(cmd.ErrOrStderr(), sum, out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "out", "o", "", "write the plan to this file (default stdout)")
+	f.StringVar(&o.Name, "name", "", "plan and scenario name (default recording)")
+	f.StringVar(&o.Host, "host", "", "the application's host[:port] (default: the first non-static request's)")
+	f.BoolVar(&keepStatic, "keep-static", false, "keep static assets (scripts, styles, images, fonts)")
+	f.BoolVar(&keepThirdParty, "keep-third-party", false, "keep requests to other hosts than --host")
+	f.BoolVar(&noCorrelate, "no-correlate", false, "send every value as recorded (no captures)")
+	f.DurationVar(&o.MinThink, "min-think", 100*time.Millisecond, "recorded gaps shorter than this get no think step")
+	f.IntVar(&o.Users, "users", 1, "users of the plan's load stage")
+	f.DurationVar(&o.Duration, "duration", time.Minute, "duration of the plan's load stage")
+	return cmd
+}
+
+func summarize(w io.Writer, s convert.Summary, out string) {
+	dest := "stdout"
+	if out != "" && out != "-" {
+		dest = out
+	}
+	fmt.Fprintf(w, "convert: %d of %d requests to %s written to %s", s.Kept, s.Total, s.MainHost, dest)
+	var left []string
+	if s.Static > 0 {
+		left = append(left, fmt.Sprintf("%d static", s.Static))
+	}
+	if s.ThirdParty > 0 {
+		left = append(left, fmt.Sprintf("%d third-party (%s)", s.ThirdParty, strings.Join(s.ThirdPartyHosts, ", ")))
+	}
+	if s.Other > 0 {
+		left = append(left, fmt.Sprintf("%d not sendable", s.Other))
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(w, "; left out %s", strings.Join(left, ", "))
+	}
+	fmt.Fprintln(w)
+	for _, c := range s.Captures {
+		fmt.Fprintln(w, "  captured", c)
+	}
+	for _, g := range s.Generated {
+		fmt.Fprintln(w, "  client-made, now {{ uuid }}:", g)
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintln(w, "  note:", n)
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stampede-load/stampede/internal/output"
+	"github.com/stampede-load/stampede/internal/output/csv"
+	"github.com/stampede-load/stampede/internal/output/junitfile"
+	"github.com/stampede-load/stampede/internal/output/otlp"
+	"github.com/stampede-load/stampede/internal/output/promrw"
+)
+
+// outputFlags are --output and --junit, shared by run, gates and sweep.
+// One command runs per process, so one set serves whichever it is.
+type outputFlags struct {
+	outs  []string
+	junit string
+}
+
+var outputs outputFlags
+
+func (o *outputFlags) add(f *pflag.FlagSet) {
+	f.StringArrayVar(&o.outs, "output", nil, "stream the run while it goes (repeatable): csv=FILE (per-second series), prometheus-rw=URL (remote write, e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g. http://127.0.0.1:4318)")
+	f.StringVar(&o.junit, "junit", "", "write a JUnit XML report (thresholds, SLOs, step checks; one suite per level) to this file for CI")
+}
+
+// sinks opens every output the flags name; a bad one is a usage error
+// before any load, and those already opened are closed again.
+func (o *outputFlags) sinks() ([]output.Sink, error) {
+	var out []output.Sink
+	bad := func(err error) ([]output.Sink, error) {
+		closeSinks(out)
+		return nil, fail(exitUsage, err)
+	}
+	for _, spec := range o.outs {
+		kind, target, ok := strings.Cut(spec, "=")
+		if !ok || target == "" {
+			return bad(fmt.Errorf("--output %q: expected KIND=TARGET, with KIND csv, prometheus-rw or otlp", spec))
+		}
+		var (
+			s   output.Sink
+			err error
+		)
+		switch kind {
+		case "csv":
+			s, err = csv.New(spec, target)
+		case "prometheus-rw":
+			s, err = promrw.New(spec, target)
+		case "otlp":
+			s, err = otlp.New(spec, target, version)
+		default:
+			err = fmt.Errorf("--output %q: unknown kind %q, expected csv, prometheus-rw or otlp", spec, kind)
+		}
+		if err != nil {
+			return bad(err)
+		}
+		out = append(out, s)
+	}
+	if o.junit != "" {
+		s, err := junitfile.New(o.junit)
+		if err != nil {
+			return bad(err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// closeSinks releases outputs a run never started with.
+func closeSinks(ss []output.Sink) {
+	for _, s := range ss {
+		s.Close(nil)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpc
+
+const raceEnabled = false

@@ -1,0 +1,141 @@
+// Package otlp streams a run to an OpenTelemetry collector (or any OTLP
+// receiver) over OTLP/HTTP, with the OpenTelemetry Go SDK's exporter. The
+// run's figures are cumulative already, so they are handed to the
+// exporter as cumulative data points rather than recorded through
+// instruments a second time.
+package otlp
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+
+	"github.com/stampede-load/stampede/internal/output/points"
+	"github.com/stampede-load/stampede/internal/output/push"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// QueueLen is how many snapshots wait for a receiver that is slow or down.
+const QueueLen = 120
+
+// Sink is the OTLP output.
+type Sink struct {
+	name  string
+	exp   *otlpmetrichttp.Exporter
+	q     *push.Queue
+	res   *resource.Resource
+	now   func() time.Time
+	flush time.Duration
+}
+
+// New makes a sink that exports to rawURL: http(s)://host:4318, to which
+// /v1/metrics is added when it has no path, or a full URL.
+func New(name, rawURL, version string) (*Sink, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("bad otlp URL %q: expected http(s)://host:4318 or a full URL ending in /v1/metrics", rawURL)
+	}
+	if strings.Trim(u.Path, "/") == "" {
+		u.Path = "/v1/metrics"
+	}
+	exp, err := otlpmetrichttp.New(context.Background(),
+		otlpmetrichttp.WithEndpointURL(u.String()),
+		otlpmetrichttp.WithTimeout(5*time.Second),
+		// The queue retries, and gives up on a batch when its time is
+		// up; the exporter's own retry would hold the batch longer.
+		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("otlp exporter: %v", err)
+	}
+	s := &Sink{name: name, exp: exp, now: time.Now, flush: 10 * time.Second,
+		res: resource.NewSchemaless(semconv.ServiceName("stampede"), semconv.ServiceVersion(version))}
+	s.q = push.New(QueueLen, 5*time.Second, s.send)
+	return s, nil
+}
+
+// Name implements output.Sink.
+func (s *Sink) Name() string { return s.name }
+
+// Sample implements output.Sink.
+func (s *Sink) Sample(r *result.Result) {
+	if r == nil {
+		return
+	}
+	s.q.Offer(s.metrics(points.From(r, s.now())))
+}
+
+// Close implements output.Sink.
+func (s *Sink) Close(final *result.Result) error {
+	if final != nil {
+		s.Sample(final)
+	}
+	_, err := s.q.Close(s.flush)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s.exp.Shutdown(ctx)
+	return err
+}
+
+func (s *Sink) send(ctx context.Context, b any) error {
+	return s.exp.Export(ctx, b.(*metricdata.ResourceMetrics))
+}
+
+func attrs(ls []points.Label) attribute.Set {
+	kv := make([]attribute.KeyValue, len(ls))
+	for i, l := range ls {
+		kv[i] = attribute.String(l.Name, l.Value)
+	}
+	return attribute.NewSet(kv...)
+}
+
+// metrics converts a batch to the SDK's data model, one metric per name.
+func (s *Sink) metrics(b points.Batch) *metricdata.ResourceMetrics {
+	byName := map[string]*metricdata.Metrics{}
+	var order []*metricdata.Metrics
+	for _, p := range b.Points {
+		m := p.Metric
+		md := byName[m.OTel]
+		if md == nil {
+			md = &metricdata.Metrics{Name: m.OTel, Description: m.Help, Unit: m.Unit}
+			switch m.Kind {
+			case points.Counter:
+				md.Data = metricdata.Sum[float64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: true}
+			case points.Gauge:
+				md.Data = metricdata.Gauge[float64]{}
+			case points.Histogram:
+				md.Data = metricdata.Histogram[float64]{Temporality: metricdata.CumulativeTemporality}
+			}
+			byName[m.OTel] = md
+			order = append(order, md)
+		}
+		switch d := md.Data.(type) {
+		case metricdata.Sum[float64]:
+			d.DataPoints = append(d.DataPoints, metricdata.DataPoint[float64]{Attributes: attrs(p.Labels), StartTime: b.Start, Time: b.Time, Value: p.Value})
+			md.Data = d
+		case metricdata.Gauge[float64]:
+			d.DataPoints = append(d.DataPoints, metricdata.DataPoint[float64]{Attributes: attrs(p.Labels), Time: b.Time, Value: p.Value})
+			md.Data = d
+		case metricdata.Histogram[float64]:
+			d.DataPoints = append(d.DataPoints, metricdata.HistogramDataPoint[float64]{
+				Attributes: attrs(p.Labels), StartTime: b.Start, Time: b.Time,
+				Count: p.Count, Sum: p.Sum, Bounds: points.BoundsSec, BucketCounts: p.Counts,
+			})
+			md.Data = d
+		}
+	}
+	sm := metricdata.ScopeMetrics{Scope: instrumentation.Scope{Name: "github.com/stampede-load/stampede"}}
+	for _, md := range order {
+		sm.Metrics = append(sm.Metrics, *md)
+	}
+	return &metricdata.ResourceMetrics{Resource: s.res, ScopeMetrics: []metricdata.ScopeMetrics{sm}}
+}

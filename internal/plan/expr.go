@@ -1,0 +1,426 @@
+package plan
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	exprparser "github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Expr is an expression (github.com/expr-lang/expr) compiled once at load:
+// an if: condition, a for_each list, or a computed {{ ... }} value. Every
+// name it reads was checked at load, so it cannot fail on a typo at run
+// time.
+type Expr struct {
+	Source  string
+	Pos     Pos
+	program *vm.Program
+	// refs are the names it reads that change while a user runs, so an
+	// evaluation refreshes those only.
+	refs []exprRef
+	// vars is the plan's vars as expression values, shared read-only.
+	vars map[string]any
+	data map[string]*DataSource
+}
+
+type exprRefKind uint8
+
+const (
+	refCapture exprRefKind = iota
+	refGlobal
+	refStatus
+	refVU
+	refIter
+	refTenant
+	refData
+	refBody
+)
+
+type exprRef struct {
+	name string
+	kind exprRefKind
+	slot int
+}
+
+// ExprState is one user's evaluation state: a VM and the environment
+// mapping it reads, reused across evaluations so that a condition over a
+// capture allocates only when the capture's value has changed.
+type ExprState struct {
+	vm  vm.VM
+	env map[string]any
+	raw map[string]string
+	// status holds the last status boxed, since boxing an int >= 256
+	// allocates.
+	status    int
+	statusSet bool
+}
+
+// exprFuncNames are the functions plans may call besides expr's builtins.
+var exprFuncNames = []string{"hmac_sha256", "sha256", "base64", "url_encode", "uuid", "choice", "json"}
+
+// exprNames are the bare names an expression may read besides captures.
+var exprNames = []string{"vars", "data", "status", "vu", "iter", "tenant", "body"}
+
+var exprFuncs = []expr.Option{
+	expr.Function("hmac_sha256", func(a ...any) (any, error) {
+		m := hmac.New(sha256.New, []byte(a[0].(string)))
+		m.Write([]byte(a[1].(string)))
+		return hex.EncodeToString(m.Sum(nil)), nil
+	}, new(func(string, string) string)),
+	expr.Function("sha256", func(a ...any) (any, error) {
+		s := sha256.Sum256([]byte(a[0].(string)))
+		return hex.EncodeToString(s[:]), nil
+	}, new(func(string) string)),
+	expr.Function("base64", func(a ...any) (any, error) {
+		return base64.StdEncoding.EncodeToString([]byte(a[0].(string))), nil
+	}, new(func(string) string)),
+	expr.Function("url_encode", func(a ...any) (any, error) {
+		return url.QueryEscape(a[0].(string)), nil
+	}, new(func(string) string)),
+	expr.Function("uuid", func(a ...any) (any, error) {
+		return string(appendUUID(nil, rand.Uint64(), rand.Uint64())), nil
+	}, new(func() string)),
+	expr.Function("choice", func(a ...any) (any, error) {
+		v := reflect.ValueOf(a[0])
+		if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
+			return nil, fmt.Errorf("choice needs a list, got %T", a[0])
+		}
+		if v.Len() == 0 {
+			return nil, errors.New("choice of an empty list")
+		}
+		return v.Index(rand.IntN(v.Len())).Interface(), nil
+	}),
+	expr.Function("json", func(a ...any) (any, error) {
+		s, ok := a[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("json needs text, got %T", a[0])
+		}
+		var doc any
+		if err := json.Unmarshal([]byte(s), &doc); err != nil {
+			return nil, fmt.Errorf("json: not JSON: %.60q", s)
+		}
+		if len(a) < 2 || a[1].(string) == "" {
+			return doc, nil
+		}
+		for _, p := range strings.Split(a[1].(string), ".") {
+			switch v := doc.(type) {
+			case map[string]any:
+				doc = v[p]
+			case []any:
+				i, err := strconv.Atoi(p)
+				if err != nil || i < 0 || i >= len(v) {
+					return nil, nil
+				}
+				doc = v[i]
+			default:
+				return nil, nil
+			}
+		}
+		return doc, nil
+	}, new(func(string) any), new(func(string, string) any)),
+}
+
+// compileExpr compiles src. asBool makes a condition of it. On failure it
+// returns a message and the byte offset in src it is about.
+func compileExpr(src string, sc *scope, asBool bool) (*Expr, string, int) {
+	env := map[string]any{
+		"status": 0, "vu": 0, "iter": 0, "tenant": 0, "body": "",
+	}
+	vars := map[string]any{}
+	for k, v := range sc.vars {
+		vars[k] = v
+	}
+	env["vars"] = vars
+	data := map[string]any{}
+	for name, ds := range sc.data {
+		cols := map[string]any{}
+		for _, c := range ds.Columns {
+			cols[c] = ""
+		}
+		data[name] = cols
+	}
+	env["data"] = data
+	for name := range sc.globals {
+		env[name] = ""
+	}
+	for name := range sc.captures {
+		env[name] = ""
+	}
+	opts := append([]expr.Option{expr.Env(env)}, exprFuncs...)
+	if asBool {
+		opts = append(opts, expr.AsBool())
+	}
+	prog, err := expr.Compile(src, opts...)
+	if err != nil {
+		var fe *file.Error
+		if errors.As(err, &fe) {
+			m := strings.TrimSpace(fe.Message)
+			if strings.HasPrefix(m, "unknown name") {
+				m += names(sc)
+			}
+			return nil, "bad expression " + q(src) + ": " + m, runeOffset(src, fe.From)
+		}
+		return nil, "bad expression " + q(src) + ": " + err.Error(), 0
+	}
+	e := &Expr{Source: src, program: prog, vars: vars, data: sc.data}
+	// The checker lets any key of a map through (vars.nope is nil), so
+	// names under vars and data are checked here, at load.
+	var msg string
+	var off int
+	seen := map[string]bool{}
+	v := &exprVisitor{visit: func(n ast.Node) {
+		if msg != "" {
+			return
+		}
+		switch n := n.(type) {
+		case *ast.MemberNode:
+			id, ok := n.Node.(*ast.IdentifierNode)
+			prop, ok2 := n.Property.(*ast.StringNode)
+			if !ok || !ok2 {
+				return
+			}
+			switch id.Value {
+			case "vars":
+				if _, ok := sc.vars[prop.Value]; !ok {
+					msg, off = "unknown var "+q(prop.Value)+": "+available("the plan defines", "the plan has no vars", keys(sc.vars)), n.Location().From
+				}
+			case "data":
+				if ds, ok := sc.data[prop.Value]; !ok {
+					msg, off = "unknown data source "+q(prop.Value)+": "+available("the plan defines", "the plan has no data sources", keys(sc.data)), n.Location().From
+				} else if sc.dataUsed != nil {
+					sc.dataUsed[ds.Index] = true
+				}
+			}
+		case *ast.IdentifierNode:
+			if seen[n.Value] {
+				return
+			}
+			seen[n.Value] = true
+			switch n.Value {
+			case "status":
+				e.refs = append(e.refs, exprRef{name: n.Value, kind: refStatus})
+			case "vu":
+				e.refs = append(e.refs, exprRef{name: n.Value, kind: refVU})
+			case "iter":
+				e.refs = append(e.refs, exprRef{name: n.Value, kind: refIter})
+			case "tenant":
+				if !sc.tenants {
+					msg, off = "tenant needs a tenant pool: add tenants: {count: N} to the plan", n.Location().From
+				}
+				e.refs = append(e.refs, exprRef{name: n.Value, kind: refTenant})
+			case "data":
+				e.refs = append(e.refs, exprRef{name: n.Value, kind: refData})
+			case "body":
+				e.refs = append(e.refs, exprRef{name: n.Value, kind: refBody})
+			case "vars":
+			default:
+				if slot, ok := sc.captures[n.Value]; ok {
+					e.refs = append(e.refs, exprRef{name: n.Value, kind: refCapture, slot: slot})
+				} else if slot, ok := sc.globals[n.Value]; ok {
+					e.refs = append(e.refs, exprRef{name: n.Value, kind: refGlobal, slot: slot})
+				}
+			}
+		}
+	}}
+	node := prog.Node()
+	ast.Walk(&node, v)
+	if msg != "" {
+		return nil, "bad expression " + q(src) + ": " + msg, runeOffset(src, off)
+	}
+	return e, "", 0
+}
+
+// names lists what an expression may name, for an unknown name's error.
+func names(sc *scope) string {
+	if sc == nil {
+		return ""
+	}
+	var caps []string
+	caps = append(caps, sc.capOrder...)
+	caps = append(caps, keys(sc.globals)...)
+	sort.Strings(caps)
+	so := "none"
+	if len(caps) > 0 {
+		so = strings.Join(caps, ", ")
+	}
+	return " (names: " + strings.Join(exprNames, ", ") + "; captures so far: " + so + "; functions: " + strings.Join(exprFuncNames, ", ") + " and expr's builtins)"
+}
+
+// runeOffset turns expr's rune index into a byte offset in src.
+func runeOffset(src string, runes int) int {
+	i := 0
+	for b := range src {
+		if i == runes {
+			return b
+		}
+		i++
+	}
+	return len(src)
+}
+
+type exprVisitor struct{ visit func(ast.Node) }
+
+func (v *exprVisitor) Visit(n *ast.Node) { v.visit(*n) }
+
+// boxedStatus holds every HTTP status boxed once, so that refreshing
+// status costs no allocation.
+var boxedStatus = func() [600]any {
+	var b [600]any
+	for i := range b {
+		b[i] = i
+	}
+	return b
+}()
+
+// prepare refreshes the names e reads from env and returns the mapping to
+// evaluate against.
+func (s *ExprState) prepare(e *Expr, env *Env) map[string]any {
+	if s.env == nil {
+		s.env = map[string]any{"vars": e.vars}
+		s.raw = map[string]string{}
+	}
+	for _, r := range e.refs {
+		switch r.kind {
+		case refCapture, refGlobal:
+			vals := env.Captures
+			if r.kind == refGlobal {
+				vals = env.Globals
+			}
+			v := ""
+			if r.slot < len(vals) {
+				v = vals[r.slot]
+			}
+			if old, ok := s.raw[r.name]; !ok || old != v {
+				s.raw[r.name] = v
+				s.env[r.name] = v
+			}
+		case refStatus:
+			if !s.statusSet || s.status != env.Status {
+				s.status, s.statusSet = env.Status, true
+				if env.Status >= 0 && env.Status < len(boxedStatus) {
+					s.env["status"] = boxedStatus[env.Status]
+				} else {
+					s.env["status"] = env.Status
+				}
+			}
+		case refVU:
+			s.env["vu"] = int(env.VU)
+		case refIter:
+			s.env["iter"] = int(env.Iter)
+		case refTenant:
+			s.env["tenant"] = env.Tenant
+		case refBody:
+			s.env["body"] = string(env.Body)
+		case refData:
+			data := map[string]any{}
+			for name, ds := range e.data {
+				cols := map[string]any{}
+				var row []string
+				if ds.Index < len(env.Rows) {
+					row = env.Rows[ds.Index]
+				}
+				for i, c := range ds.Columns {
+					if i < len(row) {
+						cols[c] = row[i]
+					} else {
+						cols[c] = ""
+					}
+				}
+				data[name] = cols
+			}
+			s.env["data"] = data
+		}
+	}
+	return s.env
+}
+
+// Eval runs e for one user. A nil state (a caller with no user) evaluates
+// with a state of its own.
+func (e *Expr) Eval(env *Env) (any, error) {
+	if env.Expr == nil {
+		env.Expr = &ExprState{}
+	}
+	s := env.Expr
+	out, err := s.vm.Run(e.program, s.prepare(e, env))
+	if err != nil {
+		var fe *file.Error
+		if errors.As(err, &fe) {
+			return nil, errors.New(fe.Message)
+		}
+	}
+	return out, err
+}
+
+// Bool evaluates a condition. A condition that fails to evaluate is false,
+// with the reason in err.
+func (e *Expr) Bool(env *Env) (bool, error) {
+	v, err := e.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	b, _ := v.(bool)
+	return b, nil
+}
+
+// AppendValue renders a value computed by an expression as template text.
+func AppendValue(dst []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return dst
+	case string:
+		return append(dst, x...)
+	case int:
+		return strconv.AppendInt(dst, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(dst, x, 10)
+	case float64:
+		return strconv.AppendFloat(dst, x, 'f', -1, 64)
+	case bool:
+		return strconv.AppendBool(dst, x)
+	case []byte:
+		return append(dst, x...)
+	}
+	if b, err := json.Marshal(v); err == nil {
+		return append(dst, b...)
+	}
+	return fmt.Append(dst, v)
+}
+
+// appendExpr renders a {{ expression }} part. A value that fails to
+// evaluate renders as nothing; the request then usually fails its checks,
+// which say more than an engine error would.
+func appendExpr(dst []byte, p *Part, env *Env) []byte {
+	v, err := p.Expr.Eval(env)
+	if err != nil {
+		return dst
+	}
+	if s, ok := v.(string); ok {
+		return appendEscaped(dst, s, p.Escape)
+	}
+	if p.Escape == EscapeNone {
+		return AppendValue(dst, v)
+	}
+	return appendEscaped(dst, string(AppendValue(nil, v)), p.Escape)
+}
+
+// isExprSyntax reports whether src parses as an expression at all, so a
+// template reference that does not gets the plain template help instead.
+func isExprSyntax(src string) bool {
+	_, err := exprparser.Parse(src)
+	return err == nil
+}

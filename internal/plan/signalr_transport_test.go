@@ -1,0 +1,46 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+func signalrPlan(section string) string {
+	return "target: http://h\nscenarios:\n  k:\n    users: 1\n    signalr: {url: /h" + section + "}\nload: {stages: [{duration: 1s, users: 1}]}\n"
+}
+
+// TestSignalRProtocolTransport: protocol and transport are read, defaults
+// are empty (json over websockets), and impossible pairs are refused.
+func TestSignalRProtocolTransport(t *testing.T) {
+	for _, tc := range []struct {
+		section, proto, transport string
+	}{
+		{"", "", ""},
+		{", protocol: messagepack", "messagepack", ""},
+		{", protocol: json, transport: sse", "json", "sse"},
+		{", protocol: messagepack, transport: long_polling", "messagepack", "long_polling"},
+		{", protocol: messagepack, transport: auto", "messagepack", "auto"},
+		{", transport: websockets, skip_negotiate: true", "", "websockets"},
+	} {
+		p, err := Parse("p.yaml", []byte(signalrPlan(tc.section)), fixtureEnv)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.section, err)
+		}
+		sr := p.Scenarios[0].Connection.Spec().SignalR
+		if sr.Protocol != tc.proto || sr.Transport != tc.transport {
+			t.Errorf("%q: protocol %q transport %q", tc.section, sr.Protocol, sr.Transport)
+		}
+	}
+	for _, tc := range []struct{ section, want string }{
+		{", protocol: msgpack", `bad hub protocol "msgpack": expected json or messagepack`},
+		{", protocol: MessagePack", `(did you mean "messagepack"?)`},
+		{", transport: longpolling", `bad transport "longpolling": expected websockets, sse, long_polling or auto (did you mean "long_polling"?)`},
+		{", protocol: messagepack, transport: sse", "transport sse carries text only and cannot carry the messagepack protocol"},
+		{", skip_negotiate: true, transport: long_polling", "transport long_polling needs negotiate, but skip_negotiate is set"},
+	} {
+		_, err := Parse("p.yaml", []byte(signalrPlan(tc.section)), fixtureEnv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.section, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// JUnit XML as Jenkins, GitLab and GitHub test reporters read it: one
+// <testsuite> per run (per level for gates and sweeps), one <testcase> per
+// threshold, SLO and step check, the measured value in each case's
+// system-out and a failure message a person can act on.
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func secs(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }
+
+// JUnit writes r as JUnit XML.
+func JUnit(w io.Writer, r *result.Result) error {
+	name := r.Plan.Name
+	if name == "" {
+		name = "stampede"
+	}
+	doc := junitSuites{Name: "stampede: " + name}
+	if len(r.Levels) == 0 || len(r.Thresholds) > 0 {
+		doc.Suites = append(doc.Suites, runSuite(name, r, nil))
+	}
+	for i := range r.Levels {
+		l := &r.Levels[i]
+		if l.Result == nil {
+			continue
+		}
+		label := fmt.Sprintf("%s level %d: %s %s", name, i+1, l.Vary, trimFloat(l.Value))
+		doc.Suites = append(doc.Suites, runSuite(label, l.Result, l))
+	}
+	var total float64
+	for i := range doc.Suites {
+		s := &doc.Suites[i]
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+		t, _ := strconv.ParseFloat(s.Time, 64)
+		total += t
+	}
+	doc.Time = secs(total)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func runSuite(name string, r *result.Result, l *result.Level) junitSuite {
+	s := junitSuite{Name: name, Time: secs(r.Run.DurationS)}
+	if !r.Run.Started.IsZero() {
+		s.Timestamp = r.Run.Started.UTC().Format("2006-01-02T15:04:05")
+	}
+	s.Properties = []junitProperty{
+		{"plan", r.Plan.File},
+		{"target", r.Plan.Target},
+		{"model", r.Run.Model},
+		{"requests", strconv.FormatInt(r.Totals.Requests, 10)},
+		{"failed", strconv.FormatInt(r.Totals.Failed, 10)},
+	}
+	cls := "stampede." + classPart(r.Plan.Name)
+	if r.Run.Partial {
+		// A cut-short run measured less than it was asked to: an error,
+		// not a failure of the system under test.
+		s.Cases = append(s.Cases, junitCase{
+			Name: "run completes", Classname: cls + ".run", Time: secs(r.Run.DurationS),
+			Error: &junitProblem{Type: "partial", Message: "the run did not complete: " + r.Run.PartialReason,
+				Text: "The figures cover only the part that ran; thresholds were checked on it."},
+		})
+	}
+	for _, t := range r.Thresholds {
+		s.Cases = append(s.Cases, thresholdCase(cls+".thresholds", t))
+	}
+	if l != nil {
+		for _, t := range l.SLO {
+			s.Cases = append(s.Cases, thresholdCase(cls+".slo", t))
+		}
+		if l.NotInPlace != "" {
+			s.Cases = append(s.Cases, junitCase{Name: "load in place", Classname: cls + ".level",
+				Failure: &junitProblem{Type: "not_in_place", Message: "the level's load was not in place: " + l.NotInPlace}})
+		}
+	}
+	for _, st := range r.Steps {
+		s.Cases = append(s.Cases, stepCase(cls+".checks", st))
+	}
+	for _, c := range s.Cases {
+		s.Tests++
+		if c.Failure != nil {
+			s.Failures++
+		}
+		if c.Error != nil {
+			s.Errors++
+		}
+	}
+	return s
+}
+
+// classPart keeps a class name one dotted word per part, as CI reporters
+// group on the dots.
+func classPart(s string) string {
+	if s == "" {
+		return "plan"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+func thresholdCase(cls string, t result.Threshold) junitCase {
+	c := junitCase{Name: t.Expr, Classname: cls, Time: "0", SystemOut: "measured: " + t.Value}
+	switch {
+	case t.Error != "":
+		c.Error = &junitProblem{Type: "threshold", Message: fmt.Sprintf("%s could not be checked: %s", t.Expr, t.Error)}
+	case !t.Pass:
+		c.Failure = &junitProblem{Type: "threshold", Message: fmt.Sprintf("%s failed: measured %s", t.Expr, t.Value),
+			Text: fmt.Sprintf("The threshold %q was not met: the run measured %s.", t.Expr, t.Value)}
+	}
+	return c
+}
+
+// stepCase checks that a step's requests succeeded: status, expect:
+// checks and captures, as the plan says. Its time is the mean latency,
+// the time one request of it took.
+func stepCase(cls string, st result.Step) junitCase {
+	name := st.Name
+	if st.Scenario != "" {
+		name = st.Scenario + "/" + st.Name
+	}
+	c := junitCase{Name: name, Classname: cls, Time: secs(st.LatencyAll.AvgUS / 1e6)}
+	rate := 100.0
+	if st.Requests > 0 {
+		rate = 100 * float64(st.Successful) / float64(st.Requests)
+	}
+	c.SystemOut = fmt.Sprintf("measured: %d requests, %d ok, %d failed (%s%% ok)", st.Requests, st.Successful, st.Failed, trimFloat(roundTo(rate, 2)))
+	if st.Failed == 0 {
+		return c
+	}
+	classes := make([]string, 0, len(st.ByClass))
+	for k, n := range st.ByClass {
+		if n > 0 {
+			classes = append(classes, k)
+		}
+	}
+	sort.Slice(classes, func(i, j int) bool {
+		a, b := st.ByClass[classes[i]], st.ByClass[classes[j]]
+		if a != b {
+			return a > b
+		}
+		return classes[i] < classes[j]
+	})
+	var parts []string
+	for _, k := range classes {
+		parts = append(parts, fmt.Sprintf("%d %s", st.ByClass[k], k))
+	}
+	msg := fmt.Sprintf("%d of %d requests failed (%s)", st.Failed, st.Requests, strings.Join(parts, ", "))
+	var text strings.Builder
+	text.WriteString(msg + ".\n")
+	if len(st.Errors) > 0 {
+		e := st.Errors[0]
+		what := e.Message
+		if e.Status != 0 {
+			what = fmt.Sprintf("HTTP %d %s", e.Status, e.Message)
+		}
+		msg += fmt.Sprintf("; most often: %s (%d times)", what, e.Count)
+		text.WriteString("What the server answered, most frequent first:\n")
+		for i, e := range st.Errors {
+			if i == 10 {
+				break
+			}
+			status := ""
+			if e.Status != 0 {
+				status = fmt.Sprintf("HTTP %d ", e.Status)
+			}
+			fmt.Fprintf(&text, "  %d × [%s] %s%s\n", e.Count, e.Class, status, e.Message)
+		}
+	}
+	c.Failure = &junitProblem{Type: "requests_failed", Message: msg, Text: text.String()}
+	return c
+}
+
+func roundTo(v float64, digits int) float64 {
+	p := 1.0
+	for range digits {
+		p *= 10
+	}
+	return float64(int64(v*p+0.5)) / p
+}

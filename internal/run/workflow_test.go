@@ -1,0 +1,158 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lifecycleServer counts requests by method and path; /fixtures creates
+// one, /fixtures/{id} deletes it; /fail answers 500.
+type lifecycleServer struct {
+	mu   sync.Mutex
+	hits map[string]int
+	// order is the sequence of setup/teardown/load requests as seen.
+	order []string
+}
+
+func (l *lifecycleServer) serve(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	key := r.Method + " " + r.URL.Path
+	l.mu.Lock()
+	l.hits[key]++
+	if len(l.order) == 0 || l.order[len(l.order)-1] != key {
+		l.order = append(l.order, key)
+	}
+	l.mu.Unlock()
+	switch {
+	case r.URL.Path == "/fixtures":
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"id":"f1"}`)
+	case r.URL.Path == "/fail":
+		w.WriteHeader(http.StatusInternalServerError)
+	case r.URL.Path == "/load":
+		if r.Header.Get("X-Fixture") != "f1" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		io.WriteString(w, "ok")
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (l *lifecycleServer) get(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hits[key]
+}
+
+const lifecyclePlan = `
+setup:
+  - name: create
+    post: /fixtures
+    capture: {fixture: {json: id}}
+teardown:
+  - name: delete
+    delete: /fixtures/{{ fixture }}
+scenarios:
+  s:
+    steps:
+      - name: load
+        get: /load
+        headers: {X-Fixture: "{{ fixture }}"}
+      - think: 20ms
+load: {grace: 1s, stages: [{duration: 400ms, users: 2}]}
+`
+
+// Setup runs once before the load, every user reads its capture, the
+// teardown runs once after, and their requests are reported apart.
+func TestSetupAndTeardownAroundTheLoad(t *testing.T) {
+	l := &lifecycleServer{hits: map[string]int{}}
+	srv, _ := countingServer(t, l.serve)
+	p := mustPlan(t, "target: "+srv.URL+"\n"+lifecyclePlan)
+	res, err := Run(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	if l.get("POST /fixtures") != 1 || l.get("DELETE /fixtures/f1") != 1 {
+		t.Fatalf("hits %v: want one setup and one teardown request", l.hits)
+	}
+	if got := l.order[0]; got != "POST /fixtures" {
+		t.Errorf("first request %q, want the setup's", got)
+	}
+	if got := l.order[len(l.order)-1]; got != "DELETE /fixtures/f1" {
+		t.Errorf("last request %q, want the teardown's", got)
+	}
+	load := int64(l.get("GET /load"))
+	if load == 0 || res.Totals.Requests != load || res.Totals.Failed != 0 {
+		t.Errorf("load: %d requests (%d failed) in the result, server saw %d", res.Totals.Requests, res.Totals.Failed, load)
+	}
+	if len(res.Steps) != 1 || res.Steps[0].Name != "load" {
+		t.Errorf("load steps %+v: setup and teardown must not be among them", res.Steps)
+	}
+	wf := res.Workflow
+	if wf == nil || wf.Setup == nil || wf.Teardown == nil {
+		t.Fatalf("workflow %+v", wf)
+	}
+	if wf.Setup.Requests != 1 || wf.Setup.Failed != 0 || wf.Setup.Steps[0].Name != "create" || wf.Setup.Error != "" {
+		t.Errorf("setup %+v", wf.Setup)
+	}
+	if wf.Teardown.Requests != 1 || wf.Teardown.Steps[0].Name != "delete" || wf.Teardown.Error != "" {
+		t.Errorf("teardown %+v", wf.Teardown)
+	}
+}
+
+// A failing setup stops the run before any load, saying which step failed.
+func TestSetupFailureStopsBeforeLoad(t *testing.T) {
+	l := &lifecycleServer{hits: map[string]int{}}
+	srv, _ := countingServer(t, l.serve)
+	p := mustPlan(t, "target: "+srv.URL+"\n"+strings.Replace(lifecyclePlan, "post: /fixtures", "post: /fail", 1))
+	res, err := Run(context.Background(), p, Options{})
+	if !errors.Is(err, ErrSetup) || res != nil {
+		t.Fatalf("err = %v, res = %v; want ErrSetup and no result", err, res)
+	}
+	if !strings.Contains(err.Error(), `step "create" (test.yaml:4:5) failed`) || !strings.Contains(err.Error(), "500") {
+		t.Errorf("message %q: want the step, its place and the status", err)
+	}
+	if n := l.get("GET /load"); n != 0 {
+		t.Errorf("%d load requests after a failed setup, want 0", n)
+	}
+	if n := l.get("DELETE /fixtures/f1") + l.get("DELETE /fixtures/"); n != 0 {
+		t.Errorf("teardown ran %d times after a failed setup, want 0", n)
+	}
+}
+
+// The teardown also runs when the run is interrupted (Ctrl-C).
+func TestTeardownAfterInterrupt(t *testing.T) {
+	l := &lifecycleServer{hits: map[string]int{}}
+	srv, _ := countingServer(t, l.serve)
+	p := mustPlan(t, "target: "+srv.URL+"\n"+strings.Replace(lifecyclePlan, "duration: 400ms", "duration: 1h", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Interrupt once the load has begun.
+		for l.get("GET /load") == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Partial {
+		t.Errorf("result not partial after an interrupt")
+	}
+	if n := l.get("DELETE /fixtures/f1"); n != 1 {
+		t.Fatalf("teardown ran %d times after an interrupt, want 1", n)
+	}
+	if res.Workflow == nil || res.Workflow.Teardown == nil || res.Workflow.Teardown.Requests != 1 {
+		t.Errorf("workflow %+v", res.Workflow)
+	}
+}

@@ -1,0 +1,153 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/levels"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/run"
+)
+
+// Levels runs the plan level by level (internal/levels): gates and sweeps
+// through levels.Run, a capacity search through levels.SearchCapacity
+// when Capacity is set. Each level is judged by its SLO as it ends; the
+// session judges the whole from which level failed.
+type Levels struct {
+	Plan   *plan.Plan
+	Vary   string
+	Values []float64
+	// Options are every level's; the executor adds its own hooks around
+	// Event, Level and Done.
+	Options levels.Options
+	// Capacity, when set, searches for the capacity instead of running
+	// Values; its Options field is replaced by Options.
+	Capacity *levels.CapacityOptions
+
+	// Outcome (gates, sweep) or Found (capacity) is what ran, once Execute
+	// returned, for the tables.
+	Outcome *levels.Outcome
+	Found   *levels.Capacity
+
+	mu   sync.Mutex
+	done []result.Level
+	cur  result.Level
+	h    *run.Handle
+}
+
+func (e *Levels) Execute(ctx context.Context, _ Control) (*result.Result, error) {
+	o := e.Options
+	event, level, doneLv := o.Event, o.Level, o.Done
+	o.Event = func(ev levels.Event) {
+		e.mu.Lock()
+		e.cur = result.Level{Vary: ev.Vary, Value: ev.Value}
+		e.mu.Unlock()
+		if event != nil {
+			event(ev)
+		}
+	}
+	o.Level = func(h *run.Handle) {
+		e.mu.Lock()
+		e.h = h
+		e.mu.Unlock()
+		if level != nil {
+			level(h)
+		}
+	}
+	o.Done = func(lv result.Level) {
+		e.mu.Lock()
+		e.done = append(e.done, lv)
+		e.h = nil
+		e.mu.Unlock()
+		if doneLv != nil {
+			doneLv(lv)
+		}
+	}
+	if e.Capacity != nil {
+		co := *e.Capacity
+		co.Options = o
+		c, err := levels.SearchCapacity(ctx, e.Plan, co)
+		e.Found = c
+		if c == nil || c.Result == nil {
+			if err == nil {
+				err = fmt.Errorf("no level could run within the budget of %v", co.Budget)
+			}
+			return nil, err
+		}
+		return c.Result, err
+	}
+	outc, err := levels.Run(ctx, e.Plan, e.Vary, e.Values, o)
+	e.Outcome = outc
+	if outc == nil || outc.Result == nil {
+		if err == nil {
+			err = errors.New("no level ran")
+		}
+		return nil, err
+	}
+	return outc.Result, err
+}
+
+// Snapshot is the levels that ended and the one running so far, as one
+// result marked partial; nil before the first level's load started.
+func (e *Levels) Snapshot(reason string) *result.Result {
+	e.mu.Lock()
+	lvs := append([]result.Level(nil), e.done...)
+	cur, h := e.cur, e.h
+	e.mu.Unlock()
+	if h != nil {
+		if snap := h.Snapshot(reason); snap != nil {
+			cur.Result = snap
+			lvs = append(lvs, cur)
+		}
+	}
+	if len(lvs) == 0 {
+		return nil
+	}
+	res := levels.Combine(e.Plan, lvs)
+	res.Run.Partial, res.Run.PartialReason = true, reason
+	return res
+}
+
+// Judge draws the verdict from the levels: the run fails when a level
+// failed its SLO; a capacity search fails only when no rate met them. The
+// levels' own thresholds were judged as each level ended.
+func (e *Levels) Judge(res *result.Result) gate.Outcome {
+	if e.Capacity != nil {
+		if c := e.Found; c != nil && c.Result == res {
+			// The answer goes in the file, for tools that read results
+			// rather than the terminal.
+			res.Indicators = append([]result.Indicator{CapacityIndicator(c)}, res.Indicators...)
+			return gate.Outcome{LevelFailed: c.Rate == 0}
+		}
+		return gate.Outcome{LevelFailed: true}
+	}
+	if o := e.Outcome; o != nil && o.Result == res {
+		return gate.Outcome{Incomplete: o.Interrupted, LevelFailed: o.Failed >= 0}
+	}
+	// A snapshot: whatever it holds, the run did not end.
+	return gate.Outcome{Incomplete: true}
+}
+
+// CapacityIndicator records a capacity search's answer with its evidence.
+func CapacityIndicator(c *levels.Capacity) result.Indicator {
+	ev := map[string]float64{"capacity_rate": c.Rate, "failed_rate": c.FailedAt}
+	if c.KneeFound {
+		ev["knee_followed_up_to"] = c.Knee.FollowedUpTo
+		ev["knee_at_rate"] = c.Knee.AtRate
+		ev["knee_achieved"] = c.Knee.AchievedRPS
+	}
+	if c.Little.RPS > 0 {
+		ev["little_rps"] = c.Little.RPS
+		ev["little_avg_latency_us"] = c.Little.AvgLatencyUS
+		ev["little_closed_users"] = c.Little.ClosedUsers
+	}
+	msg := fmt.Sprintf("Capacity %g iterations/s (%s)", c.Rate, c.Stopped)
+	if c.KneeFound {
+		msg += fmt.Sprintf("; knee at %g/s: %s", c.Knee.AtRate, c.Knee.Reason)
+	}
+	return result.Indicator{ID: "capacity", Severity: gate.SeverityInfo, Message: msg, Evidence: ev}
+}

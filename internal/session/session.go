@@ -1,0 +1,349 @@
+// Package session owns the life of one test, whatever runs it: a plan
+// loaded into a valid plan (Load), a result file set aside before any load
+// (Open), one Executor that runs it (in this process, as local worker
+// processes, on a Kubernetes cluster, or level by level), checkpoints,
+// the Ctrl-C policy, streaming to sinks, the one verdict (gate.Judge),
+// the final write and the exit code. Commands keep only their flags and
+// their printing.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/output"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// Executor runs a test. The session owns everything around the run;
+// an executor owns only how the load is made and what its result is.
+type Executor interface {
+	// Execute runs the test until it ends or ctx is cancelled (the first
+	// Ctrl-C), when it stops gracefully and returns a result marked
+	// partial. A result with an error is what was measured before the run
+	// could not go on; an error alone means nothing was.
+	Execute(ctx context.Context, c Control) (*result.Result, error)
+	// Judge sets the result's verdict parts (thresholds, indicators) and
+	// says what the verdict is drawn from. The session calls it once per
+	// test, on the result it writes, and draws the verdict with gate.Judge;
+	// a result marked partial is incomplete whatever Judge says.
+	Judge(res *result.Result) gate.Outcome
+}
+
+// Snapshotter is an executor that can tell how its run stands while it
+// goes: the session streams snapshots to sinks and writes one on the
+// second Ctrl-C. Snapshot is nil until there is something to show.
+type Snapshotter interface {
+	Snapshot(reason string) *result.Result
+}
+
+// Forwarder is an executor whose processes hear Ctrl-C themselves (local
+// workers): the session passes every signal on through Control.Signals
+// instead of applying its own policy, and the workers' partial results
+// make the partial whole.
+type Forwarder interface {
+	ForwardsSignals() bool
+}
+
+// Control is what the session gives an executor.
+type Control struct {
+	// Checkpoint replaces the saved partial result atomically; a failed
+	// checkpoint leaves the one before it and warns once.
+	Checkpoint func(*result.Result)
+	// Signals carries every interrupt the session receives, for a
+	// Forwarder; nil otherwise.
+	Signals <-chan os.Signal
+}
+
+// DefaultStopNote is what the first Ctrl-C prints.
+const DefaultStopNote = "stopping: no new work starts; requests in flight get the grace period (Ctrl-C again to quit now)"
+
+// QuitReason marks the partial result the second Ctrl-C writes.
+const QuitReason = "interrupted twice (Ctrl-C): requests in flight were not waited for and are not counted"
+
+// Options shape a session.
+type Options struct {
+	// Out is the result file.
+	Out string
+	// Need is the disk set aside for the final write (result.Open); at
+	// least 1 MiB is set aside whatever it says.
+	Need int64
+	// Stderr hears warnings and the Ctrl-C notes (default os.Stderr).
+	Stderr io.Writer
+	// Note shows the first Ctrl-C's StopNote (default: a line on Stderr),
+	// so a live display can end its line first.
+	Note     func(string)
+	StopNote string
+	// Sinks hear the run while it goes: the cumulative partial result once
+	// every SampleEvery (default 1s, the series interval) from a goroutine
+	// of the session's, when the executor is a Snapshotter, and the final
+	// result once at the end through Close (nil when nothing was
+	// measured). One snapshot goes to every sink: sinks must not modify
+	// it. A sink's Close error is a warning on Stderr.
+	Sinks       []output.Sink
+	SampleEvery time.Duration
+	// OnQuit runs on the second Ctrl-C before the partial result is
+	// written (to close logs the run keeps open).
+	OnQuit func()
+	// Signals replaces os.Interrupt and SIGTERM, for tests.
+	Signals <-chan os.Signal
+	// Exit ends the process on the second Ctrl-C (default os.Exit). If it
+	// returns (tests), Run returns an Outcome with Quit set.
+	Exit func(code int)
+}
+
+// Session is one test's result file and lifecycle.
+type Session struct {
+	o    Options
+	out  *result.Output
+	warn sync.Once
+
+	mu    sync.Mutex
+	final bool // the result was judged and written: nothing else may be
+}
+
+// Open sets aside the result file's open files and disk space before any
+// load (result.Open): a run that takes every file descriptor or fills the
+// disk still saves what it measured. A path that cannot be written is a
+// usage error (exit 2); a disk with too little free space refuses the run
+// (exit 3) before anything is sent.
+func Open(o Options) (*Session, error) {
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.StopNote == "" {
+		o.StopNote = DefaultStopNote
+	}
+	if o.Note == nil {
+		w := o.Stderr
+		o.Note = func(s string) { fmt.Fprintln(w, s) }
+	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = time.Second
+	}
+	if o.Exit == nil {
+		o.Exit = os.Exit
+	}
+	out, err := result.Open(o.Out, max(o.Need, minNeed))
+	var se *result.SpaceError
+	switch {
+	case errors.As(err, &se):
+		return nil, Fail(ExitRun, fmt.Errorf("%v\nNothing was sent.", err))
+	case err != nil:
+		return nil, Fail(ExitUsage, fmt.Errorf("cannot write the result next to %s: %v", o.Out, err))
+	}
+	out.Warn = func(msg string) { fmt.Fprintf(o.Stderr, "\nstampede: warning: %s\n", msg) }
+	return &Session{o: o, out: out}, nil
+}
+
+const minNeed = 1 << 20
+
+// Path is where the result goes.
+func (s *Session) Path() string { return s.out.Path() }
+
+// Close releases what Open set aside; the result stays.
+func (s *Session) Close() error { return s.out.Close() }
+
+// Outcome is a finished test.
+type Outcome struct {
+	// Result is what was written (judged); nil when nothing was measured.
+	Result *result.Result
+	// Verdict is gate.Judge's, drawn once.
+	Verdict gate.Verdict
+	// RunErr says why the run could not complete.
+	RunErr error
+	// SaveErr says why the result could not be saved, and where the last
+	// good checkpoint is.
+	SaveErr error
+	// Quit is set when the second Ctrl-C ended the test: the partial
+	// result was written and the process exited (or, in tests, would
+	// have).
+	Quit bool
+}
+
+// Err is the test's exit: a lost result or a run that could not complete
+// is exit 3, else the verdict's code; nil for a pass.
+func (o *Outcome) Err() error {
+	switch {
+	case o.Quit:
+		return Fail(ExitRun, nil)
+	case o.Result == nil && o.RunErr != nil:
+		return RunFailure(o.RunErr)
+	case o.SaveErr != nil:
+		return Fail(ExitRun, o.SaveErr)
+	case o.RunErr != nil:
+		return RunFailure(o.RunErr)
+	case o.Verdict == gate.Incomplete && o.Result != nil && o.Result.Run.PartialReason != "":
+		return Fail(ExitRun, fmt.Errorf("the result is partial: %s", o.Result.Run.PartialReason))
+	}
+	return VerdictErr(o.Verdict)
+}
+
+// Run runs the test with e and judges, writes and reports its result.
+// The first Ctrl-C cancels the run's context (a graceful stop, partial
+// result); the second writes the partial result at once and exits.
+func (s *Session) Run(e Executor) *Outcome {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := s.o.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+	c := Control{Checkpoint: s.checkpoint}
+	quit := make(chan *Outcome, 1)
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	if f, ok := e.(Forwarder); ok && f.ForwardsSignals() {
+		c.Signals = sigs
+	} else {
+		go s.interrupts(sigs, watchDone, cancel, e, quit)
+	}
+	pumpDone := s.pump(e)
+
+	type ran struct {
+		res *result.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := e.Execute(ctx, c)
+		done <- ran{res, err}
+	}()
+	var r ran
+	select {
+	case r = <-done:
+	case oc := <-quit:
+		pumpDone()
+		return oc
+	}
+	pumpDone()
+	if !s.claimFinal() {
+		// The second Ctrl-C came as the run ended and wrote its partial.
+		return <-quit
+	}
+	oc := &Outcome{Result: r.res, RunErr: r.err}
+	if r.res == nil {
+		s.closeSinks(nil, 0)
+		return oc
+	}
+	if r.err != nil && !r.res.Run.Partial {
+		// What ran before the failure is saved, but it is not the test
+		// the plan asked for: the file must say so, not pass for whole.
+		r.res.Run.Partial = true
+		r.res.Run.PartialReason = "the run could not complete: " + r.err.Error()
+	}
+	oc.Verdict = s.judge(e, r.res, r.err != nil)
+	if err := s.out.Final(r.res); err != nil {
+		oc.SaveErr = s.lost(err)
+	}
+	s.closeSinks(r.res, 0)
+	return oc
+}
+
+// judge draws the verdict: once per test, on the result that is written.
+func (s *Session) judge(e Executor, res *result.Result, failed bool) gate.Verdict {
+	g := e.Judge(res)
+	g.Incomplete = g.Incomplete || res.Run.Partial || failed
+	return gate.Judge(g)
+}
+
+func (s *Session) claimFinal() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.final {
+		return false
+	}
+	s.final = true
+	return true
+}
+
+// interrupts applies the Ctrl-C policy until the test ends.
+func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel func(), e Executor, quit chan<- *Outcome) {
+	select {
+	case <-sigs:
+	case <-done:
+		return
+	}
+	s.o.Note(s.o.StopNote)
+	cancel()
+	select {
+	case <-sigs:
+	case <-done:
+		return
+	}
+	if !s.claimFinal() {
+		return // the test has just ended and is writing its own result
+	}
+	oc := &Outcome{Quit: true, Verdict: gate.Incomplete}
+	var snap *result.Result
+	if sn, ok := e.(Snapshotter); ok {
+		snap = sn.Snapshot(QuitReason)
+	}
+	if s.o.OnQuit != nil {
+		s.o.OnQuit()
+	}
+	if snap != nil {
+		oc.Result = snap
+		s.judge(e, snap, true)
+		if err := s.out.Final(snap); err != nil {
+			oc.SaveErr = s.lost(err)
+		}
+	}
+	// Sinks get a moment to flush what they hold, no more: the user asked
+	// to quit now.
+	s.closeSinks(snap, 2*time.Second)
+	switch {
+	case oc.SaveErr != nil:
+		fmt.Fprintf(s.o.Stderr, "\nstampede: %v\n", oc.SaveErr)
+	case snap != nil:
+		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; partial result in %s\n", s.Path())
+	default:
+		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; nothing was measured yet, no result written\n")
+	}
+	s.out.Close()
+	s.o.Exit(ExitRun)
+	quit <- oc
+}
+
+// checkpoint saves a partial result; only the final write decides whether
+// the result was saved, so a failure warns once and the run goes on.
+func (s *Session) checkpoint(res *result.Result) {
+	s.mu.Lock()
+	final := s.final
+	s.mu.Unlock()
+	if final {
+		return
+	}
+	if err := s.out.Checkpoint(res); err != nil {
+		s.warn.Do(func() {
+			fmt.Fprintf(s.o.Stderr, "\nstampede: warning: a checkpoint could not be written (%v); the last good one stays in place and the run goes on\n", err)
+		})
+	}
+}
+
+// lost is the error of a final write that failed: it says where the last
+// good checkpoint is, if one was written.
+func (s *Session) lost(err error) error {
+	o := s.out
+	at, partial, ok := o.Saved()
+	if !ok {
+		return fmt.Errorf("the result could not be saved to %s: %v\nNo checkpoint was written either: nothing measured was saved", o.Path(), err)
+	}
+	what := "result"
+	if partial {
+		what = "partial result"
+	}
+	return fmt.Errorf("the result could not be saved to %s: %v\nThe last good checkpoint, a %s written at %s, is still in %s",
+		o.Path(), err, what, at.Format("15:04:05"), o.Path())
+}
