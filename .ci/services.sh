@@ -21,6 +21,9 @@ need=()
 command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+# Prometheus is not started here: the remote-write tests start their own
+# on a free loopback port with a temp dir, so they never share its data.
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
@@ -37,6 +40,14 @@ if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 	if [ $had_policy = 0 ]; then rm -f "$policy"; fi
+fi
+
+# junitparser reads the JUnit XML back in the report tests: a consumer of
+# the format that stampede did not write.
+if ! python3 -c 'import junitparser' >/dev/null 2>&1; then
+	log "installing junitparser"
+	python3 -m pip install -q junitparser >/dev/null 2>&1 ||
+		python3 -m pip install -q --break-system-packages junitparser >/dev/null
 fi
 
 # --- PostgreSQL ---------------------------------------------------------

@@ -11,8 +11,12 @@
 #          CPU µs/request, peak RSS and the ratios to wrk
 #   test4  5,000 connections at 2,000 req/s (connections held, RSS)
 #   test5  coordinated omission against the stall server (true p99 ≈ 0.94 s)
-# REPEATS (default 3) runs per cell; tables show medians. Environment
-# variables of peers.sh (TOOLS, CONNS3, SECS3, ...) pass through.
+# REPEATS (default 5) runs per cell, tools alternating within each round;
+# tables show medians. Runs taken while other processes load the machine
+# are retried (peers.sh's wait_quiet and contamination check). Environment
+# variables of peers.sh (TOOLS, CONNS3, SECS3, ...) pass through. The
+# floor of issue 19 (≥ 1.0× wrk's req/s at ≤ wrk's CPU per request):
+#   REPEATS=5 TOOLS=wrk bench/compare.sh test3
 # All traffic goes to 127.0.0.1.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,6 +41,7 @@ fi
 export CANDIDATE="$HERE/.bin/stampede url {url} -c {conns} -d {secs}s -r {rate} --format json"
 export CANDIDATE_NAME=stampede CANDIDATE_PARSE=auto
 export CONNS3=${CONNS3:-64}
+export REPEATS=${REPEATS:-5}
 export TOOLS=${TOOLS:-"wrk hey ab h2load oha"}
 tests=("$@")
 ((${#tests[@]})) || tests=(test3 test4 test5)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,5 +191,46 @@ func TestWorkflowSignedRequests(t *testing.T) {
 	}
 	if confirm.Requests != signed.Requests {
 		t.Errorf("confirm (if status == 200) sent %d times after %d 200s", confirm.Requests, signed.Requests)
+	}
+}
+
+// Ctrl-C during the load still runs the teardown, once, and the partial
+// result has it.
+func TestWorkflowTeardownAfterCtrlC(t *testing.T) {
+	d, target := demoTarget(t)
+	plan := e2etest.WritePlan(t, `
+target: `+target+`
+setup:
+  - post: /auth/fixtures
+    capture: {fixture: {json: id}}
+teardown:
+  - delete: /auth/fixtures/{{ fixture }}
+    expect: {status: 204}
+scenarios:
+  s:
+    steps:
+      - get: /healthz?f={{ fixture }}
+      - think: 20ms
+load: {stages: [{duration: 10m, users: 2}], grace: 2s}
+`, nil)
+	out := filepath.Join(t.TempDir(), "r.json")
+	p := e2etest.Start(t, "", nil, "run", plan, "-q", "-o", out)
+	// Interrupt once the load has begun, as a user would.
+	deadline := time.Now().Add(60 * time.Second)
+	for d.Stats().Requests[demo.RouteHealthz] == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.Signal(t, os.Interrupt)
+	o := p.Wait(t, 60*time.Second)
+	if o.Code != 3 {
+		t.Fatalf("exit %d after Ctrl-C, want 3\n%s", o.Code, o)
+	}
+	st := d.AuthStatsOf()
+	if st.Created != 1 || st.Deleted != 1 || st.Fixtures != 0 {
+		t.Fatalf("demo fixtures: created %d, deleted %d, live %d; want 1, 1, 0\n%s", st.Created, st.Deleted, st.Fixtures, o)
+	}
+	r := e2etest.ReadResult(t, out)
+	if !r.Run.Partial || r.Workflow == nil || r.Workflow.Teardown == nil || r.Workflow.Teardown.Requests != 1 || r.Workflow.Teardown.Failed != 0 {
+		t.Fatalf("partial %v, workflow %+v", r.Run.Partial, r.Workflow)
 	}
 }

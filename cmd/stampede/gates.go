@@ -61,7 +61,7 @@ plan; 3 the run could not complete.`,
 	cmd.Flags().StringVar(&demoOpts, "demo", "", `demo target settings when the plan says target: demo, e.g. "pool=2,service=20ms,wait=100ms"`)
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
 	cmd.Flags().StringVar(&format, "format", "text", "table format: text or md")
-	outputs.add(cmd.Flags()) // --output, --junit (outputs.go)
+	outputs.add(cmd.Flags()) // --output, --junit, --dashboard (outputs.go)
 	return cmd
 }
 
@@ -183,7 +183,7 @@ func prepareLevels(stderr io.Writer, p *plan.Plan, kind, out, demoOpts string, n
 	if out == "" {
 		out = levelsOut(p, kind, time.Now())
 	}
-	sinks, err := outputs.sinks()
+	sinks, err := outputs.sinks(stderr)
 	if err != nil {
 		return out, nil, run.Options{}, nil, err
 	}

@@ -2,22 +2,26 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/stampede-load/stampede/internal/output"
 	"github.com/stampede-load/stampede/internal/output/csv"
+	"github.com/stampede-load/stampede/internal/output/dashboard"
 	"github.com/stampede-load/stampede/internal/output/junitfile"
 	"github.com/stampede-load/stampede/internal/output/otlp"
 	"github.com/stampede-load/stampede/internal/output/promrw"
 )
 
-// outputFlags are --output and --junit, shared by run, gates and sweep.
-// One command runs per process, so one set serves whichever it is.
+// outputFlags are --output, --junit and --dashboard, shared by run, gates
+// and sweep. One command runs per process, so one set serves whichever it
+// is.
 type outputFlags struct {
-	outs  []string
-	junit string
+	outs      []string
+	junit     string
+	dashboard string
 }
 
 var outputs outputFlags
@@ -25,11 +29,13 @@ var outputs outputFlags
 func (o *outputFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.outs, "output", nil, "stream the run while it goes (repeatable): csv=FILE (per-second series), prometheus-rw=URL (remote write, e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g. http://127.0.0.1:4318)")
 	f.StringVar(&o.junit, "junit", "", "write a JUnit XML report (thresholds, SLOs, step checks; one suite per level) to this file for CI")
+	f.StringVar(&o.dashboard, "dashboard", "", "serve a live dashboard (the HTML report, updated every second) on "+dashboard.DefaultAddr+", or on --dashboard=ADDR")
+	f.Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
 }
 
 // sinks opens every output the flags name; a bad one is a usage error
 // before any load, and those already opened are closed again.
-func (o *outputFlags) sinks() ([]output.Sink, error) {
+func (o *outputFlags) sinks(stderr io.Writer) ([]output.Sink, error) {
 	var out []output.Sink
 	bad := func(err error) ([]output.Sink, error) {
 		closeSinks(out)
@@ -55,9 +61,20 @@ func (o *outputFlags) sinks() ([]output.Sink, error) {
 			err = fmt.Errorf("--output %q: unknown kind %q, expected csv, prometheus-rw or otlp", spec, kind)
 		}
 		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--output") {
+				err = fmt.Errorf("--output %s: %v", spec, err)
+			}
 			return bad(err)
 		}
 		out = append(out, s)
+	}
+	if o.dashboard != "" {
+		d, err := dashboard.New(o.dashboard)
+		if err != nil {
+			return bad(err)
+		}
+		fmt.Fprintf(stderr, "dashboard: %s\n", d.URL())
+		out = append(out, d)
 	}
 	if o.junit != "" {
 		s, err := junitfile.New(o.junit)

@@ -43,6 +43,9 @@ grace period), prints the partial summary and writes a result marked
 partial. A second Ctrl-C writes the partial result at once and exits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dist.workers > 0 && (len(outputs.outs) > 0 || outputs.junit != "" || outputs.dashboard != "") {
+				return fail(exitUsage, fmt.Errorf("--output, --junit and --dashboard do not work with --workers yet: run the merged result through stampede report --format junit or html"))
+			}
 			if dist.workers > 0 {
 				return runWorkers(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet, dist, cmd.Flags(), monitors)
 			}
@@ -120,7 +123,7 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	// Fail before any load if the result cannot be written, and set aside
 	// the open files and disk space its writes need, so a run that takes
 	// every file descriptor or fills the disk still saves what it measured.
-	sinks, err := outputs.sinks()
+	sinks, err := outputs.sinks(stderr)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ complete.`,
 	f.StringVar(&demoOpts, "demo", "", "demo target settings when the plan says target: demo")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
 	f.StringVar(&format, "format", "text", "table format: text or md")
-	outputs.add(f) // --output, --junit (outputs.go)
+	outputs.add(f) // --output, --junit, --dashboard (outputs.go)
 	return cmd
 }
 

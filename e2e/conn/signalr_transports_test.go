@@ -185,3 +185,45 @@ func TestAutoAgainstSingleTransportHubs(t *testing.T) {
 		})
 	}
 }
+
+// A hub that evicts every connection with a Close message allowing
+// reconnects, through the binary over long polling: each eviction is a
+// server_close disconnect whose message says reconnecting is allowed,
+// and stampede connects again after its reconnect delay.
+func TestHubClosesWithAllowReconnect(t *testing.T) {
+	h := &sigtest.Hub{Transports: []string{"LongPolling"}, PollHold: 300 * time.Millisecond}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Close()
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "bye.yaml")
+	os.WriteFile(plan, []byte(`
+target: `+srv.URL+`
+scenarios:
+  display:
+    users: 2
+    signalr:
+      url: /hub
+      transport: long_polling
+      invoke: [{method: Bye, timeout: 5s}]
+      reconnect: 200ms
+load: {stages: [{duration: 2s, users: 1}]}
+`), 0o644)
+	out := filepath.Join(dir, "res.json")
+	o := e2etest.Stampede(t, 60*time.Second, dir, "run", plan, "-o", out, "-q")
+	r := e2etest.ReadResult(t, out)
+	cs := conns(t, r, "display")
+	if cs.Opened < 4 || cs.Failed != 0 || cs.Disconnects["server_close"] != cs.Opened-cs.OpenAtEnd {
+		t.Errorf("connections %+v", cs)
+	}
+	bye := step(t, r, "display", "invoke Bye")
+	var allowed int64
+	for _, e := range bye.Errors {
+		if strings.Contains(e.Message, "restaurant closed (reconnect allowed)") {
+			allowed += e.Count
+		}
+	}
+	if bye.Failed < cs.Opened-cs.OpenAtEnd || allowed != bye.Failed {
+		t.Errorf("invoke Bye: %+v\n%s", bye, o)
+	}
+}

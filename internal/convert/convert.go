@@ -269,11 +269,48 @@ func newStep(x *exchange, main string, s *Summary) *step {
 			st.query = append(st.query, &qpart{rawName: n, hasEq: eq, f: &field{value: dv}, rawVal: v})
 		}
 	}
+	if x.isForm && dupNames(x.form) {
+		// a=1&a=2 is a list to the server, and a plan's form: names each
+		// field once: the body goes out as recorded.
+		var b strings.Builder
+		for i, e := range x.form {
+			if i > 0 {
+				b.WriteByte('&')
+			}
+			b.WriteString(url.QueryEscape(e.name) + "=" + url.QueryEscape(e.value))
+		}
+		x.isForm, x.body = false, []byte(b.String())
+		if x.bodyCT == "" {
+			x.bodyCT = "application/x-www-form-urlencoded"
+		}
+	}
 	for _, h := range x.headers {
 		if !keepHeader(h.name, h.value) && !(x.fromCurl && strings.EqualFold(h.name, "Cookie")) {
 			continue
 		}
+		if !isToken(h.name) || strings.ContainsAny(h.value, "\r\n\x00") {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s %s: header %q left out: not a valid HTTP header", x.method, x.u.Redacted(), h.name))
+			continue
+		}
 		if strings.EqualFold(h.name, "Content-Type") && (x.isForm || len(x.body) == 0) {
+			continue
+		}
+		// A header sent twice is one list to the server; a plan names
+		// each header once.
+		merged := false
+		for _, prev := range st.headers {
+			if strings.EqualFold(prev.name, h.name) {
+				sep := ", "
+				if strings.EqualFold(h.name, "Cookie") {
+					sep = "; "
+				}
+				prev.f.value = prev.f.prefix + prev.f.value + sep + h.value
+				prev.f.prefix = ""
+				merged = true
+				break
+			}
+		}
+		if merged {
 			continue
 		}
 		f := &field{value: h.value}
@@ -306,11 +343,20 @@ func newStep(x *exchange, main string, s *Summary) *step {
 			break
 		}
 		st.raw = &field{value: string(x.body)}
-		if header(x.headers, "Content-Type") == "" && x.bodyCT != "" {
+		if !st.hasHeader("Content-Type") && x.bodyCT != "" {
 			st.headers = append(st.headers, hdr{"Content-Type", &field{value: x.bodyCT}})
 		}
 	}
 	return st
+}
+
+func (st *step) hasHeader(name string) bool {
+	for _, h := range st.headers {
+		if strings.EqualFold(h.name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (st *step) dropHeader(name string) {
@@ -748,7 +794,17 @@ func (st *step) rawTemplate(before []*step, names map[string]bool, byExpr map[st
 
 // lit makes recorded text safe in a plan: ${ would be read as an
 // environment reference when the plan loads.
-func lit(s string) string { return strings.ReplaceAll(s, "${", "$${") }
+func lit(s string) string {
+	s = strings.ReplaceAll(s, "${", "$${")
+	// A template has no escape for a literal "{{": it is written as a
+	// reference to a var holding it, which render adds when used.
+	return strings.ReplaceAll(s, "{{", lbraceRef)
+}
+
+// litKey is lit for text that is not a template (names, keys, comments).
+func litKey(s string) string { return strings.ReplaceAll(s, "${", "$${") }
+
+const lbraceRef = "{{ vars.stampede_lbrace }}"
 
 func (f *field) text() string {
 	if f.tmpl != "" {
@@ -811,7 +867,7 @@ func (v *jv) yamlNode() *yaml.Node {
 	case 'o':
 		n := mapping()
 		for i, k := range v.keys {
-			n.Content = append(n.Content, str(lit(k)), v.vals[i].yamlNode())
+			n.Content = append(n.Content, str(litKey(k)), v.vals[i].yamlNode())
 		}
 		if len(v.keys) == 0 {
 			n.Style = yaml.FlowStyle
@@ -905,8 +961,8 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 		flow(mapping(str("duration"), str(durText(o.Duration)), str("users"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(o.Users)})),
 	}})
 	doc := mapping(
-		str("name"), str(lit(o.Name)),
-		str("target"), str(lit(target)),
+		str("name"), str(litKey(o.Name)),
+		str("target"), str(litKey(target)),
 		str("scenarios"), mapping(str(ident(o.Name)), scen),
 		str("load"), load,
 	)
@@ -915,7 +971,7 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 	if src == "" {
 		src = "a recording"
 	}
-	fmt.Fprintf(&head, "# Converted from %s by stampede convert: %d of %d requests kept", lit(src), s.Kept, s.Total)
+	fmt.Fprintf(&head, "# Converted from %s by stampede convert: %d of %d requests kept", litKey(src), s.Kept, s.Total)
 	var left []string
 	if s.Static > 0 {
 		left = append(left, fmt.Sprintf("%d static (--keep-static keeps them)", s.Static))
@@ -930,15 +986,24 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 		head.WriteString("; left out: " + strings.Join(left, ", "))
 	}
 	head.WriteString(".\n# Cookies are left to each user's jar. Check the load below before a real run.\n")
-	var buf bytes.Buffer
-	buf.WriteString(head.String())
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(doc); err != nil {
-		return nil, err
+	encode := func() ([]byte, error) {
+		var buf bytes.Buffer
+		buf.WriteString(head.String())
+		enc := yaml.NewEncoder(&buf)
+		enc.SetIndent(2)
+		if err := enc.Encode(doc); err != nil {
+			return nil, err
+		}
+		enc.Close()
+		return buf.Bytes(), nil
 	}
-	enc.Close()
-	return buf.Bytes(), nil
+	out, err := encode()
+	if err != nil || !bytes.Contains(out, []byte(lbraceRef)) {
+		return out, err
+	}
+	vars := mapping(str("stampede_lbrace"), str("{{"))
+	doc.Content = append(doc.Content[:4:4], append([]*yaml.Node{str("vars"), vars}, doc.Content[4:]...)...)
+	return encode()
 }
 
 // thinkGap is the time the user spent between the end of one request and
@@ -961,7 +1026,7 @@ func (st *step) node() *yaml.Node {
 	if len(st.headers) > 0 {
 		h := mapping()
 		for _, e := range st.headers {
-			h.Content = append(h.Content, str(lit(e.name)), str(e.f.text()))
+			h.Content = append(h.Content, str(litKey(e.name)), str(e.f.text()))
 		}
 		n.Content = append(n.Content, str("headers"), h)
 	}
@@ -990,7 +1055,7 @@ func (st *step) node() *yaml.Node {
 	case st.form != nil:
 		f := mapping()
 		for _, e := range st.form {
-			f.Content = append(f.Content, str(lit(e.name)), str(e.f.text()))
+			f.Content = append(f.Content, str(litKey(e.name)), str(e.f.text()))
 		}
 		n.Content = append(n.Content, str("form"), f)
 	case st.raw != nil:
@@ -1000,7 +1065,7 @@ func (st *step) node() *yaml.Node {
 		}
 		n.Content = append(n.Content, str("body"), str(t))
 	}
-	if x.status >= 300 {
+	if x.status >= 300 && x.status <= 599 {
 		// A redirect is answered as recorded: the plan sends the request
 		// it led to as a step of its own, as the browser did.
 		n.Content = append(n.Content, str("expect"), flow(mapping(str("status"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x.status)})))
@@ -1022,4 +1087,30 @@ func indexKey(m *yaml.Node, key string) int {
 		}
 	}
 	return -1
+}
+
+// isToken is an HTTP header name (RFC 9110 token).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func dupNames(list []kv) bool {
+	seen := map[string]bool{}
+	for _, e := range list {
+		if seen[e.name] {
+			return true
+		}
+		seen[e.name] = true
+	}
+	return false
 }

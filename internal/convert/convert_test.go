@@ -118,7 +118,7 @@ func TestCorrelationCSRFBearerAndID(t *testing.T) {
 		entry{started: t0.Add(30 * time.Millisecond), ms: 5, method: "GET", url: "http://app.test/static/app.js", status: 200, respMime: "application/javascript", respText: "x()", resType: "script"},
 		entry{started: t0.Add(40 * time.Millisecond), ms: 5, method: "GET", url: "http://cdn.other.test/logo.png", status: 200, respMime: "image/png", resType: "image"},
 		entry{started: t0.Add(2 * time.Second), ms: 30, method: "POST", url: "http://app.test/login",
-			reqH: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "Mozilla/5.0", "Cookie": "sid=1", "Accept-Language": "en"},
+			reqH:    map[string]string{"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "Mozilla/5.0", "Cookie": "sid=1", "Accept-Language": "en"},
 			reqMime: "application/x-www-form-urlencoded", reqText: "user=ann&authenticity_token=AbCdEf0123456789",
 			status: 200, respMime: "application/json", respText: `{"session":{"access_token":"eyJhbGciOi.tok.en"},"user":{"id":"u-1234"}}`},
 		entry{started: t0.Add(3 * time.Second), ms: 10, method: "POST", url: "http://app.test/orders",

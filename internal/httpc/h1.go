@@ -28,8 +28,10 @@ type H1 struct {
 	// DefaultMaxKeptBody).
 	MaxHeaderBytes int
 	MaxKeptBody    int
-	dialer         net.Dialer
-	limits         *hostLimits
+	// dialer is shared by the users of a source address (nil: net's
+	// defaults): one per user was 150 bytes of every idle connection.
+	dialer *net.Dialer
+	limits *hostLimits
 
 	// current is the connection a request is using right now, so Interrupt
 	// (called from another goroutine) can cut it off.
@@ -118,7 +120,7 @@ func (hc *h1conn) peek() peekState {
 }
 
 // NewH1 returns an empty client.
-func NewH1() *H1 { return &H1{} }
+func NewH1() *H1 { return &H1{dialer: &net.Dialer{}} }
 
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
@@ -219,7 +221,10 @@ func (c *H1) conn(ep *Endpoint, sent, deadline time.Time) (*h1conn, error) {
 			return nil, err
 		}
 	}
-	d := c.dialer
+	var d net.Dialer
+	if c.dialer != nil {
+		d = *c.dialer
+	}
 	d.Deadline = deadline
 	nc, err := d.DialContext(stop, "tcp", ep.Addr)
 	if err != nil {

@@ -174,6 +174,9 @@ type Shared struct {
 	next   atomic.Uint64
 	limits *hostLimits
 	h2c    *http.Transport // nil unless Options.H2C (h2c.go)
+	// dialers are the plain-HTTP users' dialers, one per source address
+	// (or one), handed out in turn.
+	dialers []*net.Dialer
 }
 
 // NewShared builds the shared part of the transports.
@@ -193,7 +196,13 @@ func NewShared(o Options) *Shared {
 	}
 	maxHeader, _ := o.limits()
 	tr.MaxResponseHeaderBytes = int64(maxHeader)
-	sh := &Shared{std: tr, cw: cw, opts: o, h2c: newH2C(o)}
+	sh := &Shared{std: tr, cw: cw, opts: o, h2c: newH2C(o), dialers: []*net.Dialer{{}}}
+	if len(o.SourceAddrs) > 0 {
+		sh.dialers = sh.dialers[:0]
+		for _, a := range o.SourceAddrs {
+			sh.dialers = append(sh.dialers, &net.Dialer{LocalAddr: &net.TCPAddr{IP: a.AsSlice()}})
+		}
+	}
 	if o.MaxConnsPerHost > 0 {
 		sh.limits = &hostLimits{max: o.MaxConnsPerHost, slots: map[string]chan struct{}{}}
 	}
@@ -210,13 +219,12 @@ func (s *Shared) Close() {
 
 // NewTransport returns a transport for one virtual user.
 func (s *Shared) NewTransport() *Mux {
-	h := NewH1()
+	h := &H1{dialer: s.dialers[0]}
 	h.NewConnPerRequest = s.opts.NewConnPerRequest
 	h.limits = s.limits
 	h.MaxHeaderBytes, h.MaxKeptBody = s.opts.limits()
 	if n := len(s.opts.SourceAddrs); n > 0 {
-		a := s.opts.SourceAddrs[(s.next.Add(1)-1)%uint64(n)]
-		h.dialer.LocalAddr = &net.TCPAddr{IP: a.AsSlice()}
+		h.dialer = s.dialers[(s.next.Add(1)-1)%uint64(n)]
 	}
 	return &Mux{h1: h, std: &Std{tr: s.std, cw: s.cw, maxKept: h.MaxKeptBody}, h2c: s.h2cFor(h.MaxKeptBody)}
 }

@@ -17,6 +17,8 @@ func idleClientBytes(t *testing.T, n int) float64 {
 	}
 	defer ln.Close()
 	ep := &Endpoint{Scheme: "http", Addr: ln.Addr().String(), Host: "x"}
+	sh := NewShared(Options{})
+	defer sh.Close()
 	clients := make([]*H1, n)
 	var before, after runtime.MemStats
 	// Twice: what earlier tests left with finalizers goes only at the
@@ -25,7 +27,7 @@ func idleClientBytes(t *testing.T, n int) float64 {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range clients {
-		c := NewH1()
+		c := sh.NewTransport().h1
 		if _, err := c.conn(ep, time.Now(), time.Now().Add(10*time.Second)); err != nil {
 			t.Fatalf("dial %d: %v", i, err)
 		}
@@ -41,15 +43,15 @@ func idleClientBytes(t *testing.T, n int) float64 {
 }
 
 // TestH1IdleClientMemory: an idle user's client with its kept connection
-// holds at most 900 bytes of heap (net's socket state included; about 710
-// now). It held about 1,110 while each client kept a cancellable context
-// for Interrupt, which every dial gave a done channel and a map of
-// children for good.
+// holds at most 800 bytes of heap (net's socket state included; about 500
+// now). It held about 1,130 while each client kept a cancellable context
+// for Interrupt (which every dial gave a done channel and a map of
+// children, for good) and a copy of the dialer.
 func TestH1IdleClientMemory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes what allocations cost")
 	}
-	const limit = 900
+	const limit = 800
 	// The marginal cost, between 100 and 400 clients: what a few clients
 	// cost depends on what the heap held before.
 	idleClientBytes(t, 100)

@@ -57,7 +57,7 @@ type Options struct {
 	Event func(Event)
 	// Level, when set, hears each level's run as it starts: its handle
 	// gives partial results of the level's run (ramp included) so far.
-	Level func(h *run.Handle)
+	Level func(vary string, value float64, h *run.Handle)
 	// Done, when set, hears each level as it ends, judged.
 	Done func(result.Level)
 }
@@ -229,7 +229,7 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 	ro.InPlace = func(s *result.Result) { startHold(s, true) }
 	ro.Handle = handle
 	if o.Level != nil {
-		o.Level(handle)
+		o.Level(vary, v, handle)
 	}
 	go func() {
 		select {

@@ -99,6 +99,7 @@ func (o Options) Results(rs []*result.Result) (*result.Result, error) {
 	}
 	m.ErrorsTop = errorsTop(rs)
 	m.Connections = connections(rs) // extra.go
+	m.Workflow = workflow(rs)       // workflow.go
 	m.Monitors, m.MonitorProblems = o.monitors(rs, m.Run.Started)
 	if m.Levels, err = o.levels(rs); err != nil {
 		return nil, err

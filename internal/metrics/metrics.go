@@ -197,7 +197,11 @@ func (s *Shard) record(step int, class sample.Class, status int, latency time.Du
 			st.statuses.countMore(status)
 			s.mu.Unlock()
 		}
-		liveOf(&st.ok).record(us)
+		h := st.ok.Load()
+		if h == nil {
+			h = liveOf(&st.ok)
+		}
+		h.record(us)
 		return
 	}
 	s.mu.Lock()

@@ -16,7 +16,8 @@ func bodyFiles(string) (io.ReadCloser, error) {
 }
 
 // FuzzParseBodiesThink fuzzes the syntax of think distributions, body
-// files, multipart, gzip and http.version: any plan that loads renders
+// files, multipart, gzip, http.version and script steps (whose
+// JavaScript is compiled at load): any plan that loads renders
 // its bodies, gzip bodies finished at load decompress, and think draws
 // stay within zero and their cap.
 func FuzzParseBodiesThink(f *testing.F) {
@@ -28,6 +29,8 @@ func FuzzParseBodiesThink(f *testing.F) {
 		"{post: /, json: {a: '{{ iter }}'}, gzip: true}",
 		"{post: /, multipart: {t: 'x{{ vu }}', f: {file: a.png}, m: {value: v, content_type: text/plain}}}",
 		"{post: /, multipart: {f: {file: a, filename: b, content_type: c/d}}, gzip: true}",
+		"{get: /}, {script: 'set(\"a\", response.body)', sets: [a]}, {get: '/{{ a }}'}",
+		"{get: /}, {name: s, script: \"const x = `${captures.a}`;\\nfail(x)\"}",
 	} {
 		f.Add("target: demo\nhttp: {version: h2c}\nscenarios: {s: {steps: [" + s + "]}}\nload: {stages: [{duration: 1s, users: 1}]}\n")
 	}

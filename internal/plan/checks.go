@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/proto/opname"
 	"github.com/stampede-load/stampede/internal/suggest"
 )
 
@@ -97,28 +98,37 @@ func (pl *Plan) metricNames() (map[string]bool, bool) {
 		if c == nil {
 			continue
 		}
-		// As the run names them (run/connmetrics.go).
+		// As the protocol packages name them (proto/opname).
 		switch {
 		case c.SignalR != nil:
 			pushes = true
-			for _, n := range []string{"negotiate", "upgrade", "handshake"} {
+			for _, n := range []string{opname.Negotiate, opname.Upgrade, opname.Handshake} {
 				add(n)
 			}
+			switch c.SignalR.Transport {
+			case "sse":
+				add(opname.SSEOpen)
+			case "long_polling":
+				add(opname.Poll)
+			case "auto":
+				add(opname.SSEOpen)
+				add(opname.Poll)
+			}
 			for _, call := range c.SignalR.Calls {
-				add([...]string{"invoke ", "send ", "stream "}[call.Mode] + call.Method)
+				add([...]func(string) string{opname.Invoke, opname.Send, opname.Stream}[call.Mode](call.Method))
 			}
 			for _, t := range c.SignalR.Listen {
-				add("push " + t)
+				add(opname.Push(t))
 			}
 		case c.WebSocket != nil:
-			add("upgrade")
+			add(opname.Upgrade)
 			for _, st := range c.WebSocket.Steps {
 				if st.Kind == WSSend || st.Kind == WSWait {
 					add(st.Name)
 				}
 			}
 		}
-		add("session")
+		add(opname.Session)
 	}
 	return names, pushes
 }

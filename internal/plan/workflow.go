@@ -90,6 +90,9 @@ type flowBuilder struct {
 	loops    int
 	requests int
 	failed   int
+	// acts counts request and think steps, so a loop whose steps do
+	// neither (and would spin without end) is refused.
+	acts int
 }
 
 // setup parses the setup steps, before the scenarios, whose templates may
@@ -239,6 +242,7 @@ func (fb *flowBuilder) item(n *yaml.Node, depth int) {
 	if st.Kind == StepRequest {
 		fb.requests++
 	}
+	fb.acts++
 	fb.add(st)
 }
 
@@ -261,6 +265,7 @@ func (fb *flowBuilder) guardedStep(n *yaml.Node, depth int) {
 	if st.Kind == StepRequest {
 		fb.requests++
 	}
+	fb.acts++
 	fb.add(st)
 	fb.steps[at].Flow.Jump = len(fb.steps)
 }
@@ -313,6 +318,7 @@ func (fb *flowBuilder) group(n *yaml.Node, depth int) {
 		items, _ := p.list(f["steps"].v, kind.key+" steps")
 		if len(items) == 0 {
 			p.errf(f["steps"].k, "%s has no steps: expected at least one", kind.key)
+			fb.failed++
 		}
 		return items
 	}
@@ -388,7 +394,12 @@ func (fb *flowBuilder) loop(fl *Flow, pos Pos, body func() []*yaml.Node, depth i
 	fb.loops++
 	head := fb.add(&Step{Kind: StepLoop, Pos: pos, Flow: fl})
 	next := fb.add(&Step{Kind: StepNext, Pos: pos, Flow: &Flow{Loop: fl.Loop, Var: fl.Var, Count: fl.Count}})
+	acts, failed := fb.acts, fb.failed
 	fb.list(body(), depth+1)
+	if fb.acts == acts && fb.failed == failed {
+		fb.p.errAt(pos, "loop steps send nothing: expected at least one request or think step among them")
+		fb.failed++
+	}
 	fb.add(&Step{Kind: StepGoto, Pos: pos, Flow: &Flow{Jump: next}})
 	fb.steps[head].Flow.Jump = len(fb.steps)
 	fb.steps[next].Flow.Jump = len(fb.steps)

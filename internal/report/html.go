@@ -209,19 +209,8 @@ func HTML(w io.Writer, r *result.Result) error {
 	lrow("P99.9", func(l result.Latency) int64 { return l.P999US })
 	lrow("Max", func(l result.Latency) int64 { return l.MaxUS })
 	lrow("Avg", func(l result.Latency) int64 { return int64(math.Round(l.AvgUS)) })
-	if len(r.Levels) > 0 {
-		ls, err := levelsOf(r)
-		if err != nil {
-			return err
-		}
-		t := &plainTable{Head: []string{"Metric"}}
-		p95, failed, rps, slo := []string{"P95"}, []string{"Requests Failed"}, []string{"Throughput"}, []string{"SLO"}
-		for _, l := range ls {
-			t.Head = append(t.Head, l.label)
-			p95, failed, rps, slo = append(p95, l.p95), append(failed, l.failed), append(rps, l.rps), append(slo, l.pass)
-		}
-		t.Rows = [][]string{p95, failed, rps, slo}
-		sv.Levels = t
+	if sv.Levels, err = levelsTable(r); err != nil { // view.go
+		return err
 	}
 	var gb bytes.Buffer
 	generator(&gb, r.Generator, v.lag)

@@ -67,7 +67,9 @@ func JUnit(w io.Writer, r *result.Result) error {
 		name = "stampede"
 	}
 	doc := junitSuites{Name: "stampede: " + name}
-	if len(r.Levels) == 0 || len(r.Thresholds) > 0 {
+	// A gates or sweep result's own thresholds are its levels' SLOs again
+	// ("users 400: p95 < 1s"): the level suites say it once.
+	if len(r.Levels) == 0 {
 		doc.Suites = append(doc.Suites, runSuite(name, r, nil))
 	}
 	for i := range r.Levels {
@@ -124,8 +126,12 @@ func runSuite(name string, r *result.Result, l *result.Level) junitSuite {
 				Text: "The figures cover only the part that ran; thresholds were checked on it."},
 		})
 	}
-	for _, t := range r.Thresholds {
-		s.Cases = append(s.Cases, thresholdCase(cls+".thresholds", t))
+	// A level's result carries the SLO it was judged by as its thresholds
+	// too; the SLO cases say it once.
+	if l == nil || len(l.SLO) == 0 {
+		for _, t := range r.Thresholds {
+			s.Cases = append(s.Cases, thresholdCase(cls+".thresholds", t))
+		}
 	}
 	if l != nil {
 		for _, t := range l.SLO {
@@ -216,21 +222,14 @@ func stepCase(cls string, st result.Step) junitCase {
 	text.WriteString(msg + ".\n")
 	if len(st.Errors) > 0 {
 		e := st.Errors[0]
-		what := e.Message
-		if e.Status != 0 {
-			what = fmt.Sprintf("HTTP %d %s", e.Status, e.Message)
-		}
+		what := withStatus(e)
 		msg += fmt.Sprintf("; most often: %s (%d times)", what, e.Count)
 		text.WriteString("What the server answered, most frequent first:\n")
 		for i, e := range st.Errors {
 			if i == 10 {
 				break
 			}
-			status := ""
-			if e.Status != 0 {
-				status = fmt.Sprintf("HTTP %d ", e.Status)
-			}
-			fmt.Fprintf(&text, "  %d × [%s] %s%s\n", e.Count, e.Class, status, e.Message)
+			fmt.Fprintf(&text, "  %d × [%s] %s\n", e.Count, e.Class, withStatus(e))
 		}
 	}
 	c.Failure = &junitProblem{Type: "requests_failed", Message: msg, Text: text.String()}
@@ -243,4 +242,17 @@ func roundTo(v float64, digits int) float64 {
 		p *= 10
 	}
 	return float64(int64(v*p+0.5)) / p
+}
+
+// withStatus names the HTTP status once: messages of HTTP answers often
+// start with it already ("404 Not Found: ...").
+func withStatus(e result.StepError) string {
+	code := strconv.Itoa(e.Status)
+	if e.Status == 0 {
+		return e.Message
+	}
+	if strings.HasPrefix(e.Message, code) {
+		return "HTTP " + e.Message
+	}
+	return "HTTP " + code + " " + e.Message
 }

@@ -168,24 +168,12 @@ func mdLevels(b *bytes.Buffer, r *result.Result) error {
 	if len(r.Levels) == 0 {
 		return nil
 	}
-	ls, err := levelsOf(r)
+	t, err := levelsTable(r) // view.go
 	if err != nil {
 		return err
 	}
 	b.WriteString("### Levels\n\n")
-	head := []string{"Metric"}
-	p95, failed, rps, slo := []string{"P95"}, []string{"Requests Failed"}, []string{"Throughput"}, []string{"SLO"}
-	hasSLO := false
-	for _, l := range ls {
-		head = append(head, l.label)
-		p95, failed, rps, slo = append(p95, l.p95), append(failed, l.failed), append(rps, l.rps), append(slo, l.pass)
-		hasSLO = hasSLO || l.pass != ""
-	}
-	rows := [][]string{p95, failed, rps}
-	if hasSLO {
-		rows = append(rows, slo)
-	}
-	mdTable(b, head, rows)
+	mdTable(b, t.Head, t.Rows)
 	b.WriteString("\n")
 	for i, l := range r.Levels {
 		if l.Result == nil {
@@ -195,7 +183,7 @@ func mdLevels(b *bytes.Buffer, r *result.Result) error {
 		if err != nil {
 			return fmt.Errorf("level %d: %w", i+1, err)
 		}
-		mdDetails(b, ls[i].label, full)
+		mdDetails(b, levelLabel(l), full)
 	}
 	return nil
 }

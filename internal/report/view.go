@@ -246,3 +246,29 @@ func levelsOf(r *result.Result) ([]levelFigures, error) {
 	}
 	return out, nil
 }
+
+// levelsTable is the seed's table of a multi-level run: P95, requests
+// failed and throughput, one column per level, and each level's SLO
+// verdict when any level was judged; nil for a run of one level.
+func levelsTable(r *result.Result) (*plainTable, error) {
+	if len(r.Levels) == 0 {
+		return nil, nil
+	}
+	ls, err := levelsOf(r)
+	if err != nil {
+		return nil, err
+	}
+	t := &plainTable{Head: []string{"Metric"}}
+	p95, failed, rps, slo := []string{"P95"}, []string{"Requests Failed"}, []string{"Throughput"}, []string{"SLO"}
+	judged := false
+	for _, l := range ls {
+		t.Head = append(t.Head, l.label)
+		p95, failed, rps, slo = append(p95, l.p95), append(failed, l.failed), append(rps, l.rps), append(slo, l.pass)
+		judged = judged || l.pass != ""
+	}
+	t.Rows = [][]string{p95, failed, rps}
+	if judged {
+		t.Rows = append(t.Rows, slo)
+	}
+	return t, nil
+}

@@ -718,18 +718,68 @@ func regexValue(re *regexp.Regexp, b []byte) (string, bool) {
 	return string(m[0]), true
 }
 
-// shutdown ends the populations: in-flight connects and scripts are
-// cancelled, then every held connection is closed politely in parallel.
+// shutdown ends the populations. A connect, call or script step in flight
+// when the run ends gets what is left of the grace period, as an HTTP
+// request does: cancelling it at once would count the run's own end as a
+// failure of the server. Held connections need no grace and are closed
+// first; what is still in flight when the grace runs out is cut off
+// (interrupted), and any connection it leaves held is closed last.
 func (cr *connRunner) shutdown() {
+	cr.closeAllHeld()
+	cr.settle(cr.graceEnd())
 	cr.cancel()
 	for cr.busy > 0 {
 		cr.returned(<-cr.back)
 	}
+	cr.closeAllHeld()
+	for _, p := range cr.pops {
+		if p.sro != nil {
+			p.sro.CloseIdleConnections()
+		}
+	}
+	cr.r.rec.Connections.Store(0)
+}
+
+// graceEnd is when work in flight at the run's end must be cut off: the
+// plan's grace after new work stopped, the same deadline as the HTTP
+// users'.
+func (cr *connRunner) graceEnd() time.Time {
+	r := cr.r
+	r.stopMu.Lock()
+	at := r.stopped
+	r.stopMu.Unlock()
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return at.Add(r.plan.Load.Grace)
+}
+
+// settle takes the slots handed back until none is busy or the deadline
+// passes. Nothing new is spawned: the run has stopped.
+func (cr *connRunner) settle(deadline time.Time) {
+	if cr.busy == 0 {
+		return
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for cr.busy > 0 {
+		select {
+		case hb := <-cr.back:
+			cr.returned(hb)
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// closeAllHeld closes every held connection that no goroutine holds,
+// politely and in parallel, as open at the end.
+func (cr *connRunner) closeAllHeld() {
 	sem := make(chan struct{}, closeParallel)
 	var wg sync.WaitGroup
 	for _, p := range cr.pops {
 		for _, s := range p.slots {
-			if s.state != slotHolding {
+			if s.busy || s.state != slotHolding {
 				continue
 			}
 			if p.lost(s, time.Now()) {
@@ -745,12 +795,6 @@ func (cr *connRunner) shutdown() {
 		}
 	}
 	wg.Wait()
-	for _, p := range cr.pops {
-		if p.sro != nil {
-			p.sro.CloseIdleConnections()
-		}
-	}
-	cr.r.rec.Connections.Store(0)
 }
 
 // ---- result ----

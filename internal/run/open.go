@@ -33,6 +33,9 @@ type idleStack[J any] struct {
 	mu     sync.Mutex
 	idle   []*worker[J]
 	closed bool
+	// max, when set, is how many idle workers the stack keeps; a worker
+	// past it ends (push reports false).
+	max int
 }
 
 func (s *idleStack[J]) pop() *worker[J] {
@@ -60,11 +63,11 @@ func (s *idleStack[J]) closeAll() {
 }
 
 // push returns a worker to the stack, or reports false when the stack was
-// closed and the worker should end.
+// closed or is full and the worker should end.
 func (s *idleStack[J]) push(w *worker[J]) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.max > 0 && len(s.idle) >= s.max {
 		return false
 	}
 	s.idle = append(s.idle, w)

@@ -116,11 +116,19 @@ func (r *runner) startScheduler() {
 	}()
 }
 
+// maxIdleWorkers is how many idle workers the dispatcher keeps. A worker
+// holds its goroutine's stack, grown by the request path to 8 KB or more;
+// after a burst (a slow stretch of the target, when thousands of requests
+// wait at once) they stayed for the rest of the run, most of the memory
+// of a run of idle connections that had such a stretch. A new worker
+// costs a goroutine's start, about a microsecond.
+const maxIdleWorkers = 256
+
 // dispatch hands due users to workers until the run stops starting work.
 func (r *runner) dispatch() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var idle idleStack[*schedUser]
+	idle := idleStack[*schedUser]{max: maxIdleWorkers}
 	for {
 		su, wait := r.waiting.next(time.Now())
 		if su == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/metrics"
@@ -22,6 +23,9 @@ var ErrSetup = errors.New("setup failed")
 
 // workflow holds the setup's and teardown's outcomes for the result.
 type workflow struct {
+	// mu guards setup and teardown against a partial result built while
+	// the teardown runs (a second Ctrl-C).
+	mu              sync.Mutex
 	setup, teardown *result.Phase
 	globals         []string // the setup's captures
 	// tornDown: the teardown has run, on the way out of the run or, when
@@ -89,7 +93,9 @@ func (r *runner) setupPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.wf.mu.Lock()
 	r.wf.setup = ph
+	r.wf.mu.Unlock()
 	if ph.Error != "" {
 		return fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
 	}
@@ -111,7 +117,9 @@ func (r *runner) teardownPhase() {
 	if err != nil {
 		ph = &result.Phase{Error: err.Error()}
 	}
+	r.wf.mu.Lock()
 	r.wf.teardown = ph
+	r.wf.mu.Unlock()
 }
 
 // finishWorkflow runs the teardown after the load and adds it to the
@@ -129,6 +137,8 @@ func (r *runner) workflowInto(res *result.Result) {
 	if r.plan.Setup == nil && r.plan.Teardown == nil && !hasRenewal(r.plan) {
 		return
 	}
+	r.wf.mu.Lock()
+	defer r.wf.mu.Unlock()
 	res.Workflow = &result.Workflow{Renewals: r.prog.Renewals(), Setup: r.wf.setup, Teardown: r.wf.teardown}
 }
 

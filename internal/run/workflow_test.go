@@ -156,3 +156,41 @@ func TestTeardownAfterInterrupt(t *testing.T) {
 		t.Errorf("workflow %+v", res.Workflow)
 	}
 }
+
+// A teardown that does not finish is cut off at TeardownTimeout: the run
+// still returns, with the teardown's error in the result.
+func TestTeardownBoundedByTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	l := &lifecycleServer{hits: map[string]int{}}
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			l.serve(httptestDiscard{}, r)
+			<-release // never answers while the run waits
+			return
+		}
+		l.serve(w, r)
+	})
+	defer func(d time.Duration) { TeardownTimeout = d }(TeardownTimeout)
+	TeardownTimeout = 300 * time.Millisecond
+	p := mustPlan(t, "target: "+srv.URL+"\n"+lifecyclePlan)
+	res, err := Run(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.get("DELETE /fixtures/f1") != 1 {
+		t.Fatalf("teardown not sent: %v", l.hits)
+	}
+	td := res.Workflow.Teardown
+	if td == nil || td.Error == "" || td.Requests != 1 || td.Steps[0].ByClass["interrupted"] != 1 {
+		t.Fatalf("teardown %+v: want its request cut off and an error", td)
+	}
+}
+
+// httptestDiscard lets the hanging handler count its request without
+// answering it.
+type httptestDiscard struct{}
+
+func (httptestDiscard) Header() http.Header         { return http.Header{} }
+func (httptestDiscard) Write(b []byte) (int, error) { return len(b), nil }
+func (httptestDiscard) WriteHeader(int)             {}

@@ -22,7 +22,7 @@ type Levels struct {
 	Vary   string
 	Values []float64
 	// Options are every level's; the executor adds its own hooks around
-	// Event, Level and Done.
+	// Level and Done.
 	Options levels.Options
 	// Capacity, when set, searches for the capacity instead of running
 	// Values; its Options field is replaced by Options.
@@ -41,21 +41,14 @@ type Levels struct {
 
 func (e *Levels) Execute(ctx context.Context, _ Control) (*result.Result, error) {
 	o := e.Options
-	event, level, doneLv := o.Event, o.Level, o.Done
-	o.Event = func(ev levels.Event) {
+	event, level, doneLv := o.Event, o.Level, o.Done // the caller's, kept
+	o.Event = event
+	o.Level = func(vary string, value float64, h *run.Handle) {
 		e.mu.Lock()
-		e.cur = result.Level{Vary: ev.Vary, Value: ev.Value}
-		e.mu.Unlock()
-		if event != nil {
-			event(ev)
-		}
-	}
-	o.Level = func(h *run.Handle) {
-		e.mu.Lock()
-		e.h = h
+		e.cur, e.h = result.Level{Vary: vary, Value: value}, h
 		e.mu.Unlock()
 		if level != nil {
-			level(h)
+			level(vary, value, h)
 		}
 	}
 	o.Done = func(lv result.Level) {

@@ -319,10 +319,11 @@ func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel
 // checkpoint saves a partial result; only the final write decides whether
 // the result was saved, so a failure warns once and the run goes on.
 func (s *Session) checkpoint(res *result.Result) {
+	// Held over the write: once the final result is claimed (the run's
+	// end or the second Ctrl-C), no checkpoint may land over it.
 	s.mu.Lock()
-	final := s.final
-	s.mu.Unlock()
-	if final {
+	defer s.mu.Unlock()
+	if s.final {
 		return
 	}
 	if err := s.out.Checkpoint(res); err != nil {

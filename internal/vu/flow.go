@@ -33,10 +33,18 @@ type flowState struct {
 	failed bool
 	// renewals counts this user's renewals.
 	renewals int64
+	// steps counts the control steps of the current iteration, which
+	// maxControlSteps bounds.
+	steps int
 }
 
+// maxControlSteps bounds the control steps one iteration may take: nested
+// loops whose requests a condition skips would otherwise spin without
+// sending, and without looking at the stop.
+const maxControlSteps = 1 << 24
+
 func (f *flowState) begin() {
-	f.retryPC, f.retrying, f.failed = -1, -1, false
+	f.retryPC, f.retrying, f.failed, f.steps = -1, -1, false, 0
 }
 
 // renewable says whether the request step at pc may renew: its scenario
@@ -63,6 +71,10 @@ func (u *User) renew(sc *Scenario, pc int) int {
 // the step failed (recorded) and the iteration should end.
 func (u *User) control(sc *Scenario, st *Step, pc int) (int, bool) {
 	fl := st.Flow
+	if u.flow.steps++; u.flow.steps > maxControlSteps {
+		u.failControl(st, "iteration took more than "+strconv.Itoa(maxControlSteps)+" loop and branch steps")
+		return 0, false
+	}
 	switch st.Kind {
 	case plan.StepGoto:
 		return fl.Jump, true

@@ -427,3 +427,31 @@ func TestStaticGETDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%.1f allocs per iteration, want 0", allocs)
 	}
 }
+
+// Loops whose requests a condition skips cannot spin without end: the
+// iteration fails once it has taken maxControlSteps control steps, and
+// nothing was sent.
+func TestRunawayLoopIsBounded(t *testing.T) {
+	srv := newAuthServer(t, 0)
+	yaml := `
+scenarios:
+  s:
+    steps:
+      - repeat: 10000
+        steps:
+          - repeat: 10000
+            steps:
+              - name: never
+                get: /never
+                if: iter < 0
+load: {stages: [{duration: 1s, users: 1}]}
+`
+	prog, us, rec := flowUsers(t, yaml, srv.url, 1)
+	runIters(t, us[0], prog.ScenarioFor(0), 1)
+	if n := srv.hit("GET /never"); n != 0 {
+		t.Fatalf("sent %d, want 0", n)
+	}
+	if req, failed := stepCount(rec, "never"); req != 1 || failed != 1 {
+		t.Fatalf("never: %d requests, %d failed; want the one check failure", req, failed)
+	}
+}

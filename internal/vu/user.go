@@ -286,6 +286,7 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 	if from.IsZero() {
 		from = sent
 	}
+	u.env.Status = 0 // what expressions see when no answer comes
 	u.inFlight.Add(1)
 	err := u.tr.RoundTrip(&u.req, &u.resp)
 	u.inFlight.Add(-1)

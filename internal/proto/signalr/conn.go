@@ -1,6 +1,7 @@
 // Package signalr speaks the ASP.NET Core SignalR hub protocols (JSON, and
-// MessagePack with varint-framed binary messages) over WebSockets for load
-// tests: negotiate (with Azure SignalR Service style redirects), the
+// MessagePack with varint-framed binary messages) over WebSockets,
+// Server-Sent Events or long polling for load tests: negotiate (with Azure
+// SignalR Service style redirects and transport fallback), the
 // 0x1E-framed handshake, keep-alive pings, invocations
 // awaited by invocationId, fire-and-forget sends, streams, and counted
 // server pushes. One connection costs one read goroutine and no other
@@ -77,6 +78,7 @@ type Options struct {
 	once sync.Once
 	wso  ws.Options
 	hc   *http.Client
+	sc   *http.Client // SSE and long polling; see streamClient
 }
 
 func (o *Options) wsOptions() *ws.Options {
@@ -100,6 +102,10 @@ func (o *Options) wsOptions() *ws.Options {
 		if o.hc == nil {
 			o.hc = sharedHTTP
 		}
+		o.sc = o.HTTPClient
+		if o.sc == nil && (o.Transport != WebSockets) {
+			o.sc = newStreamClient(o.TLS)
+		}
 	})
 	return &o.wso
 }
@@ -109,11 +115,20 @@ func (o *Options) httpClient() *http.Client {
 	return o.hc
 }
 
+// streamClient carries SSE and long-polling requests and sends.
+func (o *Options) streamClient() *http.Client {
+	o.wsOptions()
+	return o.sc
+}
+
 // CloseIdleConnections drops the negotiate client's idle connections
 // (when the population has one of its own), at the end of a run.
 func (o *Options) CloseIdleConnections() {
 	if hc := o.httpClient(); hc != sharedHTTP {
 		hc.CloseIdleConnections()
+	}
+	if sc := o.streamClient(); sc != nil {
+		sc.CloseIdleConnections()
 	}
 }
 
@@ -392,11 +407,11 @@ func start(ctx context.Context, kind Transport, ep endpoint, hdr http.Header, o 
 		if ep.nr == nil {
 			return nil, &Error{Phase: phaseOf(kind), Class: sample.Other, Msg: kind.String() + " needs negotiate: only WebSockets can skip it"}
 		}
-		hc, open, err := startHTTP(ctx, kind, o, c, ep, hdr)
+		// startHTTP sets c.t itself, before its goroutines start.
+		_, open, err := startHTTP(ctx, kind, o, c, ep, hdr)
 		if err != nil {
 			return nil, err
 		}
-		c.t = hc
 		if kind == ServerSentEvents {
 			tm.Upgrade = open
 			o.record(OpSSEOpen, sample.OK, open, nil)
@@ -771,6 +786,11 @@ func (c *Conn) dispatch(m *Message) error {
 		d := &ws.Disconnect{Reason: ws.ServerClose, Class: sample.ConnReset, Text: "signalr: server sent Close", AllowReconnect: m.AllowReconnect}
 		if m.Error != "" {
 			d.Class, d.Text = sample.Other, "signalr: server closed the connection: "+m.Error
+		}
+		if m.AllowReconnect {
+			// The Errors table tells a server restarting for a deploy
+			// (clients may come back) from one evicting them.
+			d.Text += " (reconnect allowed)"
 		}
 		c.mu.Lock()
 		c.sigDisc = d

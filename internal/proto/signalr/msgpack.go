@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -118,10 +119,133 @@ func (m *mpReader) pos() int { return len(m.b) - m.r.Len() }
 // raw skips one value and returns its bytes.
 func (m *mpReader) raw() ([]byte, error) {
 	start := m.pos()
-	if err := m.d.Skip(); err != nil {
+	n, err := mpSize(m.b[start:], 0)
+	if err != nil {
 		return nil, err
 	}
-	return m.b[start:m.pos():m.pos()], nil
+	m.r.Seek(int64(start+n), io.SeekStart)
+	return m.b[start : start+n : start+n], nil
+}
+
+// whole checks that the next value lies within the message before the
+// library decodes it: a string or binary declaring 2 GB in a 20-byte
+// message would otherwise cost a large allocation before failing.
+func (m *mpReader) whole() error {
+	_, err := mpSize(m.b[m.pos():], 0)
+	return err
+}
+
+var errTruncated = errors.New("MessagePack value cut short")
+
+// mpSize is the encoded size of the value at the start of b, walked
+// without decoding or allocating; nesting deeper than maxDepth is refused.
+func mpSize(b []byte, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errors.New("nested too deep")
+	}
+	if len(b) == 0 {
+		return 0, errTruncated
+	}
+	c := b[0]
+	// be reads a big-endian length of k bytes after the code.
+	be := func(k int) (int, bool) {
+		if len(b) < 1+k {
+			return 0, false
+		}
+		n := 0
+		for _, x := range b[1 : 1+k] {
+			n = n<<8 | int(x)
+		}
+		return n, true
+	}
+	fixed := func(n int) (int, error) {
+		if len(b) < n {
+			return 0, errTruncated
+		}
+		return n, nil
+	}
+	payload := func(k int, extra int) (int, error) {
+		n, ok := be(k)
+		if !ok || n < 0 || len(b)-1-k-extra < n {
+			return 0, errTruncated
+		}
+		return 1 + k + extra + n, nil
+	}
+	items := func(hdr, count int) (int, error) {
+		at := hdr
+		if at > len(b) {
+			return 0, errTruncated
+		}
+		for i := 0; i < count; i++ {
+			n, err := mpSize(b[at:], depth+1)
+			if err != nil {
+				return 0, err
+			}
+			at += n
+		}
+		return at, nil
+	}
+	switch {
+	case msgpcode.IsFixedNum(c), c == msgpcode.Nil, c == msgpcode.False, c == msgpcode.True:
+		return 1, nil
+	case msgpcode.IsFixedString(c):
+		return fixed(1 + int(c&msgpcode.FixedStrMask))
+	case msgpcode.IsFixedArray(c):
+		return items(1, int(c&msgpcode.FixedArrayMask))
+	case msgpcode.IsFixedMap(c):
+		return items(1, 2*int(c&msgpcode.FixedMapMask))
+	}
+	switch c {
+	case msgpcode.Uint8, msgpcode.Int8:
+		return fixed(2)
+	case msgpcode.Uint16, msgpcode.Int16:
+		return fixed(3)
+	case msgpcode.Uint32, msgpcode.Int32, msgpcode.Float:
+		return fixed(5)
+	case msgpcode.Uint64, msgpcode.Int64, msgpcode.Double:
+		return fixed(9)
+	case msgpcode.Str8, msgpcode.Bin8:
+		return payload(1, 0)
+	case msgpcode.Str16, msgpcode.Bin16:
+		return payload(2, 0)
+	case msgpcode.Str32, msgpcode.Bin32:
+		return payload(4, 0)
+	case msgpcode.FixExt1:
+		return fixed(3)
+	case msgpcode.FixExt2:
+		return fixed(4)
+	case msgpcode.FixExt4:
+		return fixed(6)
+	case msgpcode.FixExt8:
+		return fixed(10)
+	case msgpcode.FixExt16:
+		return fixed(18)
+	case msgpcode.Ext8:
+		return payload(1, 1)
+	case msgpcode.Ext16:
+		return payload(2, 1)
+	case msgpcode.Ext32:
+		return payload(4, 1)
+	case msgpcode.Array16, msgpcode.Array32, msgpcode.Map16, msgpcode.Map32:
+		k := 2
+		if c == msgpcode.Array32 || c == msgpcode.Map32 {
+			k = 4
+		}
+		n, ok := be(k)
+		if !ok {
+			return 0, errTruncated
+		}
+		if c == msgpcode.Map16 || c == msgpcode.Map32 {
+			n *= 2
+		}
+		// Every element takes at least a byte: a count beyond what is
+		// left is cut short, whatever the elements.
+		if n > len(b) {
+			return 0, errTruncated
+		}
+		return items(1+k, n)
+	}
+	return 0, fmt.Errorf("unknown MessagePack code 0x%02x", c)
 }
 
 // str reads a string or nil (as "").
@@ -136,6 +260,9 @@ func (m *mpReader) str() (string, error) {
 	if !msgpcode.IsString(c) {
 		return "", fmt.Errorf("expected a string, found code 0x%02x", c)
 	}
+	if err := m.whole(); err != nil {
+		return "", err
+	}
 	return m.d.DecodeString()
 }
 
@@ -148,7 +275,8 @@ func (m *mpReader) headers() error {
 	if c != msgpcode.Nil && !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
 		return fmt.Errorf("expected the headers map, found code 0x%02x", c)
 	}
-	return m.d.Skip()
+	_, err = m.raw()
+	return err
 }
 
 // ParseMsgPack decodes one MessagePack hub message (without its length
@@ -168,6 +296,11 @@ func parseMsgPack(b []byte) (Message, error) {
 		return m, errEmptyMsg
 	}
 	r := newMPReader(b)
+	// The message must hold what it declares (checked without decoding),
+	// so nothing below allocates by a hostile length.
+	if err := r.whole(); err != nil {
+		return m, err
+	}
 	n, err := r.d.DecodeArrayLen()
 	if err != nil {
 		return m, err
@@ -283,7 +416,7 @@ func parseMsgPack(b []byte) (Message, error) {
 		}
 		k := 2
 		if c, err := r.d.PeekCode(); err == nil && (msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32) {
-			if err := r.d.Skip(); err != nil {
+			if _, err := r.raw(); err != nil {
 				return m, err
 			}
 			k++
@@ -469,6 +602,11 @@ const maxDepth = 256
 // keys that are not strings their JSON text.
 func MsgPackToJSON(raw []byte) (json.RawMessage, error) {
 	r := newMPReader(raw)
+	// Checked whole first, so no declared length below can exceed what
+	// is there.
+	if err := r.whole(); err != nil {
+		return nil, err
+	}
 	out, err := r.appendJSON(nil, 0)
 	if err != nil {
 		return nil, err
@@ -592,6 +730,9 @@ func (m *mpReader) appendJSON(b []byte, depth int) ([]byte, error) {
 // and key maps.
 func msgpackTimeAt(raw []byte, path []string) (time.Time, bool) {
 	r := newMPReader(raw)
+	if r.whole() != nil {
+		return time.Time{}, false
+	}
 	for _, key := range path {
 		c, err := r.d.PeekCode()
 		if err != nil {

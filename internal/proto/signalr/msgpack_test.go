@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -270,7 +271,7 @@ func TestMsgPackHostile(t *testing.T) {
 		{"close with error", func(ctx context.Context, c *websocket.Conn) {
 			writeBin(ctx, c, mp(t, 7, "Server is shutting down.", true))
 			drain(ctx, c)
-		}, ws.ServerClose, "signalr: server closed the connection: Server is shutting down."},
+		}, ws.ServerClose, "signalr: server closed the connection: Server is shutting down. (reconnect allowed)"},
 	}
 	for _, tc := range cases {
 		c := mpConnected(t, o, nil, tc.script)
@@ -412,4 +413,38 @@ func FuzzMsgPackFrames(f *testing.F) {
 		c := &Conn{o: &Options{Stats: NewStats("OrderPlaced"), Protocol: MessagePack, TimestampPath: []string{"0", "sentAt"}}, handshaken: true}
 		c.Message(nil, ws.Binary, data)
 	})
+}
+
+// TestMsgPackHostileLengths: values declaring more bytes than their message
+// holds are refused without allocating what they declare (the library
+// allocates up to 1 MB for such a length before finding it short, so a
+// server sending small frames could make every one cost a megabyte).
+func TestMsgPackHostileLengths(t *testing.T) {
+	str32 := []byte{0xdb, 0x7f, 0xff, 0xff, 0xff, 'x'}
+	for name, msg := range map[string][]byte{
+		"target":         append([]byte{0x95, 0x01, 0x80, 0xc0}, str32...),
+		"argument":       append(append([]byte{0x95, 0x01, 0x80, 0xc0, 0xa1, 'T', 0x91}, str32...), 0x90),
+		"stream item":    append([]byte{0x94, 0x02, 0x80, 0xa1, '1'}, str32...),
+		"binary result":  {0x95, 0x03, 0x80, 0xa1, '1', 0x03, 0xc6, 0x7f, 0xff, 0xff, 0xff},
+		"extension":      {0x95, 0x03, 0x80, 0xa1, '1', 0x03, 0xc9, 0x7f, 0xff, 0xff, 0xff, 0xff},
+		"headers":        {0x94, 0x02, 0xdf, 0x7f, 0xff, 0xff, 0xff},
+		"nested too far": append(append([]byte{0x94, 0x02, 0x80, 0xa1, '1'}, bytes.Repeat([]byte{0x91}, 300)...), 0xc0),
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := ParseMsgPack(msg)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+			t.Errorf("%s: %d bytes allocated to refuse a %d-byte message", name, n, len(msg))
+		}
+	}
+	if _, err := MsgPackToJSON(str32); err == nil {
+		t.Error("conversion accepted a cut string")
+	}
+	if _, ok := msgpackTimeAt(append([]byte{0x91}, str32...), []string{"0"}); ok {
+		t.Error("time read from a cut string")
+	}
 }

@@ -181,6 +181,21 @@ func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.He
 // connections reuses a few sockets.
 var sharedHTTP = newNegotiateClient(nil)
 
+// newStreamClient makes the client of a population's SSE and long-polling
+// connections: each holds a request for its life, so the per-connection
+// buffers are small (the requests are a few hundred bytes, and reads are
+// copied out in small chunks anyway) and, over TLS, HTTP/2 carries many
+// streams on one connection.
+func newStreamClient(conf *tls.Config) *http.Client {
+	if conf != nil {
+		conf = conf.Clone()
+	}
+	c := newNegotiateClient(conf)
+	t := c.Transport.(*http.Transport)
+	t.ReadBufferSize, t.WriteBufferSize = 1<<10, 512
+	return c
+}
+
 // newNegotiateClient makes a negotiate client; conf must be the client's
 // own (net/http writes its NextProtos).
 func newNegotiateClient(conf *tls.Config) *http.Client {

@@ -164,7 +164,7 @@ func startHTTP(ctx context.Context, kind Transport, o *Options, c *Conn, ep endp
 	if err != nil {
 		return nil, 0, &Error{Phase: phaseOf(kind), Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
 	}
-	h := &httpConn{kind: kind, o: o, h: c, hc: o.httpClient(), url: u, hdr: hdr, tok: ep.token, done: make(chan struct{})}
+	h := &httpConn{kind: kind, o: o, h: c, hc: o.streamClient(), url: u, hdr: hdr, tok: ep.token, done: make(chan struct{})}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	now := hclock()
 	h.lastRead.Store(now)
@@ -182,8 +182,12 @@ func startHTTP(ctx context.Context, kind Transport, o *Options, c *Conn, ep endp
 			return nil, 0, err
 		}
 		open = time.Since(t0)
-		go h.readStream(body)
+		// Set before anything can arrive: a message may make the hub
+		// connection send.
+		c.t = h
+		go h.readStream(body, &sseParser{max: int(o.maxMessage()) + maxVarint}, make([]byte, sseReadSize))
 	} else {
+		c.t = h
 		go h.pollLoop()
 	}
 	h.timer.Reset(h.nextTick(hclock()))
@@ -256,49 +260,43 @@ func (h *httpConn) openStream(ctx context.Context) (io.ReadCloser, error) {
 	return resp.Body, nil
 }
 
-// sseReadSize is the read size on the event stream; the buffer is taken
-// per read, so an idle stream holds none.
-const sseReadSize = 4 << 10
+// sseReadSize is the read size on the event stream: the HTTP client
+// buffers the socket already, so a small buffer of our own costs only
+// copies, and it is what an idle stream keeps.
+const sseReadSize = 512
 
-var sseBufs = sync.Pool{New: func() any { b := make([]byte, sseReadSize); return &b }}
-
-func (h *httpConn) readStream(body io.ReadCloser) {
-	defer body.Close()
-	p := &sseParser{max: int(h.o.maxMessage()) + maxVarint}
-	for {
-		bp := sseBufs.Get().(*[]byte)
-		n, err := body.Read(*bp)
-		if n > 0 {
-			h.lastRead.Store(hclock())
-			perr := p.feed((*bp)[:n], func(data []byte) error { return h.deliver(data) })
-			if perr != nil {
-				sseBufs.Put(bp)
-				h.fail(perr)
-				return
-			}
-		}
-		sseBufs.Put(bp)
-		if err != nil {
-			if h.closing.Load() || h.ended.Load() {
-				h.end(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
-				return
-			}
-			if errors.Is(err, io.EOF) {
-				text := "server ended the event stream"
-				if s := p.pending(); s != "" {
-					h.end(&ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: event stream ended inside an event: " + s})
-					return
-				}
-				h.end(&ws.Disconnect{Reason: ws.NetworkReset, Class: sample.ConnReset, Text: text})
-				return
-			}
-			cl := httpc.Classify(err)
-			if cl == sample.Other {
-				cl = sample.ConnReset
-			}
-			h.end(&ws.Disconnect{Reason: ws.NetworkReset, Class: cl, Text: err.Error(), Err: err})
+// readStream reads one chunk of the event stream and hands on its events,
+// then continues on a fresh goroutine: handling a message grows a
+// goroutine's stack to several KB, which an idle stream parked in Read
+// would keep for good (as package ws does for the same reason).
+func (h *httpConn) readStream(body io.ReadCloser, p *sseParser, buf []byte) {
+	n, err := body.Read(buf)
+	if n > 0 {
+		h.lastRead.Store(hclock())
+		if perr := p.feed(buf[:n], h.deliver); perr != nil {
+			body.Close()
+			h.fail(perr)
 			return
 		}
+	}
+	if err == nil {
+		go h.readStream(body, p, buf)
+		return
+	}
+	body.Close()
+	switch {
+	case h.closing.Load() || h.ended.Load():
+		h.end(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
+	case errors.Is(err, io.EOF) && p.pending() != "":
+		h.end(&ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: event stream ended inside an event: " + p.pending()})
+	case errors.Is(err, io.EOF):
+		h.end(&ws.Disconnect{Reason: ws.NetworkReset, Class: sample.ConnReset, Text: "server ended the event stream"})
+	default:
+		cl := httpc.Classify(err)
+		if cl == sample.Other {
+			cl = sample.ConnReset
+		}
+		h.end(&ws.Disconnect{Reason: ws.NetworkReset, Class: cl, Text: err.Error(), Err: err})
 	}
 }
 

@@ -2,10 +2,14 @@ package signalr
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -204,7 +208,7 @@ func TestLongPolling(t *testing.T) {
 			}
 			c.Invoke(ctx, "Bye")
 			<-c.Done()
-			if d := c.Disconnect(); d.Reason != ws.ServerClose || !d.AllowReconnect || !strings.Contains(d.Text, "restaurant closed") {
+			if d := c.Disconnect(); d.Reason != ws.ServerClose || !d.AllowReconnect || !strings.Contains(d.Text, "restaurant closed (reconnect allowed)") {
 				t.Errorf("%s/%s: bye %+v", proto, want, d)
 			}
 			o.HTTPClient.CloseIdleConnections()
@@ -364,4 +368,112 @@ func FuzzSSE(f *testing.F) {
 		p := &sseParser{max: 1 << 10}
 		p.feed(data, func(d []byte) error { return c.Message(nil, ws.Text, d) })
 	})
+}
+
+// TestLongPollingCloseRace: the server forgets the connection as soon as
+// our Close message arrives and answers the poll that was already on its
+// way with 404 before it answers the Close POST. That poll is the end we
+// asked for, not a failed poll (it was counted as a client_error poll
+// before).
+func TestLongPollingCloseRace(t *testing.T) {
+	noLeak(t, nil)
+	var mu sync.Mutex
+	polls, closed := 0, false
+	pollNow := make(chan struct{}, 1)
+	sawPoll := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/negotiate"):
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"negotiateVersion":1,"connectionId":"c","connectionToken":"t","availableTransports":[{"transport":"LongPolling","transferFormats":["Text","Binary"]}]}`))
+		case r.Method == http.MethodPost:
+			b, _ := io.ReadAll(r.Body)
+			if bytes.Contains(b, []byte(`"protocol"`)) {
+				select {
+				case pollNow <- struct{}{}:
+				default:
+				}
+				return
+			}
+			if bytes.Contains(b, []byte(`{"type":7}`)) {
+				mu.Lock()
+				closed = true
+				mu.Unlock()
+				// Answer the held poll with a ping; the next one
+				// gets 404, and only then this POST its 200.
+				pollNow <- struct{}{}
+				select {
+				case <-sawPoll:
+				case <-time.After(5 * time.Second):
+				}
+			}
+		case r.Method == http.MethodGet:
+			mu.Lock()
+			polls++
+			first, gone := polls == 1, closed
+			mu.Unlock()
+			if gone {
+				http.Error(w, "no such connection", http.StatusNotFound)
+				select {
+				case sawPoll <- struct{}{}:
+				default:
+				}
+				return
+			}
+			if first {
+				return
+			}
+			select {
+			case <-pollNow:
+				mu.Lock()
+				msg := "{}\x1e"
+				if polls > 2 {
+					msg = `{"type":6}` + "\x1e"
+				}
+				mu.Unlock()
+				w.Write([]byte(msg))
+			case <-r.Context().Done():
+			}
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	o := testOptions()
+	o.Transport = LongPolling
+	r := &rec{}
+	o.Recorder = r
+	c, err := Connect(ctx5(t), srv.URL+"/hub", nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if d := c.Disconnect(); d.Reason != ws.ClientClose || d.Class != sample.OK {
+		t.Errorf("close: %+v", d)
+	}
+	for _, cl := range r.classes("poll") {
+		if cl != sample.OK {
+			t.Errorf("polls %v, errors %v", r.classes("poll"), r.errs)
+		}
+	}
+	o.HTTPClient.CloseIdleConnections()
+}
+
+// TestSSEOverTLS: with no HTTP client given, the event stream and the
+// sends use a client of their own, which must trust the plan's CA as
+// negotiate does.
+func TestSSEOverTLS(t *testing.T) {
+	ts := startHub(t, httptest.NewTLSServer, nil, signalr.HTTPTransports(signalr.TransportServerSentEvents))
+	roots := x509.NewCertPool()
+	roots.AddCert(ts.Certificate())
+	o := &Options{TLS: &tls.Config{RootCAs: roots}, Transport: ServerSentEvents, Stats: NewStats()}
+	defer o.CloseIdleConnections()
+	c, err := Connect(ctx5(t), ts.URL+"/hubs/kitchen", nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if res, err := c.Invoke(ctx5(t), "add", 2, 2); err != nil || string(res) != "4" || c.Transport() != ServerSentEvents {
+		t.Errorf("add over TLS SSE: %s %v on %s", res, err, c.Transport())
+	}
 }

@@ -1,5 +1,7 @@
 package ws
 
+import "github.com/stampede-load/stampede/internal/proto/opname"
+
 // Op names one timed operation of a scripted WebSocket connection: the
 // step its latencies and failures are kept under in a result. Only this
 // package makes them, so a name a run lists up front and one it records
@@ -11,10 +13,10 @@ func (o Op) String() string { return o.name }
 
 // The fixed operations of a connection's life.
 var (
-	OpUpgrade = Op{"upgrade"}
+	OpUpgrade = Op{opname.Upgrade}
 	// OpSession is a held connection, timed over its life: ok when we
 	// closed it, else the disconnect's class.
-	OpSession = Op{"session"}
+	OpSession = Op{opname.Session}
 )
 
 // StepOp is a send or wait step of the script, under the name the plan

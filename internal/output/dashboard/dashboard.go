@@ -1,0 +1,199 @@
+// Package dashboard serves a live view of a run: the HTML report of the
+// run so far, redrawn at every interval the run's pump hands over, pushed
+// to the page by Server-Sent Events; when the run ends the page holds the
+// final report, which it can save. Everything is embedded (the report's
+// own assets), so it works with no network beyond the loopback.
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/report"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+//go:embed page.html
+var page []byte
+
+// DefaultAddr is where --dashboard serves without an address: loopback,
+// k6's dashboard port.
+const DefaultAddr = "127.0.0.1:5665"
+
+// Sink is the dashboard output.
+type Sink struct {
+	url string
+	srv *http.Server
+
+	mu      sync.Mutex
+	cur     *result.Result
+	seq     int
+	final   bool
+	changed chan struct{} // closed and replaced at each update
+	// The report of cur, rendered when a page asks for it (never when
+	// nobody watches), for seq htmlSeq.
+	html    []byte
+	htmlSeq int
+	clients int
+	// gotFinal is closed once a page has fetched the final report.
+	gotFinal chan struct{}
+	done     chan struct{}
+}
+
+// New listens on addr now, so a port in use fails before any load.
+func New(addr string) (*Sink, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--dashboard: %v", err)
+	}
+	s := &Sink{url: "http://" + ln.Addr().String(), changed: make(chan struct{}), gotFinal: make(chan struct{}), done: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(page)
+	})
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /report", s.report)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// URL is where the page is.
+func (s *Sink) URL() string { return s.url }
+
+// Name implements output.Sink.
+func (s *Sink) Name() string { return "dashboard=" + s.url }
+
+// Sample implements output.Sink: it keeps the snapshot and tells the
+// pages; rendering waits until one asks.
+func (s *Sink) Sample(r *result.Result) {
+	if r == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.final {
+		return
+	}
+	s.cur = r
+	s.bump()
+}
+
+func (s *Sink) bump() {
+	s.seq++
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Close implements output.Sink: the final report goes to the pages
+// watching, which get a moment to fetch it before the server stops.
+func (s *Sink) Close(final *result.Result) error {
+	s.mu.Lock()
+	if final != nil {
+		s.cur = final
+	}
+	s.final = true
+	s.bump()
+	watching := s.clients > 0 && s.cur != nil
+	s.mu.Unlock()
+	if watching {
+		select {
+		case <-s.gotFinal:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	close(s.done)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
+}
+
+func (s *Sink) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	s.mu.Lock()
+	s.clients++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.clients--
+		s.mu.Unlock()
+	}()
+	sent := -1
+	for {
+		s.mu.Lock()
+		seq, final, changed, have := s.seq, s.final, s.changed, s.cur != nil
+		s.mu.Unlock()
+		if seq != sent && have {
+			fmt.Fprintf(w, "event: update\ndata: {\"seq\":%d,\"final\":%t}\n\n", seq, final)
+			fl.Flush()
+			sent = seq
+		}
+		if final {
+			return
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		}
+	}
+}
+
+func (s *Sink) report(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	cur, seq, final, html, htmlSeq := s.cur, s.seq, s.final, s.html, s.htmlSeq
+	s.mu.Unlock()
+	if cur == nil {
+		http.Error(w, "no figures yet", http.StatusServiceUnavailable)
+		return
+	}
+	// Rendered outside the lock, so a page never holds up the run's pump.
+	if html == nil || htmlSeq != seq {
+		var b bytes.Buffer
+		if err := report.HTML(&b, cur); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		html, htmlSeq = b.Bytes(), seq
+		s.mu.Lock()
+		if s.htmlSeq < seq || s.html == nil {
+			s.html, s.htmlSeq = html, seq
+		}
+		s.mu.Unlock()
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Stampede-Seq", strconv.Itoa(htmlSeq))
+	if final {
+		h.Set("X-Stampede-Final", "1")
+	}
+	w.Write(html)
+	if final {
+		s.mu.Lock()
+		select {
+		case <-s.gotFinal:
+		default:
+			close(s.gotFinal)
+		}
+		s.mu.Unlock()
+	}
+}
