@@ -82,13 +82,13 @@ func (s *Std) RoundTrip(req *Request, resp *Response) error {
 	resp.Body = resp.Body[:0]
 	resp.BodyLen = 0
 	var buf [16 << 10]byte
+	limit := req.KeepHead
+	if req.KeepBody {
+		limit = max(limit, s.keptCap())
+	}
 	for {
 		n, rerr := hres.Body.Read(buf[:])
 		if n > 0 {
-			limit := req.KeepHead
-			if req.KeepBody {
-				limit = max(limit, s.keptCap())
-			}
 			if len(resp.Body) < limit {
 				room := min(limit-len(resp.Body), n)
 				resp.Body = append(resp.Body, buf[:room]...)

@@ -205,6 +205,7 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 		Paced:       first.Paced,
 		LatencyFrom: latencyFrom(first),
 		Segment:     result.Segment{Index: 0, Count: 1},
+		Seed:        first.Seed,
 	}
 	var measuredEnd time.Time
 	var partial, stops []string
@@ -221,6 +222,9 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 			measuredEnd = end
 		}
 		out.Paced = out.Paced || run.Paced
+		if out.Seed != nil && (run.Seed == nil || *run.Seed != *out.Seed) {
+			out.Seed = nil
+		}
 		// Segments split users and arrivals so that their shares sum to
 		// the whole; repeated whole runs add load the same way.
 		out.MaxUsers += run.MaxUsers

@@ -17,6 +17,9 @@ type Pos struct {
 type Plan struct {
 	Name string
 	File string
+	// Seed, when set, fixes the run's random draws (seed.go); nil: each
+	// run draws its own.
+	Seed *uint64
 	// Source is the plan text with ${ENV} references left unexpanded, so a
 	// result file never carries a secret that came from the environment.
 	Source []byte

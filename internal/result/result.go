@@ -109,6 +109,10 @@ type RunInfo struct {
 	StopReason string  `json:"stop_reason,omitempty"`
 	MaxUsers   int     `json:"max_users,omitempty"`
 	PeakRate   float64 `json:"peak_rate,omitempty"`
+	// Seed is what the users' random draws came from; a plan given
+	// `seed: N` repeats them. Merged results keep it only when every part
+	// drew from the same one.
+	Seed *uint64 `json:"seed,omitempty"`
 }
 
 // Totals sums every step.

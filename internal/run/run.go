@@ -121,6 +121,7 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	prog.Seed = runSeed(p, o.Carry)
 	if o.Carry != nil {
 		o.Carry.Adopt(prog)
 	}
@@ -463,6 +464,7 @@ func (r *runner) build(checkpoint bool) *result.Result {
 	}
 	dur := measuredEnd.Sub(r.start).Seconds()
 	sum := sha256.Sum256(r.plan.Source)
+	seed := r.prog.Seed
 	res := &result.Result{
 		Schema: result.Schema,
 		Tool:   result.Tool{Name: "stampede", Version: r.opts.Version},
@@ -473,6 +475,7 @@ func (r *runner) build(checkpoint bool) *result.Result {
 			Model: r.plan.Load.Model.String(), Paced: r.plan.Load.Pace > 0,
 			Segment: r.resultSegment(),
 			Partial: partial != "", PartialReason: partial, StopReason: why,
+			Seed: &seed,
 		},
 		Totals:     snap.Totals,
 		Steps:      snap.Steps,

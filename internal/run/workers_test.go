@@ -27,9 +27,9 @@ func TestIdleStackKeepsAtMost(t *testing.T) {
 	}
 }
 
-// goroutinesIn counts the goroutines whose stack shows fn.
-func goroutinesIn(fn string) int {
-	buf := make([]byte, 64<<20)
+// goroutinesIn counts the goroutines whose stack shows fn; buf must hold
+// every goroutine's stack.
+func goroutinesIn(buf []byte, fn string) int {
 	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
 }
 
@@ -67,20 +67,21 @@ load: {grace: 1s, stages: [{duration: 1h, users: 512}]}
 			t.Error("the run did not end after its cancel")
 		}
 	}()
+	buf := make([]byte, 16<<20)
 	// Users that think are scheduled: all are due at once, and each waits
 	// for its answer on a worker of its own.
 	safety := time.Now().Add(60 * time.Second)
-	for goroutinesIn("(*runner).step(") < maxIdleWorkers+10 && time.Now().Before(safety) {
+	for goroutinesIn(buf, "(*runner).step(") < maxIdleWorkers+10 && time.Now().Before(safety) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	held := goroutinesIn("(*runner).step(")
+	held := goroutinesIn(buf, "(*runner).step(")
 	close(release)
 	for answered.Load() < int64(held) && time.Now().Before(safety) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var workers int
 	for time.Now().Before(safety) {
-		if workers = goroutinesIn("(*runner).schedWorker("); workers <= maxIdleWorkers {
+		if workers = goroutinesIn(buf, "(*runner).schedWorker("); workers <= maxIdleWorkers {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

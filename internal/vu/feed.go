@@ -110,6 +110,10 @@ func (f *Feeder) share(rows [][]string, cur *atomic.Int64, whose string) ([]stri
 type Carry struct {
 	mu      sync.Mutex
 	feeders map[*plan.DataSource]*Feeder
+	// seed is the seed every run given this carry draws from, chosen by
+	// the first (Seed).
+	seed    uint64
+	seedSet bool
 	// base is added to this run's user ids; next is the highest {{ vu }}
 	// handed out so far, the next run's base.
 	base int64
@@ -127,7 +131,7 @@ func (c *Carry) Number(u *User) {
 	v := c.base + u.ID
 	u.env.VU = v
 	if v != u.ID {
-		u.rng = userRand(v)
+		u.rng = userRand(u.prog.Seed, v)
 		u.env.Rand = u.rng
 	}
 	c.Counter(&u.iter)
@@ -150,9 +154,21 @@ func (c *Carry) Counter(n *int64) {
 	c.counters = append(c.counters, n)
 }
 
-// userRand is a user's generator for {{ uuid }}, rand_int and random
-// rows, seeded by its number so a run can be repeated.
-func userRand(vu int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(vu), 0x5eed)) }
+// userRand is a user's generator for {{ uuid }}, rand_int, random rows and
+// think draws: the run's seed and the user's number, so a run given the
+// same seed draws the same, and no two users (or levels) draw alike.
+func userRand(seed uint64, vu int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(vu), seed)) }
+
+// Seed is the seed of the runs given this carry: the first run's choice,
+// kept, so the levels of one test are one repeatable draw.
+func (c *Carry) Seed(choose func() uint64) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seedSet {
+		c.seed, c.seedSet = choose(), true
+	}
+	return c.seed
+}
 
 // Adopt starts a run: p gets the feeders earlier runs used for the same
 // sources (and keeps its own for sources new to the carry), and its users

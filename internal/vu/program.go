@@ -23,6 +23,9 @@ type Program struct {
 	Scenarios []*Scenario
 	Feeders   []*Feeder
 	Steps     []metrics.StepInfo
+	// Seed feeds every user's random draws (userRand); the run sets it
+	// before making users.
+	Seed uint64
 	// order assigns scenarios to users and arrivals by weight, spread
 	// evenly (smooth weighted round robin), so any prefix of users is mixed
 	// as the weights say.

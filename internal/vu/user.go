@@ -69,7 +69,7 @@ func (p *Program) NewUser(id int64, tr httpc.Transport, rec *metrics.Recorder) *
 		prog:     p,
 		tr:       tr,
 		shard:    rec.Shard(id),
-		rng:      userRand(id), // feed.go
+		rng:      userRand(p.Seed, id), // feed.go
 		inFlight: &rec.InFlight,
 	}
 	u.env = plan.Env{Captures: make([]string, p.maxCaptures), Rows: make([][]string, len(p.Plan.Data)), VU: id, Rand: u.rng, Globals: p.globals}
