@@ -84,10 +84,21 @@ func classHint(class string) string {
 // and requests in flight grow with it, is a server that has stopped taking
 // more work and queues the rest (an API that held at 1.6k RPS whether 400
 // or 1,000 users drove it).
-func saturatedInRun(s result.Series) (result.Indicator, bool) {
+//
+// Only intervals wholly inside the measured span (measuredS, the run's
+// duration_s) count: after the profile ends nothing new is offered and
+// the requests in flight drain, so throughput falls and in flight empties
+// for reasons that say nothing of a ceiling - on a busy machine the drain
+// spans several intervals and hid a saturation it was not part of.
+func saturatedInRun(s result.Series, measuredS float64) (result.Indicator, bool) {
 	n := len(s.T)
-	// The last interval is usually cut short by the end of the run.
-	if n > 0 && n == len(s.Completed) && n >= 2 {
+	if measuredS > 0 && s.IntervalS > 0 {
+		const slack = 1e-6 // T is a float multiple of the interval
+		for n > 0 && s.T[n-1]+s.IntervalS > measuredS+slack {
+			n--
+		}
+	} else if n > 0 && n == len(s.Completed) && n >= 2 {
+		// The last interval is usually cut short by the end of the run.
 		n--
 	}
 	if n < saturationMinSteps || s.IntervalS <= 0 || len(s.OK) < n || len(s.P95US) < n {

@@ -109,7 +109,7 @@ func TestSaturatedInRun(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in, ok := saturatedInRun(c.s)
+			in, ok := saturatedInRun(c.s, 0)
 			if ok != c.fire {
 				t.Fatalf("fired %v, want %v (%v)", ok, c.fire, in)
 			}
@@ -117,6 +117,31 @@ func TestSaturatedInRun(t *testing.T) {
 				t.Errorf("evidence %v: want the last 30s", in.Evidence)
 			}
 		})
+	}
+}
+
+// The drain after the profile's end (nothing new offered, in flight
+// emptying, throughput falling) is not part of the window: on a busy CI
+// machine it spanned five intervals and a run that saturated for its
+// whole stage was not called saturated.
+func TestSaturatedIgnoresTheDrain(t *testing.T) {
+	inFlight := func(i int) int64 { return int64(20 + 10*i) }
+	s := withInFlight(series(func(int) int64 { return 1000 }, func(i int) int64 { return int64(20_000 + 10_000*i) }, 40), inFlight)
+	const measured = 41 // the 41 one-second intervals 0..40 are the stage
+	for i, ok := range []int64{400, 30, 0, 20, 0} {
+		s.T = append(s.T, float64(measured+i))
+		s.OK = append(s.OK, ok)
+		s.Completed = append(s.Completed, ok)
+		s.P95US = append(s.P95US, 0)
+		s.Target = append(s.Target, s.Target[len(s.Target)-1])
+		s.InFlight = append(s.InFlight, int64(300-60*i))
+	}
+	in, ok := saturatedInRun(s, measured)
+	if !ok {
+		t.Fatal("a stage saturated throughout was not called saturated once its drain followed it")
+	}
+	if in.Evidence["window_s"] != 30 || in.Evidence["ok_rps_last"] != 1000 {
+		t.Errorf("evidence %v: want the last 30s of the stage, at 1000 req/s", in.Evidence)
 	}
 }
 

@@ -50,7 +50,7 @@ func Indicators(r *result.Result) []result.Indicator {
 	if ind, ok := errorsDominated(t); ok {
 		out = append(out, ind)
 	}
-	if ind, ok := saturatedInRun(r.Series); ok {
+	if ind, ok := saturatedInRun(r.Series, r.Run.DurationS); ok {
 		out = append(out, ind)
 	}
 	if n := cls(sample.ServerError); share(n) > serverErrorsAbove {

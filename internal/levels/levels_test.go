@@ -356,19 +356,20 @@ func TestIndicatorsHonest(t *testing.T) {
 		}
 	})
 	t.Run("saturated within a run", func(t *testing.T) {
-		// 2 connections held 50ms each serve 40 req/s, a rate bound by the
-		// pool's sleeps rather than CPU: a loaded CI machine slows a 10ms
-		// pool's 200 req/s by CPU starvation in bursts (throughput dipped
-		// 20% in one half of the run), but barely touches a pool this slow.
-		// Users rise 20-fold from the pool's size, so every interval is
-		// saturated and p95 climbs from ~50ms to ~1s.
-		url := startDemo(t, "pool=2,service=50ms,wait=10s")
+		// 2 connections held 100ms each serve 20 req/s, a rate bound by
+		// the pool's sleeps rather than CPU, so a loaded CI machine (whose
+		// scheduler delays a wake-up by tens of ms) moves it little; a
+		// 10ms pool's 200 req/s dipped 20% there. Users rise 20-fold from
+		// the pool's size, so every interval is saturated and p95 climbs.
+		// The drain after the stage (slow to empty on a busy machine) is
+		// not judged (gate's TestSaturatedIgnoresTheDrain).
+		url := startDemo(t, "pool=2,service=100ms,wait=10s")
 		ramp := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 4s, users: 2 -> 40}"))
 		res := runOnce(t, ramp, 250*time.Millisecond)
 		if in, ok := has(res.Indicators, "saturated"); !ok {
-			t.Errorf("users 2 -> 40 on a 40 req/s pool: indicators %v, want saturated (ok %v, p95 %v)", ids(res.Indicators), res.Series.OK, res.Series.P95US)
-		} else if in.Evidence["ok_rps_last"] > 44 || in.Evidence["p95_last_us"] < 2*in.Evidence["p95_first_us"] {
-			t.Errorf("evidence %v: want the pool's 40 req/s and p95 at least doubled", in.Evidence)
+			t.Errorf("users 2 -> 40 on a 20 req/s pool: indicators %v, want saturated (ok %v, p95 %v, in flight %v, measured %.2fs)", ids(res.Indicators), res.Series.OK, res.Series.P95US, res.Series.InFlight, res.Run.DurationS)
+		} else if in.Evidence["ok_rps_last"] > 22 || in.Evidence["p95_last_us"] < 2*in.Evidence["p95_first_us"] {
+			t.Errorf("evidence %v: want the pool's 20 req/s and p95 at least doubled", in.Evidence)
 		}
 		steady := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 2s, users: 2}"))
 		res = runOnce(t, steady, 250*time.Millisecond)
