@@ -100,6 +100,19 @@ load:
 		}
 		return n
 	}
+	// From the first update, the planned profile is drawn over the whole
+	// planned duration (8s), ahead of the actual one.
+	poll("window.dash.updates >= 1")
+	planned, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](`(function(){var p=window.dash.planned;if(!p)return [];var d=document.getElementById("planned").getAttribute("d")||"";return [p.t.length,p.t[p.t.length-1],Math.max.apply(null,p.v),(d.match(/L/g)||[]).length]})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(planned) != 4 {
+		t.Fatalf("no planned profile at the first update")
+	}
+	if planned[0] < 2 || planned[1] != 8 || planned[2] != 4 || planned[3] < 1 {
+		t.Errorf("planned profile at the first update: %v points, ends at %vs, peak %v users, %v segments drawn; want the 8s ramp to 4 users", planned[0], planned[1], planned[2], planned[3])
+	}
 	// Live: a report with charts, then more points on them.
 	poll("window.dash.updates >= 1 && window.dash.points() > 0 && !window.dash.final")
 	first := points()

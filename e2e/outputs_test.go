@@ -391,7 +391,6 @@ load:
 		{"--output", "prometheus-rw=ftp://127.0.0.1/x"},
 		{"--output", "csv=" + filepath.Join(dir, "no", "such", "dir.csv")},
 		{"--junit", filepath.Join(dir, "no", "such", "j.xml")},
-		{"--workers", "2", "--junit", filepath.Join(dir, "j.xml")},
 	} {
 		out := e2etest.Stampede(t, 60*time.Second, "", append([]string{"run", planPath, "-q", "-o", filepath.Join(dir, "r.json")}, args...)...)
 		if out.Code != 2 || !strings.Contains(out.Stderr, args[len(args)-2]) {

@@ -70,6 +70,7 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 			}
 			defer s.Close()
 			defer stop()
+			outputs.planLevels(plan.VaryRate, nil, ramp, stepHold)
 			disp := &levelsLive{stderr: stderr, quiet: quiet, announce: func(e levels.Event) string {
 				return fmt.Sprintf("trying %s - %s %v", levels.FormatLevel(e.Vary, e.Value), e.Phase, e.Duration)
 			}}
@@ -103,5 +104,6 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 	f.StringVarP(&out, "out", "o", "", "result file (default stampede-<name>-capacity-<time>.json)")
 	f.StringVar(&demoOpts, "demo", "", "demo target settings when the plan says target: demo")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
+	outputs.addDashboard(f) // --dashboard (outputs.go)
 	return cmd
 }

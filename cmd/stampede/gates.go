@@ -112,6 +112,7 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	if err != nil {
 		return err
 	}
+	outputs.planLevels(j.vary, j.values, j.ramp, j.hold)
 	defer s.Close()
 	defer stop()
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/stampede-load/stampede/internal/output/junitfile"
 	"github.com/stampede-load/stampede/internal/output/otlp"
 	"github.com/stampede-load/stampede/internal/output/promrw"
+	"github.com/stampede-load/stampede/internal/plan"
 )
 
 // outputFlags are --output, --junit and --dashboard, shared by run, gates
@@ -22,6 +24,9 @@ type outputFlags struct {
 	outs      []string
 	junit     string
 	dashboard string
+
+	// dash is the dashboard sinks opened, to be told the planned profile.
+	dash *dashboard.Sink
 }
 
 var outputs outputFlags
@@ -30,6 +35,13 @@ func (o *outputFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.outs, "output", nil, "stream the run while it goes (repeatable): csv=FILE (per-second series), prometheus-rw=URL (remote write, e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g. http://127.0.0.1:4318)")
 	f.StringVar(&o.junit, "junit", "", "write a JUnit XML report (thresholds, SLOs, step checks; one suite per level) to this file for CI")
 	f.StringVar(&o.dashboard, "dashboard", "", "serve a live dashboard (the HTML report, updated every second) on "+dashboard.DefaultAddr+", or on --dashboard=ADDR")
+	f.Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
+}
+
+// addDashboard is --dashboard alone, for capacity: its levels are found as
+// it goes, which the JUnit and streaming outputs do not describe yet.
+func (o *outputFlags) addDashboard(f *pflag.FlagSet) {
+	f.StringVar(&o.dashboard, "dashboard", "", "serve a live dashboard (the HTML report, updated every second, with each rate tried) on "+dashboard.DefaultAddr+", or on --dashboard=ADDR")
 	f.Lookup("dashboard").NoOptDefVal = dashboard.DefaultAddr
 }
 
@@ -75,6 +87,7 @@ func (o *outputFlags) sinks(stderr io.Writer) ([]output.Sink, error) {
 		}
 		fmt.Fprintf(stderr, "dashboard: %s\n", d.URL())
 		out = append(out, d)
+		o.dash = d
 	}
 	if o.junit != "" {
 		s, err := junitfile.New(o.junit)
@@ -84,6 +97,21 @@ func (o *outputFlags) sinks(stderr io.Writer) ([]output.Sink, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// planStages gives the dashboard, if one is open, the load a run plans.
+func (o *outputFlags) planStages(l plan.Load) {
+	if o.dash != nil {
+		o.dash.SetProfile(dashboard.StagesProfile(l))
+	}
+}
+
+// planLevels gives the dashboard, if one is open, the levels a gates or
+// sweep run plans; a capacity search (no values) finds its own.
+func (o *outputFlags) planLevels(vary string, values []float64, ramp, hold time.Duration) {
+	if o.dash != nil {
+		o.dash.SetProfile(dashboard.LevelsProfile(vary, values, ramp, hold))
+	}
 }
 
 // closeSinks releases outputs a run never started with.

@@ -43,9 +43,6 @@ grace period), prints the partial summary and writes a result marked
 partial. A second Ctrl-C writes the partial result at once and exits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dist.workers > 0 && (len(outputs.outs) > 0 || outputs.junit != "" || outputs.dashboard != "") {
-				return fail(exitUsage, fmt.Errorf("--output, --junit and --dashboard do not work with --workers yet: run the merged result through stampede report --format junit or html"))
-			}
 			if dist.workers > 0 {
 				return runWorkers(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, demoOpts, quiet, dist, cmd.Flags(), monitors)
 			}
@@ -127,6 +124,7 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	if err != nil {
 		return err
 	}
+	outputs.planStages(p.Load)
 	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(monitors)),
 		Stderr: stderr, Note: live.note, OnQuit: func() { closeFailures() }, Sinks: sinks})
 	if err != nil {

@@ -61,6 +61,13 @@ func (d *distFlags) apply(o *run.Options, stderr io.Writer, p *plan.Plan) error 
 	}
 	o.Segment = s
 	o.StartGrace = d.startGrace
+	if !s.IsWhole() {
+		// A worker of --workers: its coordinator ran the setup once for
+		// the test and tears down after it.
+		if o.Lifecycle, err = run.Received(p); err != nil {
+			return fail(exitRun, err)
+		}
+	}
 	if d.startAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, d.startAt)
 		if err != nil {
@@ -98,6 +105,9 @@ var notForWorkers = map[string]string{
 	"workers":     "the workers are segments, not more workers",
 	"emit-result": "refused with --workers",
 	"cpuprofile":  "one profile file cannot take N processes",
+	"output":      "streamed by the coordinator from the workers' merged checkpoints",
+	"junit":       "written by the coordinator from the merged result",
+	"dashboard":   "served by the coordinator from the workers' merged checkpoints",
 }
 
 // workerFlags is the command line given to 'run' that the workers need too
@@ -146,8 +156,14 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	if _, err := monitorSpecs(p, monitors); err != nil {
 		return err
 	}
-	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(monitors)), Stderr: stderr})
+	sinks, err := outputs.sinks(stderr)
 	if err != nil {
+		return err
+	}
+	outputs.planStages(p.Load)
+	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(monitors)), Stderr: stderr, Sinks: sinks})
+	if err != nil {
+		closeSinks(sinks)
 		return err
 	}
 	defer s.Close()
@@ -168,7 +184,15 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 		fmt.Fprintf(stderr, "%d workers start at %s; logs and segment results in %s\n",
 			d.workers, l.StartAt.Format("15:04:05.000"), l.Dir)
 	}
-	e := &session.Workers{Plan: p, Local: l, Summary: stderr}
+	tlsConf, err := tlsConfig(p)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	// The setup and teardown run here, once for the test, not in each worker.
+	e := &session.Workers{Plan: p, Local: l, Summary: stderr, Run: &run.Options{Version: version, TLS: tlsConf}}
+	if d.startAt == "" {
+		e.StartAfterSetup = dist.DefaultLead
+	}
 	oc := s.Run(e)
 	return printMerged(stdout, stderr, oc, e.Segments, out)
 }

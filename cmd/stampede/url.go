@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,25 +60,36 @@ requests in flight.`,
 			if err := checkFit(p, 1); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			res, err := run.Run(ctx, p, run.Options{Version: version})
+			if format != "json" && format != "text" {
+				return fail(exitUsage, fmt.Errorf("--format %q: expected text or json", format))
+			}
+			// The session gives url what run has: the Ctrl-C policy (a
+			// graceful stop, then quit at once with the partial result), an
+			// atomic write of -o with room set aside before any load, and
+			// run's exit codes. Without -o nothing is written.
+			stderr := cmd.ErrOrStderr()
+			s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, 0), Stderr: stderr})
 			if err != nil {
-				return fail(exitRun, err)
+				return err
 			}
-			session.Evaluate(res, p)
-			if out != "" {
-				if err := result.Write(out, res); err != nil {
-					return fail(exitRun, err)
-				}
+			defer s.Close()
+			oc := s.Run(&session.InProcess{Plan: p, Options: run.Options{Version: version}})
+			if oc.Result == nil || oc.Quit {
+				return oc.Err()
 			}
-			switch format {
-			case "json":
-				return brief(cmd.OutOrStdout(), res)
-			case "text":
-				return report.Text(cmd.OutOrStdout(), res)
+			var perr error
+			if format == "json" {
+				perr = brief(cmd.OutOrStdout(), oc.Result)
+			} else {
+				perr = report.Text(cmd.OutOrStdout(), oc.Result)
 			}
-			return fail(exitUsage, fmt.Errorf("--format %q: expected text or json", format))
+			if perr != nil {
+				return fail(exitRun, perr)
+			}
+			if oc.SaveErr == nil && out != "" {
+				fmt.Fprintf(stderr, "result saved to %s\n", out)
+			}
+			return oc.Err()
 		},
 	}
 	f := cmd.Flags()

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/expr-lang/expr/builtin"
 	"gopkg.in/yaml.v3"
 )
 
@@ -179,6 +180,9 @@ type field struct {
 	// part: the value is a token after a scheme ("Bearer abc"); prefix is
 	// what stays literal.
 	prefix string
+	// expr: the expression tmpl holds (a capture's name), for a raw JSON
+	// body to write it escaped.
+	expr string
 }
 
 type capture struct {
@@ -196,11 +200,9 @@ type step struct {
 	headers  []hdr
 	json     *jv
 	form     []*formField
+	parts    []*partField // multipart
 	raw      *field // a body that is neither JSON nor a form
 	captures []capture
-	// The response's JSON, parsed once when first searched.
-	respJSON *jv
-	parsed   bool
 }
 
 type qpart struct {
@@ -218,6 +220,11 @@ type hdr struct {
 type formField struct {
 	name string
 	f    *field
+}
+
+type partField struct {
+	mpart
+	f *field // a text field's value
 }
 
 // Headers a plan gets no value from sending as recorded: the client sets
@@ -247,6 +254,9 @@ func keepHeader(name, value string) bool {
 
 func newStep(x *exchange, main string, s *Summary) *step {
 	st := &step{x: x, absolute: x.u.Host != main}
+	if x.status >= 400 {
+		s.Notes = append(s.Notes, fmt.Sprintf("%s %s: recorded answer %d; the plan expects a success there (add expect: {status: %d} if the error is the point)", x.method, x.u.Redacted(), x.status, x.status))
+	}
 	p := x.u.EscapedPath()
 	if p == "" {
 		p = "/"
@@ -292,7 +302,7 @@ func newStep(x *exchange, main string, s *Summary) *step {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s %s: header %q left out: not a valid HTTP header", x.method, x.u.Redacted(), h.name))
 			continue
 		}
-		if strings.EqualFold(h.name, "Content-Type") && (x.isForm || len(x.body) == 0) {
+		if strings.EqualFold(h.name, "Content-Type") && (x.isForm || x.isMultipart || len(x.body) == 0) {
 			continue
 		}
 		// A header sent twice is one list to the server; a plan names
@@ -320,6 +330,24 @@ func newStep(x *exchange, main string, s *Summary) *step {
 		st.headers = append(st.headers, hdr{h.name, f})
 	}
 	switch {
+	case x.isMultipart:
+		seen := map[string]bool{}
+		for _, e := range x.multipart {
+			switch {
+			case seen[e.name] || e.name == "" || strings.ContainsAny(e.name, "\r\n\""):
+				s.Notes = append(s.Notes, fmt.Sprintf("%s %s: multipart part %q left out: a plan's multipart names each part once, without quotes or line breaks", x.method, x.u.Redacted(), e.name))
+			case e.file != "" && e.path == "":
+				s.Notes = append(s.Notes, fmt.Sprintf("%s %s: multipart file %q (%s) left out: the recording does not hold its content; save the file and add %s: {file: PATH}", x.method, x.u.Redacted(), e.name, e.file, e.name))
+			default:
+				seen[e.name] = true
+				st.parts = append(st.parts, &partField{e, &field{value: e.value}})
+			}
+		}
+		if len(st.parts) == 0 {
+			// An empty multipart: is refused by the loader; nothing of the
+			// body is left to send.
+			st.parts = nil
+		}
 	case x.isForm:
 		for _, e := range x.form {
 			st.form = append(st.form, &formField{e.name, &field{value: e.value}})
@@ -514,35 +542,82 @@ func (st *step) fields() []*field {
 	for _, ff := range st.form {
 		out = append(out, ff.f)
 	}
+	for _, p := range st.parts {
+		if p.path == "" {
+			out = append(out, p.f)
+		}
+	}
 	return out
 }
 
-// candidate says whether a value is specific enough that finding it in a
-// response and again in a later request is no coincidence.
-func candidate(v string) bool {
-	if len(v) < 2 || len(v) > 4096 {
+// tokenLike says whether a value is specific enough that finding it in a
+// response and again in a later request is no coincidence: the shapes
+// servers hand out as tokens and ids (UUIDs, JWTs, long runs mixing
+// letters and digits, long numbers), never plain words or small numbers,
+// which a client sends of its own accord (a page size, a quantity, the
+// name of a collection). idKey: the response names the value an id or a
+// token, which makes a shorter one count. unique: the value is in one
+// response field only, so a long number is not a coincidence either.
+func tokenLike(v string, idKey, unique, pathSeg bool) bool {
+	if len(v) < 3 || len(v) > 4096 {
 		return false
 	}
-	switch strings.ToLower(v) {
-	case "true", "false", "null", "none", "yes", "no", "on", "off", "ok":
-		return false
+	if uuidRE.MatchString(v) || jwtRE.MatchString(v) {
+		return true
 	}
-	digits := true
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			digits = false
-			break
+	var lower, upper, digit, other bool
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= '0' && c <= '9':
+			digit = true
+		case c == ' ' || c == '\t':
+			// Text with spaces is something a person typed.
+			return false
+		default:
+			other = true
 		}
 	}
-	if digits && len(v) < 3 {
-		return false
+	letter := lower || upper
+	switch {
+	case digit && !letter && !other:
+		return len(v) >= 6 && unique || idKey
+	case digit && letter:
+		if dateRE.MatchString(v) {
+			return false
+		}
+		return len(v) >= 8 || len(v) >= 4 && idKey
+	case !digit && lower && upper && !pathSeg:
+		// Base64 without a digit in it is rare but long; a camelCase
+		// word is short.
+		return len(v) >= 20
 	}
-	return strings.ContainsFunc(v, func(r rune) bool {
-		return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
-	})
+	return false
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var (
+	uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	jwtRE  = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$`)
+	dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$`)
+)
+
+// idName says whether a field, header or markup name names an id or a
+// token.
+func idName(name string) bool {
+	n := strings.ToLower(name)
+	if n == "id" || strings.HasSuffix(n, "_id") || strings.HasSuffix(n, "-id") || strings.HasSuffix(name, "Id") || strings.HasSuffix(name, "ID") {
+		return true
+	}
+	for _, w := range []string{"token", "uuid", "csrf", "xsrf", "session", "nonce", "key"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // respHeaderSkip are response headers no client sends back as a value.
 var respHeaderSkip = map[string]bool{
@@ -552,40 +627,140 @@ var respHeaderSkip = map[string]bool{
 	"x-content-type-options": true, "strict-transport-security": true,
 }
 
-// source finds where response i gives value v, as a capture expression.
-func (st *step) source(v string) (kind, expr, hint string, ok bool) {
-	x := st.x
-	if !st.parsed {
-		st.parsed = true
-		if len(x.respBody) > 0 && (isJSONType(x.respCT) || looksJSON(x.respBody)) {
-			st.respJSON, _ = parseJSON(x.respBody)
+// source is where a response handed out a value: a capture expression on
+// step i's response.
+type source struct {
+	step       int
+	kind, expr string
+	hint       string
+	idKey      bool
+	lazy       bool // a regex still to build (most values are never asked for)
+}
+
+// index maps every value the responses so far handed out to its latest
+// source, so each value a request sends is looked up once instead of
+// searched for in every earlier response.
+type index struct {
+	steps []*step
+	src   map[string]source
+	// fields counts the response fields (JSON leaves, headers, markup
+	// values) that held a value, over all responses so far.
+	fields map[string]int
+	// cookies maps a cookie's value to the response that set it.
+	cookies map[string]cookieSource
+}
+
+type cookieSource struct {
+	step  int
+	name  string
+	first bool // the response's first Set-Cookie: a header capture gets it
+}
+
+func newIndex(steps []*step) *index {
+	return &index{steps: steps, src: map[string]source{}, fields: map[string]int{}, cookies: map[string]cookieSource{}}
+}
+
+// add indexes step i's response. Within one response a JSON field wins
+// over a header and a header over the markup; a later response wins over
+// an earlier one, as the client sends the latest value it was given.
+func (ix *index) add(i int) {
+	x := ix.steps[i].x
+	put := func(v string, s source) {
+		if len(v) < 3 || len(v) > 4096 {
+			return
+		}
+		if old, ok := ix.src[v]; !ok || old.step != i {
+			ix.src[v] = s
 		}
 	}
-	if root := st.respJSON; root != nil {
-		{
-			var found []string
+	isJSON := false
+	if len(x.respBody) > 0 && (isJSONType(x.respCT) || looksJSON(x.respBody)) {
+		if root, err := parseJSON(x.respBody); err == nil {
+			isJSON = true
 			root.leaves(nil, func(p []string, l *jv) {
-				if found == nil && l.s == v {
-					found = append([]string{}, p...)
-				}
+				ix.fields[l.s]++
+				put(l.s, source{step: i, kind: "json", expr: strings.Join(p, "."), hint: jsonHint(p), idKey: idPath(p)})
 			})
-			if found != nil && len(found) > 0 {
-				return "json", strings.Join(found, "."), jsonHint(found), true
-			}
 		}
 	}
+	first := true
 	for _, h := range x.respHeaders {
-		if respHeaderSkip[strings.ToLower(h.name)] {
+		n := strings.ToLower(h.name)
+		if n == "set-cookie" {
+			name, v, _ := strings.Cut(h.value, ";")
+			name, v, ok := strings.Cut(name, "=")
+			if ok && v != "" {
+				ix.cookies[strings.TrimSpace(v)] = cookieSource{i, strings.TrimSpace(name), first}
+			}
+			first = false
 			continue
 		}
-		if strings.TrimSpace(h.value) == v {
-			return "header", h.name, strings.ToLower(h.name), true
+		if respHeaderSkip[n] {
+			continue
+		}
+		v := strings.TrimSpace(h.value)
+		ix.fields[v]++
+		put(v, source{step: i, kind: "header", expr: h.name, hint: n, idKey: idName(h.name)})
+	}
+	if len(x.respBody) == 0 || !utf8.Valid(x.respBody) {
+		return
+	}
+	// Values in markup or text: maximal runs of the value class, for a
+	// regex built when a request turns out to send one.
+	body := x.respBody
+	for k := 0; k < len(body); {
+		if !inValueClass(body[k]) {
+			k++
+			continue
+		}
+		e := k
+		for e < len(body) && inValueClass(body[e]) {
+			e++
+		}
+		if e-k >= 4 {
+			v := string(body[k:e])
+			if !isJSON {
+				ix.fields[v]++
+			}
+			put(v, source{step: i, kind: "regex", lazy: true})
+		}
+		k = e
+	}
+}
+
+func inValueClass(c byte) bool {
+	switch c {
+	case '"', '\'', '<', '>', '&', ';', ',', ' ', '\t', '\n', '\r', '\f', '\v':
+		return false
+	}
+	return true
+}
+
+func idPath(p []string) bool {
+	for k := len(p) - 1; k >= 0; k-- {
+		if _, err := strconv.Atoi(p[k]); err != nil {
+			return idName(p[k])
 		}
 	}
-	if re, hint, ok := regexFor(string(x.respBody), v); ok {
-		return "regex", re, hint, true
+	return false
+}
+
+// lookup returns the latest source of v, building its regex if need be.
+func (ix *index) lookup(v string) (source, bool) {
+	s, ok := ix.src[v]
+	if !ok {
+		return s, false
 	}
-	return "", "", "", false
+	if s.lazy {
+		re, hint, ok := regexFor(string(ix.steps[s.step].x.respBody), v)
+		if !ok {
+			delete(ix.src, v)
+			return s, false
+		}
+		s.lazy, s.expr, s.hint, s.idKey = false, re, hint, idName(hint)
+		ix.src[v] = s
+	}
+	return s, true
 }
 
 // valueClass is what a regex capture accepts as the value: what a token,
@@ -680,11 +855,73 @@ func ident(hint string) string {
 	return s
 }
 
+// exprWords are names an expression gives a meaning of its own (expr's
+// builtins and operators): a capture named so could not be read in one.
+var exprWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range builtin.Names {
+		m[n] = true
+	}
+	for _, n := range []string{"in", "not", "and", "or", "matches", "contains", "startsWith", "endsWith",
+		"let", "nil", "true", "false", "if", "else", "status", "body"} {
+		m[n] = true
+	}
+	return m
+}()
+
+// correlator names captures: one per (step, expression), each name once.
+type correlator struct {
+	steps  []*step
+	s      *Summary
+	ix     *index
+	names  map[string]bool
+	byExpr map[string]string
+	held   map[string]string
+}
+
+func (c *correlator) capture(i int, kind, expr, hint string) string {
+	key := strconv.Itoa(i) + "\x00" + kind + "\x00" + expr
+	if name, ok := c.byExpr[key]; ok {
+		return name
+	}
+	name := ident(hint)
+	if reservedNames[name] || exprWords[name] {
+		name += "_1"
+	}
+	base := name
+	for n := 2; c.names[name]; n++ {
+		name = base + "_" + strconv.Itoa(n)
+	}
+	c.names[name] = true
+	c.byExpr[key] = name
+	st := c.steps[i]
+	st.captures = append(st.captures, capture{name, kind, expr})
+	c.s.Captures = append(c.s.Captures, fmt.Sprintf("%s: {%s: %s} from %s %s", name, kind, expr, st.x.method, st.x.u.Path))
+	return name
+}
+
+// find returns the capture that gives v, when an earlier response handed
+// it out and it looks like something a server hands out.
+func (c *correlator) find(v string, pathSeg bool) (string, bool) {
+	if len(v) < 3 || len(v) > 4096 {
+		return "", false
+	}
+	// A value already captured keeps its name: a later response that
+	// echoes it (an order read back) hands out nothing new.
+	if name, ok := c.held[v]; ok {
+		return name, true
+	}
+	src, ok := c.ix.lookup(v)
+	if !ok || !tokenLike(v, src.idKey, c.ix.fields[v] == 1, pathSeg) {
+		return "", false
+	}
+	name := c.capture(src.step, src.kind, src.expr, src.hint)
+	c.held[v] = name
+	return name, true
+}
+
 func correlate(steps []*step, s *Summary) {
-	// What value is held under which capture name, and which step
-	// captures what: one capture per (step, expression).
-	names := map[string]bool{}
-	byExpr := map[string]string{}
+	c := &correlator{steps: steps, s: s, ix: newIndex(steps), names: map[string]bool{}, byExpr: map[string]string{}, held: map[string]string{}}
 	uses := map[string]int{}
 	for _, st := range steps {
 		for _, f := range st.fields() {
@@ -692,49 +929,21 @@ func correlate(steps []*step, s *Summary) {
 		}
 	}
 	generated := map[string]bool{}
-	held := map[string]string{}
 	for j, st := range steps {
+		segs := map[*field]bool{}
+		for _, f := range st.segs {
+			segs[f] = true
+		}
 		for _, f := range st.fields() {
 			v := f.value
-			if !candidate(v) {
+			if name, ok := c.find(v, segs[f]); ok {
+				f.tmpl, f.expr = "{{ "+name+" }}", name
 				continue
-			}
-			// A value already captured keeps its first name: the response
-			// that handed it out is where it comes from.
-			if name, ok := held[v]; ok {
-				f.tmpl = "{{ " + name + " }}"
-				continue
-			}
-			found := false
-			for i := j - 1; i >= 0 && !found; i-- {
-				kind, expr, hint, ok := steps[i].source(v)
-				if !ok {
-					continue
-				}
-				key := strconv.Itoa(i) + "\x00" + kind + "\x00" + expr
-				name, seen := byExpr[key]
-				if !seen {
-					name = ident(hint)
-					if reservedNames[name] {
-						name += "_1"
-					}
-					base := name
-					for n := 2; names[name]; n++ {
-						name = base + "_" + strconv.Itoa(n)
-					}
-					names[name] = true
-					byExpr[key] = name
-					steps[i].captures = append(steps[i].captures, capture{name, kind, expr})
-					s.Captures = append(s.Captures, fmt.Sprintf("%s: {%s: %s} from %s %s", name, kind, expr, steps[i].x.method, steps[i].x.u.Path))
-				}
-				held[v] = name
-				f.tmpl = "{{ " + name + " }}"
-				found = true
 			}
 			// A UUID no response handed out was made by the client; a
 			// fresh one each iteration is what the client would send. One
 			// sent twice must stay one value, so it is left as recorded.
-			if !found && uuidRE.MatchString(v) && uses[v] == 1 {
+			if uuidRE.MatchString(v) && uses[v] == 1 {
 				f.tmpl = "{{ uuid }}"
 				if !generated[v] {
 					generated[v] = true
@@ -742,55 +951,68 @@ func correlate(steps []*step, s *Summary) {
 				}
 			}
 		}
+		c.cookieHeaders(st)
 		// A long value in a raw body is replaced wherever it appears.
 		if st.raw != nil {
-			st.rawTemplate(steps[:j], names, byExpr, s)
+			c.rawTemplate(st)
 		}
+		c.ix.add(j)
 	}
 }
 
-func (st *step) rawTemplate(before []*step, names map[string]bool, byExpr map[string]string, s *Summary) {
+// cookieHeaders templates a header that sends back a cookie's value
+// (Django's csrftoken cookie as X-CSRFToken, Angular's XSRF-TOKEN as
+// X-XSRF-TOKEN): the jar sends the cookie, and the header must carry the
+// same value, read from the Set-Cookie that set it.
+func (c *correlator) cookieHeaders(st *step) {
+	for _, h := range st.headers {
+		f := h.f
+		if f.tmpl != "" || strings.EqualFold(h.name, "Cookie") {
+			continue
+		}
+		cs, ok := c.ix.cookies[f.value]
+		if !ok || !tokenLike(f.value, true, true, false) {
+			continue
+		}
+		from := c.steps[cs.step].x
+		if !cs.first || !isToken(cs.name) {
+			c.s.Notes = append(c.s.Notes, fmt.Sprintf("%s %s: header %s sends the %s cookie set by %s %s, left as recorded: it is not that response's first Set-Cookie, which is all a header capture reads; capture it by hand",
+				st.x.method, st.x.u.Path, h.name, cs.name, from.method, from.u.Path))
+			continue
+		}
+		name := c.capture(cs.step, "header", "Set-Cookie", cs.name+"_cookie")
+		// The header holds "name=value; Path=/; ...": the value is what
+		// comes before the first ; after name=.
+		f.expr = `trimPrefix(split(` + name + `, ";")[0], "` + cs.name + `=")`
+		f.tmpl = "{{ " + f.expr + " }}"
+	}
+}
+
+func (c *correlator) rawTemplate(st *step) {
 	text := st.raw.value
 	var out strings.Builder
 	changed := false
-	// Tokens in the body: runs of the value class of 8 or more.
-	re := regexp.MustCompile(valueClass + `{8,}`)
 	last := 0
-	for _, m := range re.FindAllStringIndex(text, -1) {
+	for _, m := range rawTokenRE.FindAllStringIndex(text, -1) {
 		v := text[m[0]:m[1]]
-		for i := len(before) - 1; i >= 0; i-- {
-			kind, expr, hint, ok := before[i].source(v)
-			if !ok {
-				continue
-			}
-			key := strconv.Itoa(i) + "\x00" + kind + "\x00" + expr
-			name, seen := byExpr[key]
-			if !seen {
-				name = ident(hint)
-				if reservedNames[name] {
-					name += "_1"
-				}
-				base := name
-				for n := 2; names[name]; n++ {
-					name = base + "_" + strconv.Itoa(n)
-				}
-				names[name] = true
-				byExpr[key] = name
-				before[i].captures = append(before[i].captures, capture{name, kind, expr})
-				s.Captures = append(s.Captures, fmt.Sprintf("%s: {%s: %s} from %s %s", name, kind, expr, before[i].x.method, before[i].x.u.Path))
-			}
-			out.WriteString(lit(text[last:m[0]]))
-			out.WriteString("{{ " + name + " }}")
-			last = m[1]
-			changed = true
-			break
+		name, ok := c.find(v, false)
+		if !ok {
+			continue
 		}
+		out.WriteString(lit(text[last:m[0]]))
+		out.WriteString("{{ " + name + " }}")
+		last = m[1]
+		changed = true
 	}
 	if changed {
 		out.WriteString(lit(text[last:]))
 		st.raw.tmpl = out.String()
 	}
 }
+
+// rawTokenRE finds tokens in a raw body: runs of the value class of 8 or
+// more.
+var rawTokenRE = regexp.MustCompile(valueClass + `{8,}`)
 
 // lit makes recorded text safe in a plan: ${ would be read as an
 // environment reference when the plan loads.
@@ -921,9 +1143,14 @@ func (v *jv) rawJSON(b *strings.Builder) {
 		}
 		b.WriteByte(']')
 	case 's':
-		if v.f.tmpl != "" {
+		switch {
+		case v.f.expr != "":
+			// A body: template is sent as it renders: toJSON quotes and
+			// escapes the value, whatever the server handed out.
+			b.WriteString("{{ toJSON(" + v.f.expr + ") }}")
+		case v.f.tmpl != "":
 			b.WriteString(`"` + v.f.tmpl + `"`)
-		} else {
+		default:
 			sb, _ := json.Marshal(v.s)
 			b.WriteString(lit(string(sb)))
 		}
@@ -1052,6 +1279,27 @@ func (st *step) node() *yaml.Node {
 		n.Content = append(n.Content, str("body"), str(b.String()))
 	case st.json != nil:
 		n.Content = append(n.Content, str("json"), st.json.yamlNode())
+	case st.parts != nil:
+		m := mapping()
+		for _, p := range st.parts {
+			var v *yaml.Node
+			switch {
+			case p.path != "":
+				v = flow(mapping(str("file"), str(litKey(p.path))))
+				if p.ctype != "" {
+					v.Content = append(v.Content, str("content_type"), str(litKey(p.ctype)))
+				}
+				if p.file != "" {
+					v.Content = append(v.Content, str("filename"), str(litKey(p.file)))
+				}
+			case p.ctype != "":
+				v = mapping(str("value"), str(p.f.text()), str("content_type"), str(litKey(p.ctype)))
+			default:
+				v = str(p.f.text())
+			}
+			m.Content = append(m.Content, str(litKey(p.name)), v)
+		}
+		n.Content = append(n.Content, str("multipart"), m)
 	case st.form != nil:
 		f := mapping()
 		for _, e := range st.form {
@@ -1065,9 +1313,11 @@ func (st *step) node() *yaml.Node {
 		}
 		n.Content = append(n.Content, str("body"), str(t))
 	}
-	if x.status >= 300 && x.status <= 599 {
+	if x.status >= 300 && x.status <= 399 && x.status != 304 {
 		// A redirect is answered as recorded: the plan sends the request
-		// it led to as a step of its own, as the browser did.
+		// it led to as a step of its own, as the browser did. A 304 was
+		// the answer to conditional headers the plan does not send, and a
+		// recorded error is not what a load test should require.
 		n.Content = append(n.Content, str("expect"), flow(mapping(str("status"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x.status)})))
 	}
 	if len(st.captures) > 0 {

@@ -28,6 +28,15 @@ type harNV struct {
 	Value string `json:"value"`
 }
 
+// harParam is a posted field; a file part has a fileName (and, from most
+// recorders, no content).
+type harParam struct {
+	Name        string `json:"name"`
+	Value       string `json:"value"`
+	FileName    string `json:"fileName"`
+	ContentType string `json:"contentType"`
+}
+
 type harEntry struct {
 	Started string   `json:"startedDateTime"`
 	Time    *float64 `json:"time"`
@@ -38,7 +47,7 @@ type harEntry struct {
 		PostData *struct {
 			MimeType string  `json:"mimeType"`
 			Text     string  `json:"text"`
-			Params   []harNV `json:"params"`
+			Params   []harParam `json:"params"`
 			// Not in HAR 1.2, but some recorders write binary bodies so.
 			Encoding string `json:"encoding"`
 		} `json:"postData"`
@@ -65,6 +74,9 @@ type exchange struct {
 	bodyCT  string
 	form    []kv // set when the body is a url-encoded form
 	isForm  bool
+	// multipart: the body is multipart/form-data, field by field.
+	multipart   []mpart
+	isMultipart bool
 
 	status      int
 	respHeaders []kv
@@ -81,6 +93,13 @@ type exchange struct {
 }
 
 type kv struct{ name, value string }
+
+// mpart is a multipart field; file names a file part and path, when set,
+// the file on disk that holds its content.
+type mpart struct {
+	name, value       string
+	file, ctype, path string
+}
 
 func parseHAR(data []byte) ([]*exchange, error) {
 	var f harFile
@@ -124,6 +143,11 @@ func parseHAR(data []byte) ([]*exchange, error) {
 				x.body = b
 			case pd.Text != "":
 				x.body = []byte(pd.Text)
+			case len(pd.Params) > 0 && mediaType(pd.MimeType) == "multipart/form-data":
+				x.isMultipart = true
+				for _, p := range pd.Params {
+					x.multipart = append(x.multipart, mpart{name: p.Name, value: p.Value, file: p.FileName, ctype: p.ContentType})
+				}
 			case len(pd.Params) > 0:
 				// Some recorders give a form only as params.
 				x.isForm = true

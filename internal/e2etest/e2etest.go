@@ -163,6 +163,10 @@ func Start(t testing.TB, dir string, env []string, args ...string) *Proc {
 
 func (p *Proc) kill() { syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
 
+// Stderr is what the process has written to stderr so far, for a test
+// that waits on what it says before acting.
+func (p *Proc) Stderr() string { return p.stderr.String() }
+
 // Signal sends sig to the stampede process itself (not its group), as a
 // terminal's Ctrl-C reaches the foreground process.
 func (p *Proc) Signal(t testing.TB, sig os.Signal) {

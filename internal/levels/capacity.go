@@ -121,6 +121,16 @@ func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 		return nil, err
 	}
 	o.carry()
+	c, err := searchCapacity(ctx, p, o)
+	var res *result.Result
+	if c != nil {
+		res = c.Result
+	}
+	tearDown(p, o.Options, res)
+	return c, err
+}
+
+func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capacity, error) {
 	began := time.Now()
 	// A level costs its ramp, its hold and up to the grace period for
 	// requests still in flight.

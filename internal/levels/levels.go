@@ -83,8 +83,21 @@ func Run(ctx context.Context, p *plan.Plan, vary string, values []float64, o Opt
 			return nil, err
 		}
 	}
-	out := &Outcome{Failed: -1}
 	o.carry()
+	out, err := runLevels(ctx, p, vary, values, o)
+	tearDown(p, o, resultOf(out))
+	return out, err
+}
+
+func resultOf(o *Outcome) *result.Result {
+	if o == nil {
+		return nil
+	}
+	return o.Result
+}
+
+func runLevels(ctx context.Context, p *plan.Plan, vary string, values []float64, o Options) (*Outcome, error) {
+	out := &Outcome{Failed: -1}
 	var levels []result.Level
 	for i, v := range values {
 		lv, err := runLevel(ctx, p, vary, v, i, len(values), o)
@@ -116,11 +129,53 @@ func Run(ctx context.Context, p *plan.Plan, vary string, values []float64, o Opt
 }
 
 // carry makes the levels of one command one test for the plan's data: a
-// unique row sent at one level is not sent again at the next.
+// unique row sent at one level is not sent again at the next; and for its
+// setup and teardown: they run once, around all the levels.
 func (o *Options) carry() {
 	if o.Run.Carry == nil {
 		o.Run.Carry = &vu.Carry{}
 	}
+	if o.Run.Lifecycle == nil {
+		o.Run.Lifecycle = &run.Lifecycle{}
+	}
+}
+
+// tearDown runs the plan's teardown once after the last level, however
+// the levels ended (a failing gate, Ctrl-C, a level that could not run),
+// and adds it to the whole run's result when there is one.
+func tearDown(p *plan.Plan, o Options, res *result.Result) {
+	ph := o.Run.Lifecycle.Teardown(p, o.Run)
+	if ph == nil || res == nil {
+		return
+	}
+	if res.Workflow == nil {
+		res.Workflow = &result.Workflow{}
+	}
+	res.Workflow.Teardown = ph
+}
+
+// workflowOf is the levels' workflow as one test's: the setup the first
+// level ran (later levels reuse its captures and report none) and every
+// level's renewals.
+func workflowOf(levels []result.Level) *result.Workflow {
+	var out *result.Workflow
+	for _, l := range levels {
+		if l.Result == nil || l.Result.Workflow == nil {
+			continue
+		}
+		w := l.Result.Workflow
+		if out == nil {
+			out = &result.Workflow{}
+		}
+		out.Renewals += w.Renewals
+		if out.Setup == nil {
+			out.Setup = w.Setup
+		}
+		if out.Teardown == nil {
+			out.Teardown = w.Teardown
+		}
+	}
+	return out
 }
 
 // rampWait is how long a level waits for its population to be in place
@@ -439,6 +494,8 @@ func Combine(p *plan.Plan, levels []result.Level) *result.Result {
 		}
 		top.Indicators = append(top.Indicators, in)
 	}
+	// Every level, measured or not, ran its part of the workflow.
+	top.Workflow = workflowOf(levels)
 	top.Levels = levels
 	return top
 }

@@ -44,6 +44,12 @@ func connections(rs []*result.Result) *result.Connections {
 			m.OpenAtEnd += s.OpenAtEnd
 			m.OtherPushes += s.OtherPushes
 			m.Fallbacks += s.Fallbacks
+			m.Reconnects += s.Reconnects
+			m.ReconnectFailures += s.ReconnectFailures
+			m.Recovered += s.Recovered
+			m.Duplicates += s.Duplicates
+			m.Lost += s.Lost
+			m.TokenRenewals += s.TokenRenewals
 			m.Transports = result.AddCounts(m.Transports, s.Transports)
 			m.MessagesIn += s.MessagesIn
 			m.MessagesOut += s.MessagesOut

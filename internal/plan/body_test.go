@@ -34,6 +34,9 @@ func FuzzParseBodiesThink(f *testing.F) {
 	} {
 		f.Add("target: demo\nhttp: {version: h2c}\nscenarios: {s: {steps: [" + s + "]}}\nload: {stages: [{duration: 1s, users: 1}]}\n")
 	}
+	for _, pace := range []string{"{exponential: 2s, max: 5s}", "{normal: 1s, sd: 2s}", "{lognormal: 1ms, sd: 1s}"} {
+		f.Add("target: demo\nscenarios: {s: {steps: [{get: /}]}}\nload: {pace: " + pace + ", stages: [{duration: 1s, users: 1}]}\n")
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		p, err := parse("fuzz.yaml", []byte(src), fixtureEnv, bodyFiles)
 		if (p == nil) == (err == nil) {
@@ -65,6 +68,16 @@ func FuzzParseBodiesThink(f *testing.F) {
 							t.Fatalf("draw %v outside [0, %v]", v, d.Max)
 						}
 					}
+				}
+			}
+		}
+		if d := p.Load.PaceDist; d != nil {
+			if p.Load.Pace != d.Mean || d.Mean <= 0 {
+				t.Fatalf("pace %v, distribution mean %v", p.Load.Pace, d.Mean)
+			}
+			for i := 0; i < 10; i++ {
+				if v := d.Draw(r); v < 0 || d.Max > 0 && v > d.Max {
+					t.Fatalf("pace draw %v outside [0, %v]", v, d.Max)
 				}
 			}
 		}

@@ -30,6 +30,8 @@ type scope struct {
 	dataUsed map[int]bool
 	// globals are the setup's captures (workflow.go), read-only.
 	globals map[string]int
+	// capAt is where each capture was first declared (declare).
+	capAt map[string]Pos
 }
 
 // reserved are the bare names a template gives a meaning of its own, so a

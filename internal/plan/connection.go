@@ -102,6 +102,9 @@ type SignalRSpec struct {
 	// Transport is "websockets" (default), "sse", "long_polling" or
 	// "auto" (the first the server offers, in that order, falling back).
 	Transport string
+	// StatefulReconnect asks for ASP.NET Core 8 stateful reconnect
+	// (websockets or auto only; needs negotiate).
+	StatefulReconnect bool
 	// Zero durations mean the client's defaults; negative means off.
 	KeepAlive        time.Duration
 	ServerTimeout    time.Duration
@@ -334,7 +337,7 @@ func (p *parser) noData(sc *scope, pos Pos) {
 }
 
 var signalrKeys = []string{"url", "access_token", "headers", "skip_negotiate", "keep_alive", "server_timeout",
-	"handshake_timeout", "negotiate_timeout", "invoke", "listen", "timestamp", "hold", "reconnect", "protocol", "transport"}
+	"handshake_timeout", "negotiate_timeout", "invoke", "listen", "timestamp", "hold", "reconnect", "protocol", "transport", "stateful_reconnect"}
 
 // signalrProtocols are the hub protocols a signalr section may name.
 var signalrProtocols = []string{"json", "messagepack"}
@@ -397,6 +400,18 @@ func (p *parser) signalrSection(s *Scenario, n *yaml.Node) {
 				p.errf(e.v, "transport %s needs negotiate, but skip_negotiate is set: only websockets can skip it", v)
 			default:
 				spec.Transport = v
+			}
+		}
+	}
+	if e, ok := f["stateful_reconnect"]; ok {
+		if v, ok := p.boolean(e.v, "stateful_reconnect"); ok && v {
+			switch {
+			case spec.SkipNegotiate:
+				p.errf(e.v, "stateful_reconnect needs negotiate, but skip_negotiate is set")
+			case spec.Transport == "sse" || spec.Transport == "long_polling":
+				p.errf(e.v, "stateful_reconnect works over websockets only, not %s", spec.Transport)
+			default:
+				spec.StatefulReconnect = true
 			}
 		}
 	}

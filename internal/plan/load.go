@@ -38,6 +38,10 @@ type Load struct {
 	// Pace, in the closed model, makes each user start an iteration every
 	// Pace (the first request then counts from the scheduled start).
 	Pace time.Duration
+	// PaceDist, when set, draws each interval between a user's iteration
+	// starts from a distribution ({exponential: 2s} makes each user's
+	// starts a Poisson process); Pace is then its mean.
+	PaceDist *ThinkDist
 	// MaxInFlight bounds concurrent iterations in the open model; an arrival
 	// that finds every slot busy is counted as dropped.
 	MaxInFlight int

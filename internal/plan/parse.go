@@ -80,6 +80,9 @@ type parser struct {
 	secrets       []string
 	readingTarget bool
 	targetAuth    string
+	// setupAt is where the setup declares each of its captures, to name
+	// both places when a later capture takes one's name (declare).
+	setupAt map[string]Pos
 	// loadOpts says where data files are and which share of them to keep (data.go).
 	loadOpts LoadOptions
 }
@@ -1118,15 +1121,9 @@ func (p *parser) captures(n *yaml.Node, sc *scope) []Capture {
 			}
 			c.Kind, c.Header = CaptureHeader, s
 		}
-		slot, seen := sc.captures[e.key]
-		if !seen {
-			// A name captured again (a refreshed token, say) reuses its
-			// slot: later steps mean the latest value.
-			slot = len(sc.capOrder)
-			sc.captures[e.key] = slot
-			sc.capOrder = append(sc.capOrder, e.key)
-		}
-		c.Slot = slot
+		// A name captured again (a refreshed token, say) reuses its slot:
+		// later steps mean the latest value.
+		c.Slot = p.declare(sc, e.key, e.k) // workflow.go
 		out = append(out, c)
 	}
 	return out
@@ -1261,6 +1258,13 @@ func (p *parser) load(n *yaml.Node) {
 	if e, ok := f["pace"]; ok {
 		if model == Open && first != "" {
 			p.errf(e.k, "pace applies to the closed model only: these stages use rate, which already sets when iterations start")
+		} else if deref(e.v).Kind == yaml.MappingNode {
+			// A drawn pace: each user's iterations start at intervals drawn
+			// from it (think.go); Pace is its mean, for what reads the
+			// average (capacity estimates, the phase spread of users).
+			if d := p.distribution(deref(e.v), "pace"); d != nil {
+				l.Pace, l.PaceDist = d.Mean, d
+			}
 		} else if d, ok := p.duration(e.v, "pace", true); ok {
 			l.Pace = d
 		}

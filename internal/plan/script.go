@@ -83,12 +83,7 @@ func (p *parser) scriptStep(n *yaml.Node, sc *scope) *Step {
 				good = false
 				continue
 			}
-			slot, seen := sc.captures[name]
-			if !seen {
-				slot = len(sc.capOrder)
-				sc.captures[name] = slot
-				sc.capOrder = append(sc.capOrder, name)
-			}
+			slot := p.declare(sc, name, it) // workflow.go
 			s.Sets[name], s.Captures[name] = slot, slot
 		}
 	}

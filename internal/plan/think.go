@@ -81,15 +81,27 @@ var thinkDistKeys = []string{"exponential", "normal", "lognormal"}
 // both set to the mean, so code that only wants the average wait (capacity
 // estimates) reads it as it reads a fixed think.
 func (p *parser) thinkDist(st *Step, n *yaml.Node) *Step {
-	f := p.fields(n, "think distribution", []string{"exponential", "normal", "lognormal", "sd", "max"})
-	kind := p.oneOf(f, thinkDistKeys, "think", "one distribution")
+	d := p.distribution(n, "think")
+	if d == nil {
+		return nil
+	}
+	st.Dist = d
+	st.ThinkMin, st.ThinkMax = d.Mean, d.Mean
+	return st
+}
+
+// distribution reads {exponential: MEAN} or {normal|lognormal: MEAN, sd:
+// SD}, each with an optional max, for what (think, pace).
+func (p *parser) distribution(n *yaml.Node, what string) *ThinkDist {
+	f := p.fields(n, what+" distribution", []string{"exponential", "normal", "lognormal", "sd", "max"})
+	kind := p.oneOf(f, thinkDistKeys, what, "one distribution")
 	if kind == nil {
 		for _, k := range thinkDistKeys {
 			if !p.missing(n, k) {
 				return nil // a misspelt kind, already reported with its fix
 			}
 		}
-		p.errf(n, "think distribution has no kind: expected {exponential: 2s}, {normal: 2s, sd: 500ms} or {lognormal: 2s, sd: 1s}")
+		p.errf(n, "%s distribution has no kind: expected {exponential: 2s}, {normal: 2s, sd: 500ms} or {lognormal: 2s, sd: 1s}", what)
 		return nil
 	}
 	d := &ThinkDist{}
@@ -106,10 +118,10 @@ func (p *parser) thinkDist(st *Step, n *yaml.Node) *Step {
 	sd, hasSD := f["sd"]
 	switch {
 	case d.Kind == ThinkExponential && hasSD:
-		p.errf(sd.k, "an exponential think has no sd (its standard deviation is its mean): remove sd, or use normal or lognormal")
+		p.errf(sd.k, "an exponential %s has no sd (its standard deviation is its mean): remove sd, or use normal or lognormal", what)
 		good = false
 	case d.Kind != ThinkExponential && !hasSD:
-		p.errf(kind.k, "a %s think needs sd: expected {%s: %s, sd: 500ms}", kind.key, kind.key, deref(kind.v).Value)
+		p.errf(kind.k, "a %s %s needs sd: expected {%s: %s, sd: 500ms}", kind.key, what, kind.key, deref(kind.v).Value)
 		good = false
 	case hasSD:
 		v, ok := p.duration(sd.v, "sd", false)
@@ -137,7 +149,5 @@ func (p *parser) thinkDist(st *Step, n *yaml.Node) *Step {
 		v := math.Log1p(s * s / (m * m))
 		d.sigma, d.mu = math.Sqrt(v), math.Log(m)-v/2
 	}
-	st.Dist = d
-	st.ThinkMin, st.ThinkMax = d.Mean, d.Mean
-	return st
+	return d
 }

@@ -173,3 +173,25 @@ func TestThinkDistOnlyWhereWritten(t *testing.T) {
 		t.Fatal(ThinkLogNormal.String())
 	}
 }
+
+// A drawn pace keeps its distribution and gives Pace its mean, which what
+// reads the average pace (capacity estimates, the users' phase spread)
+// uses as it uses a fixed pace.
+func TestPaceDistribution(t *testing.T) {
+	src := "target: demo\nscenarios: {s: {steps: [{get: /}]}}\nload: {pace: {lognormal: 2s, sd: 1s, max: 8s}, stages: [{duration: 1s, users: 1}]}\n"
+	p, err := Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Load.PaceDist
+	if d == nil || d.Kind != ThinkLogNormal || d.Mean != 2*time.Second || d.SD != time.Second || d.Max != 8*time.Second || p.Load.Pace != 2*time.Second {
+		t.Fatalf("pace %v, dist %+v", p.Load.Pace, d)
+	}
+	fixed, err := Parse("t.yaml", []byte(strings.Replace(src, "{lognormal: 2s, sd: 1s, max: 8s}", "2s", 1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fixed.Load.PaceDist != nil || fixed.Load.Pace != 2*time.Second {
+		t.Fatalf("fixed pace %v, dist %+v", fixed.Load.Pace, fixed.Load.PaceDist)
+	}
+}

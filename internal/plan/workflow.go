@@ -143,7 +143,31 @@ func (p *parser) phase(k, v *yaml.Node, name string, globals map[string]int) *Sc
 	s.Flow.Loops = fb.loops
 	s.Captures = len(sc.capOrder)
 	s.CaptureNames = sc.capOrder
+	if name == "setup" {
+		p.setupAt = sc.capAt
+	}
 	return s
+}
+
+// declare gives capture name its slot in sc: the slot it already has when
+// the name is captured again. A name the setup captures is refused where
+// the setup's captures are read: the user's capture would silently hide
+// the setup's value from every later step of the user.
+func (p *parser) declare(sc *scope, name string, n *yaml.Node) int {
+	if _, global := sc.globals[name]; global {
+		p.errf(n, "capture %s has the name of the setup's capture at %s: it would hide the setup's value from every later step; rename one of them", q(name), p.setupAt[name])
+	}
+	slot, seen := sc.captures[name]
+	if !seen {
+		slot = len(sc.capOrder)
+		sc.captures[name] = slot
+		sc.capOrder = append(sc.capOrder, name)
+		if sc.capAt == nil {
+			sc.capAt = map[string]Pos{}
+		}
+		sc.capAt[name] = p.pos(n)
+	}
+	return slot
 }
 
 // scenarioFlow parses a scenario's once steps, renew_on and steps into
@@ -363,7 +387,7 @@ func (fb *flowBuilder) group(n *yaml.Node, depth int) {
 		if list == nil {
 			fb.failed++
 		}
-		name := "item"
+		name, at := "item", kind.k
 		if e, ok := f["as"]; ok {
 			if s, ok := p.text(e.v, "as"); ok {
 				switch {
@@ -372,16 +396,11 @@ func (fb *flowBuilder) group(n *yaml.Node, depth int) {
 				case reserved[s]:
 					p.errf(e.v, "bad as %s: %s are reserved in templates", q(s), reservedHelp)
 				default:
-					name = s
+					name, at = s, e.v
 				}
 			}
 		}
-		slot, seen := fb.sc.captures[name]
-		if !seen {
-			slot = len(fb.sc.capOrder)
-			fb.sc.captures[name] = slot
-			fb.sc.capOrder = append(fb.sc.capOrder, name)
-		}
+		slot := p.declare(fb.sc, name, at)
 		fb.loop(&Flow{Cond: list, Var: slot}, p.pos(kind.k), body, depth)
 	case "choose":
 		fb.choose(kind, depth)

@@ -117,6 +117,7 @@ func FuzzParseWorkflows(f *testing.F) {
 		"{choose: [{weight: 2, steps: [{get: /a}]}, {steps: [{get: /b}]}]}",
 		"{get: '/{{ hmac_sha256(\"k\", body) }}{{ sha256(\"x\") }}'}",
 		"{repeat: 2, steps: [{choose: [{steps: [{if: 'iter > 0', steps: [{get: /}]}]}]}]}",
+		"{get: /, capture: {g: {json: id}}}", // hides the setup's g: refused
 	} {
 		f.Add("target: demo\nsetup: [{post: /s, capture: {g: {json: id}}}]\nscenarios: {s: {once: [{post: /l, capture: {t: {json: t}}}], renew_on: 401, steps: [" + s + "]}}\nteardown: [{delete: '/s/{{ g }}'}]\nload: {stages: [{duration: 1s, users: 1}]}\n")
 	}

@@ -51,7 +51,14 @@ func connections(b *bytes.Buffer, r *result.Result) {
 			if s.Fallbacks > 0 {
 				t += fmt.Sprintf("; %d fallbacks", s.Fallbacks)
 			}
+			if s.TokenRenewals > 0 {
+				t += fmt.Sprintf("; %d access tokens renewed", s.TokenRenewals)
+			}
 			fmt.Fprintf(b, "    Hub protocol %s; transports: %s\n", s.HubProtocol, t)
+			if s.Reconnects+s.ReconnectFailures+s.Lost > 0 {
+				fmt.Fprintf(b, "    Stateful reconnect: %d resumed, %d failed; messages %d recovered, %d duplicates skipped, %d lost\n",
+					s.Reconnects, s.ReconnectFailures, s.Recovered, s.Duplicates, s.Lost)
+			}
 		}
 		fmt.Fprintf(b, "    Messages: %d in (%s), %d out (%s)\n", s.MessagesIn, connBytes(s.BytesIn), s.MessagesOut, connBytes(s.BytesOut))
 	}

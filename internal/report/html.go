@@ -74,6 +74,7 @@ type singleView struct {
 	Levels       *plainTable
 	Conns        []connRow
 	Server       *serverView
+	Workflow     *workflowView // workflow.go
 }
 
 // plainTable is a header row and rows of text, for the levels tables.
@@ -135,6 +136,7 @@ func HTML(w io.Writer, r *result.Result) error {
 	shareTimeAxis(charts)
 	sv := &singleView{
 		Conns:       connRows(r),
+		Workflow:    workflowOf(r),
 		Server:      server,
 		Verdict:     verdictOf(r),
 		Thresholds:  r.Thresholds,

@@ -22,6 +22,7 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Time     string       `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
@@ -49,7 +50,14 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitSkip    `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+// junitSkip has no type: the schemas Jenkins and GitLab follow give
+// <skipped> a message only.
+type junitSkip struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitProblem struct {
@@ -86,6 +94,7 @@ func JUnit(w io.Writer, r *result.Result) error {
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
+		doc.Skipped += s.Skipped
 		t, _ := strconv.ParseFloat(s.Time, 64)
 		total += t
 	}
@@ -142,8 +151,12 @@ func runSuite(name string, r *result.Result, l *result.Level) junitSuite {
 				Failure: &junitProblem{Type: "not_in_place", Message: "the level's load was not in place: " + l.NotInPlace}})
 		}
 	}
-	for _, st := range r.Steps {
-		s.Cases = append(s.Cases, stepCase(cls+".checks", st))
+	for i, st := range r.Steps {
+		c := stepCase(cls+".checks", st)
+		if st.Requests == 0 {
+			c.Skipped = &junitSkip{Message: neverSent(r.Steps[:i], st.Scenario)}
+		}
+		s.Cases = append(s.Cases, c)
 	}
 	for _, c := range s.Cases {
 		s.Tests++
@@ -153,8 +166,28 @@ func runSuite(name string, r *result.Result, l *result.Level) junitSuite {
 		if c.Error != nil {
 			s.Errors++
 		}
+		if c.Skipped != nil {
+			s.Skipped++
+		}
 	}
 	return s
+}
+
+// neverSent says why a step with no requests has none, as far as the
+// result tells: a failed step ends its iteration (vu.User.failedAt), so
+// failures in earlier steps of the scenario are the likely reason.
+func neverSent(earlier []result.Step, scenario string) string {
+	var failed []string
+	for _, st := range earlier {
+		if st.Scenario == scenario && st.Failed > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d of %d", st.Name, st.Failed, st.Requests))
+		}
+	}
+	if len(failed) == 0 {
+		return "never sent: the run made no request of this step"
+	}
+	return fmt.Sprintf("never sent: earlier steps of scenario %s failed (%s), and a failed step ends its iteration",
+		scenario, strings.Join(failed, ", "))
 }
 
 // classPart keeps a class name one dotted word per part, as CI reporters
@@ -192,10 +225,11 @@ func stepCase(cls string, st result.Step) junitCase {
 		name = st.Scenario + "/" + st.Name
 	}
 	c := junitCase{Name: name, Classname: cls, Time: secs(st.LatencyAll.AvgUS / 1e6)}
-	rate := 100.0
-	if st.Requests > 0 {
-		rate = 100 * float64(st.Successful) / float64(st.Requests)
+	if st.Requests == 0 {
+		c.SystemOut = "measured: 0 requests (never sent)"
+		return c
 	}
+	rate := 100 * float64(st.Successful) / float64(st.Requests)
 	c.SystemOut = fmt.Sprintf("measured: %d requests, %d ok, %d failed (%s%% ok)", st.Requests, st.Successful, st.Failed, trimFloat(roundTo(rate, 2)))
 	if st.Failed == 0 {
 		return c

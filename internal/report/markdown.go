@@ -50,6 +50,7 @@ func Markdown(w io.Writer, r *result.Result) error {
 
 	mdErrors(&b, r) // errors.go
 	mdConnections(&b, r)
+	mdWorkflow(&b, r) // workflow.go
 	mdServer(&b, r)
 
 	if err := mdLevels(&b, r); err != nil {

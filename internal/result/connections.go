@@ -43,8 +43,21 @@ type ConnScenario struct {
 	HubProtocol string           `json:"hub_protocol,omitempty"`
 	Transports  map[string]int64 `json:"transports,omitempty"`
 	Fallbacks   int64            `json:"fallbacks,omitempty"`
-	MessagesIn  int64            `json:"messages_in"`
-	MessagesOut int64            `json:"messages_out"`
-	BytesIn     int64            `json:"bytes_in"`
-	BytesOut    int64            `json:"bytes_out"`
+	// Stateful reconnect (SignalR, stateful_reconnect: true): sockets
+	// resumed after a cut and those that could not be; our messages
+	// recovered (sent again after a resume); server messages received
+	// twice and skipped; messages known lost (ours unacknowledged when a
+	// resume failed, and gaps the server resumed past).
+	Reconnects        int64 `json:"stateful_reconnects,omitempty"`
+	ReconnectFailures int64 `json:"stateful_reconnect_failures,omitempty"`
+	Recovered         int64 `json:"recovered,omitempty"`
+	Duplicates        int64 `json:"duplicates,omitempty"`
+	Lost              int64 `json:"lost,omitempty"`
+	// TokenRenewals counts access tokens (Azure SignalR Service style
+	// redirects) renewed by negotiating again, before expiry or on a 401.
+	TokenRenewals int64 `json:"token_renewals,omitempty"`
+	MessagesIn    int64 `json:"messages_in"`
+	MessagesOut   int64 `json:"messages_out"`
+	BytesIn       int64 `json:"bytes_in"`
+	BytesOut      int64 `json:"bytes_out"`
 }

@@ -206,17 +206,18 @@ func (p *population) setup(tlsConf *tls.Config) {
 	case c.SignalR != nil:
 		s := c.SignalR
 		p.sro = &signalr.Options{
-			AccessToken:      s.AccessToken,
-			SkipNegotiate:    s.SkipNegotiate,
-			Protocol:         signalr.ProtocolNamed(s.Protocol),
-			Transport:        signalr.TransportNamed(s.Transport),
-			NegotiateTimeout: s.NegotiateTimeout,
-			HandshakeTimeout: s.HandshakeTimeout,
-			KeepAlive:        s.KeepAlive,
-			ServerTimeout:    s.ServerTimeout,
-			TimestampPath:    s.Timestamp,
-			Stats:            signalr.NewStats(s.Listen...),
-			Recorder:         p.rec,
+			AccessToken:       s.AccessToken,
+			SkipNegotiate:     s.SkipNegotiate,
+			Protocol:          signalr.ProtocolNamed(s.Protocol),
+			Transport:         signalr.TransportNamed(s.Transport),
+			NegotiateTimeout:  s.NegotiateTimeout,
+			HandshakeTimeout:  s.HandshakeTimeout,
+			KeepAlive:         s.KeepAlive,
+			ServerTimeout:     s.ServerTimeout,
+			TimestampPath:     s.Timestamp,
+			StatefulReconnect: s.StatefulReconnect,
+			Stats:             signalr.NewStats(s.Listen...),
+			Recorder:          p.rec,
 		}
 		// The client clones the config for negotiate and again, offering
 		// only http/1.1, for the upgrade: the run's config is shared with
@@ -838,6 +839,9 @@ func (r *runner) connectionsInto(res *result.Result) {
 			cs.HubProtocol = p.sro.Protocol.String()
 			cs.Transports = st.ByTransport()
 			cs.Fallbacks = st.Fallbacks.Load()
+			cs.Reconnects, cs.ReconnectFailures = st.Reconnects.Load(), st.ReconnectFailures.Load()
+			cs.Recovered, cs.Duplicates, cs.Lost = st.Recovered.Load(), st.Duplicates.Load(), st.Lost.Load()
+			cs.TokenRenewals = st.TokenRenewals.Load()
 		} else {
 			counters, disc = &p.wsc, &p.disc
 		}

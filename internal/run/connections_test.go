@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -225,12 +224,7 @@ load: {stages: [{duration: 1s, users: 0 -> 100}, {duration: 500ms, users: 100}, 
 func TestConnectionFailuresClassified(t *testing.T) {
 	leakCheck(t)
 	srv, _ := countingServer(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := hostile.Refused(t)
 	p := connPlan(t, `
 target: `+srv.URL+`
 scenarios:

@@ -81,6 +81,10 @@ type Options struct {
 	// Carry, when set, continues data rows from earlier runs given the
 	// same carry (the levels of a gate or sweep).
 	Carry *vu.Carry
+	// Lifecycle, when set, makes this run one of several runs of one test
+	// for the plan's setup and teardown (workflow.go): the setup runs in
+	// the first only, and the teardown is left to the lifecycle's owner.
+	Lifecycle *Lifecycle
 	// End, when closed, ends the run as if its stages were over: nothing
 	// new starts, work in flight gets the grace period, the result is
 	// complete.
@@ -157,22 +161,26 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 // r.shared.
 func newRunner(p *plan.Plan, prog *vu.Program, base string, o Options) *runner {
 	return &runner{
-		plan: p,
-		prog: prog,
-		opts: o,
-		base: base,
-		rec:  metrics.New(prog.Steps, o.Interval.Seconds()),
-		shared: httpc.NewShared(httpc.Options{
-			TLS:               o.TLS,
-			NewConnPerRequest: p.HTTP.Reuse == plan.ReusePerRequest,
-			SourceAddrs:       p.HTTP.SourceAddresses,
-			MaxConnsPerHost:   segmentConnCap(p.HTTP.MaxConnsPerHost, o.Segment),
-			MaxHeaderBytes:    p.HTTP.MaxHeaderBytes,
-			MaxKeptBody:       p.HTTP.MaxKeptBodyBytes,
-			H2C:               p.HTTP.H2C,
-		}),
-		soft: make(chan struct{}),
+		plan:   p,
+		prog:   prog,
+		opts:   o,
+		base:   base,
+		rec:    metrics.New(prog.Steps, o.Interval.Seconds()),
+		shared: newShared(p, o),
+		soft:   make(chan struct{}),
 	}
+}
+
+func newShared(p *plan.Plan, o Options) *httpc.Shared {
+	return httpc.NewShared(httpc.Options{
+		TLS:               o.TLS,
+		NewConnPerRequest: p.HTTP.Reuse == plan.ReusePerRequest,
+		SourceAddrs:       p.HTTP.SourceAddresses,
+		MaxConnsPerHost:   segmentConnCap(p.HTTP.MaxConnsPerHost, o.Segment),
+		MaxHeaderBytes:    p.HTTP.MaxHeaderBytes,
+		MaxKeptBody:       p.HTTP.MaxKeptBodyBytes,
+		H2C:               p.HTTP.H2C,
+	})
 }
 
 func preflight(base string, conf *tls.Config) error {

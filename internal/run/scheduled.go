@@ -31,7 +31,7 @@ func (r *runner) startUser(cu closedUser) {
 		// send N/P requests/s evenly, as the plan means.
 		su.started = su.started.Add(time.Duration(phase(cu.u.ID) * float64(pace)))
 	}
-	su.due = su.started
+	su.due, su.next = su.started, su.started
 	r.rec.Active.Add(1)
 	r.waiting.add(su)
 }
@@ -42,6 +42,7 @@ type schedUser struct {
 	sc      *vu.Scenario
 	started time.Time
 	due     time.Time
+	next    time.Time // a drawn pace's next iteration start (pace.go)
 	iter    int64
 	pc      int  // next step; 0 with !inIter starts an iteration
 	inIter  bool // between Begin and End
@@ -184,7 +185,9 @@ func (r *runner) step(su *schedUser) {
 		}
 		if !su.inIter {
 			var intended time.Time
-			if pace := r.plan.Load.Pace; pace > 0 {
+			if r.plan.Load.PaceDist != nil {
+				intended = su.next // pace.go
+			} else if pace := r.plan.Load.Pace; pace > 0 {
 				intended = su.started.Add(pace * time.Duration(su.iter))
 			}
 			if err := u.Begin(su.sc, intended); err != nil {
@@ -204,7 +207,11 @@ func (r *runner) step(su *schedUser) {
 		u.End()
 		su.inIter = false
 		su.iter++
-		if pace := r.plan.Load.Pace; pace > 0 {
+		if r.plan.Load.PaceDist != nil {
+			if r.waitPace(su) { // pace.go
+				return
+			}
+		} else if pace := r.plan.Load.Pace; pace > 0 {
 			if d := sched.PaceDelay(pace, su.iter, time.Since(su.started)); d > 0 {
 				su.due = su.started.Add(pace * time.Duration(su.iter))
 				r.waiting.add(su)

@@ -2,8 +2,10 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -83,30 +85,243 @@ func phaseFailure(s *plan.Scenario, steps []result.Step, ctxErr error) string {
 	return "a step failed"
 }
 
+// Lifecycle makes several runs of one plan one test for its setup and
+// teardown, as the levels of a gate, sweep or capacity search are: setup
+// creates test data, and creating it again at every level would leave N
+// copies behind and give later levels other ids than the first. The first
+// run given a lifecycle runs the setup and keeps its captures; later runs
+// reuse them and report no setup of their own; no run tears down, the
+// owner calls Teardown once after the last. Runs given one lifecycle run
+// one after another.
+type Lifecycle struct {
+	mu sync.Mutex
+	// setUp: a run's setup succeeded (or the plan has none), so globals
+	// are the test's and the teardown is due.
+	setUp   bool
+	globals []string
+	// given: the setup ran elsewhere (a distributed run's coordinator),
+	// which also tears down.
+	given    bool
+	tornDown bool
+}
+
+// GivenSetup is the lifecycle of a run whose setup ran elsewhere, in the
+// process that coordinates it, with these captures: the run sends neither
+// setup nor teardown.
+func GivenSetup(globals []string) *Lifecycle {
+	return &Lifecycle{setUp: true, given: true, globals: globals}
+}
+
+// Globals are the setup's captures once a run's setup succeeded; ok is
+// false before.
+func (lc *Lifecycle) Globals() (globals []string, ok bool) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.globals, lc.setUp
+}
+
+// Teardown runs the plan's teardown once for every run given lc, with the
+// setup's captures, within TeardownTimeout whatever ended the runs
+// (Ctrl-C, a failing gate). It returns nil when there is nothing to tear
+// down: no teardown in the plan, no run got past its setup, it ran
+// already, or it is the coordinator's.
+func (lc *Lifecycle) Teardown(p *plan.Plan, o Options) *result.Phase {
+	lc.mu.Lock()
+	due := p.Teardown != nil && lc.setUp && !lc.given && !lc.tornDown
+	lc.tornDown = lc.tornDown || due
+	globals := lc.globals
+	lc.mu.Unlock()
+	if !due {
+		return nil
+	}
+	r := phaseRunner(p, o)
+	defer r.shared.Close()
+	r.wf.globals = globals
+	r.tearDown()
+	return r.wf.teardown
+}
+
+// SetupEnv is the environment variable through which the coordinator of a
+// distributed run (--workers) hands its setup's captures to its segments,
+// as JSON of capture name to value; SetupFileEnv names a file holding the
+// same, for captures too long for one variable. The setup then runs once
+// for the test, not once in every segment.
+const (
+	SetupEnv     = "STAMPEDE_SETUP_CAPTURES"
+	SetupFileEnv = "STAMPEDE_SETUP_CAPTURES_FILE"
+)
+
+// Setup runs p's setup on its own, before any load, for a process that
+// coordinates a distributed run: it gives the segments the captures
+// (Captures, GivenSetup) and calls the lifecycle's Teardown after them. ph
+// is nil when p has no setup. A failed setup is ErrSetup, as in Run.
+func Setup(ctx context.Context, p *plan.Plan, o Options) (lc *Lifecycle, ph *result.Phase, err error) {
+	lc = &Lifecycle{}
+	if p.Setup != nil {
+		r := phaseRunner(p, o)
+		defer r.shared.Close()
+		ph, lc.globals, err = r.runPhase(ctx, p.Setup, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ph.Error != "" {
+			return nil, ph, fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
+		}
+	}
+	lc.setUp = true
+	return lc, ph, nil
+}
+
+// Captures are the setup's captures by name, for GivenSetup in another
+// process.
+func (lc *Lifecycle) Captures(p *plan.Plan) map[string]string {
+	out := map[string]string{}
+	if p.Setup == nil {
+		return out
+	}
+	globals, _ := lc.Globals()
+	for i, name := range p.Setup.CaptureNames {
+		if i < len(globals) {
+			out[name] = globals[i]
+		}
+	}
+	return out
+}
+
+// GivenCaptures is GivenSetup from the captures by name another process's
+// setup made (Captures): every capture of p's setup must be there, or the
+// segment would run with another plan's values, or none.
+func GivenCaptures(p *plan.Plan, caps map[string]string) (*Lifecycle, error) {
+	if p.Setup == nil {
+		return GivenSetup(nil), nil
+	}
+	globals := make([]string, len(p.Setup.CaptureNames))
+	for i, name := range p.Setup.CaptureNames {
+		v, ok := caps[name]
+		if !ok {
+			return nil, fmt.Errorf("the coordinator's setup captures lack %q, which this plan's setup captures: is it the same plan?", name)
+		}
+		globals[i] = v
+	}
+	return GivenSetup(globals), nil
+}
+
+// maxSetupEnv is the longest captures text handed over in the environment:
+// Linux refuses a single variable over 128 KiB when starting a process.
+const maxSetupEnv = 64 << 10
+
+// HandOff is the environment that gives segment processes this
+// lifecycle's setup captures (Received): the variable itself, or, past
+// maxSetupEnv, a file in dir readable only by this user, which done
+// removes once the segments have ended.
+func (lc *Lifecycle) HandOff(p *plan.Plan, dir string) (env []string, done func(), err error) {
+	text, err := json.Marshal(lc.Captures(p))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(text) <= maxSetupEnv {
+		return []string{SetupEnv + "=" + string(text)}, func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.CreateTemp(dir, "setup-captures-*.json")
+	if err != nil {
+		return nil, nil, err
+	}
+	name := f.Name()
+	_, werr := f.Write(text)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(name)
+		return nil, nil, werr
+	}
+	return []string{SetupFileEnv + "=" + name}, func() { os.Remove(name) }, nil
+}
+
+// Received is the lifecycle a coordinator handed this process (HandOff):
+// its setup's captures, with no setup or teardown to run here; nil when
+// none was handed over.
+func Received(p *plan.Plan) (*Lifecycle, error) {
+	text, ok := os.LookupEnv(SetupEnv)
+	if name, isFile := os.LookupEnv(SetupFileEnv); isFile && !ok {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("the coordinator's setup captures: %v", err)
+		}
+		text, ok = string(b), true
+	}
+	if !ok {
+		return nil, nil
+	}
+	var caps map[string]string
+	if err := json.Unmarshal([]byte(text), &caps); err != nil {
+		return nil, fmt.Errorf("the coordinator's setup captures (%s): %v", SetupEnv, err)
+	}
+	return GivenCaptures(p, caps)
+}
+
+// phaseRunner is what running a setup or teardown outside a run needs.
+func phaseRunner(p *plan.Plan, o Options) *runner {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Errors.Redact == nil {
+		o.Errors.Redact = p.Redact
+	}
+	base := o.BaseURL
+	if base == "" {
+		base = p.Target
+	}
+	return &runner{plan: p, opts: o, base: base, shared: newShared(p, o)}
+}
+
 // setupPhase runs the plan's setup before any load. Its captures become
 // read-only values every user sees. A failed setup stops the run.
 func (r *runner) setupPhase(ctx context.Context) error {
-	if r.plan.Setup == nil {
-		return nil
+	lc := r.opts.Lifecycle
+	if lc != nil {
+		if globals, ok := lc.Globals(); ok {
+			r.prog.SetGlobals(globals)
+			r.wf.globals = globals
+			return nil
+		}
 	}
-	ph, caps, err := r.runPhase(ctx, r.plan.Setup, nil)
-	if err != nil {
-		return err
+	if r.plan.Setup != nil {
+		ph, caps, err := r.runPhase(ctx, r.plan.Setup, nil)
+		if err != nil {
+			return err
+		}
+		r.wf.mu.Lock()
+		r.wf.setup = ph
+		r.wf.mu.Unlock()
+		if ph.Error != "" {
+			return fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
+		}
+		r.prog.SetGlobals(caps)
+		r.wf.globals = caps
 	}
-	r.wf.mu.Lock()
-	r.wf.setup = ph
-	r.wf.mu.Unlock()
-	if ph.Error != "" {
-		return fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
+	if lc != nil {
+		lc.mu.Lock()
+		lc.setUp, lc.globals = true, r.wf.globals
+		lc.mu.Unlock()
 	}
-	r.prog.SetGlobals(caps)
-	r.wf.globals = caps
 	return nil
 }
 
 // teardownPhase runs the plan's teardown after the load, also after
-// Ctrl-C, within TeardownTimeout.
+// Ctrl-C, within TeardownTimeout; a run given a lifecycle leaves it to
+// the lifecycle's owner.
 func (r *runner) teardownPhase() {
+	if r.opts.Lifecycle != nil {
+		return
+	}
+	r.tearDown()
+}
+
+func (r *runner) tearDown() {
 	if r.plan.Teardown == nil || r.wf.tornDown {
 		return
 	}

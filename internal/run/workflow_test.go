@@ -194,3 +194,46 @@ type httptestDiscard struct{}
 func (httptestDiscard) Header() http.Header         { return http.Header{} }
 func (httptestDiscard) Write(b []byte) (int, error) { return len(b), nil }
 func (httptestDiscard) WriteHeader(int)             {}
+
+// The captures a coordinator's setup made reach a segment process by
+// name (HandOff, Received): the segment reads the setup's values and
+// runs no setup or teardown of its own; a plan whose setup captures a
+// name the coordinator's did not is refused rather than run without it.
+func TestSetupCapturesHandedToSegments(t *testing.T) {
+	l := &lifecycleServer{hits: map[string]int{}}
+	srv, _ := countingServer(t, l.serve)
+	p := mustPlan(t, "target: "+srv.URL+"\n"+lifecyclePlan)
+	lc, ph, err := Setup(context.Background(), p, Options{})
+	if err != nil || ph == nil || ph.Requests != 1 {
+		t.Fatalf("setup: %+v, %v", ph, err)
+	}
+	env, done, err := lc.HandOff(p, t.TempDir())
+	if err != nil || len(env) != 1 {
+		t.Fatalf("handoff %v, %v", env, err)
+	}
+	defer done()
+	name, value, _ := strings.Cut(env[0], "=")
+	t.Setenv(name, value)
+	got, err := Received(p)
+	if err != nil || got == nil {
+		t.Fatalf("received %v, %v", got, err)
+	}
+	res, err := Run(context.Background(), p, Options{Lifecycle: got})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.get("POST /fixtures") != 1 || l.get("DELETE /fixtures/f1") != 0 || res.Totals.Failed != 0 || res.Totals.Requests == 0 {
+		t.Fatalf("hits %v, load %d requests %d failed: want the segment to use the setup's capture and run no setup or teardown",
+			l.hits, res.Totals.Requests, res.Totals.Failed)
+	}
+	if w := res.Workflow; w == nil || w.Setup != nil || w.Teardown != nil {
+		t.Errorf("segment's workflow %+v: the setup and teardown are the coordinator's", w)
+	}
+	if lc.Teardown(p, Options{}) == nil || lc.Teardown(p, Options{}) != nil || l.get("DELETE /fixtures/f1") != 1 {
+		t.Errorf("coordinator's teardown: want one, once; hits %v", l.hits)
+	}
+	other := mustPlan(t, "target: "+srv.URL+"\n"+strings.Replace(lifecyclePlan, "fixture", "thing", -1))
+	if _, err := Received(other); err == nil || !strings.Contains(err.Error(), `"thing"`) {
+		t.Errorf("a plan capturing another name: %v, want it refused naming the capture", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/run"
 )
 
 // Workers runs the test as local segment processes of this binary
@@ -24,17 +25,60 @@ type Workers struct {
 	Summary io.Writer
 	// Segments is how many segments were merged, once Execute returned.
 	Segments int
+	// Run, when set, is what this process runs the plan's setup and
+	// teardown with: once for the test, before and after the workers,
+	// which are handed the setup's captures (run.Lifecycle.HandOff).
+	// Without it every worker runs its own.
+	Run *run.Options
+	// StartAfterSetup, when set, moves the workers' start to this long
+	// after the setup ends, so a slow setup does not make them late.
+	StartAfterSetup time.Duration
+
+	live workersLive // the checkpoints Snapshot read (workers_live.go)
 }
 
 func (e *Workers) ForwardsSignals() bool { return true }
 
 func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error) {
-	outs, err := e.Local.Run(ctx, c.Signals)
+	l := e.Local
+	var (
+		lc    *run.Lifecycle
+		setup *result.Phase
+	)
+	if e.Run != nil && (e.Plan.Setup != nil || e.Plan.Teardown != nil) {
+		var err error
+		if lc, setup, err = run.Setup(ctx, e.Plan, *e.Run); err != nil {
+			return nil, err
+		}
+		env, done, err := lc.HandOff(e.Plan, l.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("handing the setup's captures to the workers: %w", err)
+		}
+		defer done()
+		l.Env = append(append([]string(nil), l.Env...), env...)
+		if e.StartAfterSetup > 0 {
+			l.StartAt = time.Now().Add(e.StartAfterSetup)
+		}
+	}
+	outs, err := l.Run(ctx, c.Signals)
+	var teardown *result.Phase
+	if lc != nil {
+		// Also after Ctrl-C, and when the workers failed: the setup's data
+		// is there either way.
+		teardown = lc.Teardown(e.Plan, *e.Run)
+	}
 	if err != nil {
 		return nil, err
 	}
 	e.Segments = len(outs)
-	return merged(e.Summary, outs)
+	res, err := merged(e.Summary, outs)
+	if res != nil && lc != nil {
+		if res.Workflow == nil {
+			res.Workflow = &result.Workflow{}
+		}
+		res.Workflow.Setup, res.Workflow.Teardown = setup, teardown
+	}
+	return res, err
 }
 
 // Judge evaluates the plan's thresholds on the merged whole.

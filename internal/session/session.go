@@ -71,7 +71,9 @@ const QuitReason = "interrupted twice (Ctrl-C): requests in flight were not wait
 
 // Options shape a session.
 type Options struct {
-	// Out is the result file.
+	// Out is the result file; empty for a test whose result is only
+	// printed (stampede url without -o): nothing is set aside, checkpointed
+	// or written.
 	Out string
 	// Need is the disk set aside for the final write (result.Open); at
 	// least 1 MiB is set aside whatever it says.
@@ -132,6 +134,9 @@ func Open(o Options) (*Session, error) {
 	if o.Exit == nil {
 		o.Exit = os.Exit
 	}
+	if o.Out == "" {
+		return &Session{o: o}, nil
+	}
 	out, err := result.Open(o.Out, max(o.Need, minNeed))
 	var se *result.SpaceError
 	switch {
@@ -146,11 +151,29 @@ func Open(o Options) (*Session, error) {
 
 const minNeed = 1 << 20
 
-// Path is where the result goes.
-func (s *Session) Path() string { return s.out.Path() }
+// Path is where the result goes; empty without a result file.
+func (s *Session) Path() string {
+	if s.out == nil {
+		return ""
+	}
+	return s.out.Path()
+}
 
 // Close releases what Open set aside; the result stays.
-func (s *Session) Close() error { return s.out.Close() }
+func (s *Session) Close() error {
+	if s.out == nil {
+		return nil
+	}
+	return s.out.Close()
+}
+
+// writeFinal writes the judged result, where there is a file to write.
+func (s *Session) writeFinal(res *result.Result) error {
+	if s.out == nil {
+		return nil
+	}
+	return s.out.Final(res)
+}
 
 // Outcome is a finished test.
 type Outcome struct {
@@ -244,7 +267,7 @@ func (s *Session) Run(e Executor) *Outcome {
 		r.res.Run.PartialReason = "the run could not complete: " + r.err.Error()
 	}
 	oc.Verdict = s.judge(e, r.res, r.err != nil)
-	if err := s.out.Final(r.res); err != nil {
+	if err := s.writeFinal(r.res); err != nil {
 		oc.SaveErr = s.lost(err)
 	}
 	s.closeSinks(r.res, 0)
@@ -296,7 +319,7 @@ func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel
 	if snap != nil {
 		oc.Result = snap
 		s.judge(e, snap, true)
-		if err := s.out.Final(snap); err != nil {
+		if err := s.writeFinal(snap); err != nil {
 			oc.SaveErr = s.lost(err)
 		}
 	}
@@ -306,12 +329,14 @@ func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel
 	switch {
 	case oc.SaveErr != nil:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: %v\n", oc.SaveErr)
+	case snap != nil && s.out == nil:
+		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; no result file was asked for (-o), so the partial result is not saved\n")
 	case snap != nil:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; partial result in %s\n", s.Path())
 	default:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; nothing was measured yet, no result written\n")
 	}
-	s.out.Close()
+	s.Close()
 	s.o.Exit(ExitRun)
 	quit <- oc
 }
@@ -323,7 +348,7 @@ func (s *Session) checkpoint(res *result.Result) {
 	// end or the second Ctrl-C), no checkpoint may land over it.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.final {
+	if s.final || s.out == nil {
 		return
 	}
 	if err := s.out.Checkpoint(res); err != nil {

@@ -254,3 +254,7 @@ func renews(on []plan.StatusMatch, code int) bool {
 	}
 	return false
 }
+
+// Draw is one draw from d with the user's own generator (a drawn pace), so
+// a run given the same seed draws the same intervals.
+func (u *User) Draw(d *plan.ThinkDist) time.Duration { return d.Draw(u.rng) }

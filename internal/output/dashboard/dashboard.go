@@ -6,7 +6,6 @@
 package dashboard
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
@@ -16,12 +15,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stampede-load/stampede/internal/report"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
 //go:embed page.html
 var page []byte
+
+// renderShare bounds the report's rendering to 1/renderShare of one core's
+// time (0.5 %) whatever the run's length, which keeps a page's cost under
+// 2 % of what a generator at 20,000 req/s spends (docs/benchmarks.md).
+// Updates that come faster are folded into the next one the pages hear
+// of: a render of up to 5 ms still redraws every second.
+const renderShare = 200
 
 // DefaultAddr is where --dashboard serves without an address: loopback,
 // k6's dashboard port.
@@ -41,7 +46,17 @@ type Sink struct {
 	// nobody watches), for seq htmlSeq.
 	html    []byte
 	htmlSeq int
-	clients int
+	// inflight is the render under way, which pages asking for its
+	// update wait for (render.go).
+	inflight *rendering
+	// renderedAt and renderTook are the last render's: the pages hear of
+	// a new update no sooner than renderShare renders' time after it, so
+	// a long run's report, slower to draw, costs the generator no more.
+	renderedAt time.Time
+	renderTook time.Duration
+	clients    int
+	// profile is the planned load, drawn ahead of the actual one.
+	profile *Profile
 	// gotFinal is closed once a page has fetched the final report.
 	gotFinal chan struct{}
 	done     chan struct{}
@@ -62,6 +77,7 @@ func New(addr string) (*Sink, error) {
 	})
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /report", s.report)
+	mux.HandleFunc("GET /live", s.liveJSON)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -154,6 +170,39 @@ func (s *Sink) events(w http.ResponseWriter, r *http.Request) {
 		case <-s.done:
 			return
 		}
+		if !s.waitRenderBudget(r.Context()) {
+			return
+		}
+	}
+}
+
+// waitRenderBudget holds a page's next update until the last render's
+// share of time is spent (at once for the final report); false when the
+// page or the server went away.
+func (s *Sink) waitRenderBudget(ctx context.Context) bool {
+	for {
+		s.mu.Lock()
+		due := s.renderedAt.Add(renderShare * s.renderTook)
+		final, changed := s.final, s.changed
+		s.mu.Unlock()
+		wait := time.Until(due)
+		if final || wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+			return true
+		case <-changed:
+			// The final report may have come: look again.
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-s.done:
+			t.Stop()
+			return false
+		}
 	}
 }
 
@@ -165,19 +214,13 @@ func (s *Sink) report(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no figures yet", http.StatusServiceUnavailable)
 		return
 	}
-	// Rendered outside the lock, so a page never holds up the run's pump.
 	if html == nil || htmlSeq != seq {
-		var b bytes.Buffer
-		if err := report.HTML(&b, cur); err != nil {
+		var err error
+		if html, err = s.render(r.Context(), cur, seq); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		html, htmlSeq = b.Bytes(), seq
-		s.mu.Lock()
-		if s.htmlSeq < seq || s.html == nil {
-			s.html, s.htmlSeq = html, seq
-		}
-		s.mu.Unlock()
+		htmlSeq = seq
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")

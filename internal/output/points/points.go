@@ -5,6 +5,7 @@ package points
 
 import (
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/result"
@@ -67,15 +68,19 @@ type Batch struct {
 }
 
 // From builds the points of a cumulative result as of now. The plan
-// label tells runs of different plans apart on one dashboard.
+// label tells runs of different plans apart on one dashboard. step_index,
+// the step's place in the result's steps list, keeps steps that share a
+// name (unnamed steps to one path) apart: with the same labels a receiver
+// would keep one of their samples and drop the other.
 func From(r *result.Result, now time.Time) Batch {
 	b := Batch{Start: r.Run.Started, Time: now}
 	if b.Start.IsZero() || b.Start.After(now) {
 		b.Start = now
 	}
 	plan := Label{"plan", r.Plan.Name}
-	for _, st := range r.Steps {
-		base := []Label{plan, {"scenario", st.Scenario}, {"step", st.Name}}
+	for i, st := range r.Steps {
+		idx := Label{"step_index", strconv.Itoa(i)}
+		base := []Label{plan, {"scenario", st.Scenario}, {"step", st.Name}, idx}
 		b.Points = append(b.Points, Point{Metric: Requests, Labels: base, Value: float64(st.Requests)})
 		classes := make([]string, 0, len(st.ByClass))
 		for c, n := range st.ByClass {
@@ -85,7 +90,7 @@ func From(r *result.Result, now time.Time) Batch {
 		}
 		sort.Strings(classes)
 		for _, c := range classes {
-			l := []Label{{"class", c}, plan, {"scenario", st.Scenario}, {"step", st.Name}}
+			l := []Label{{"class", c}, plan, {"scenario", st.Scenario}, {"step", st.Name}, idx}
 			b.Points = append(b.Points, Point{Metric: Failures, Labels: l, Value: float64(st.ByClass[c])})
 		}
 		if p, ok := histogram(st.LatencyOK); ok {

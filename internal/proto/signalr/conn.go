@@ -67,6 +67,18 @@ type Options struct {
 	// numeric string) in a push's arguments array, e.g. ["0","sentAt"];
 	// when found, push latency is recorded.
 	TimestampPath []string
+	// StatefulReconnect asks negotiate for stateful reconnect (ASP.NET
+	// Core 8+, WebSockets only): when granted, sent messages are kept
+	// until acknowledged, and a cut socket is dialled again with the same
+	// connection token and the unacknowledged messages sent again.
+	StatefulReconnect bool
+	// AckInterval is how long after a message arrives its Ack goes (one
+	// for a burst; default 1s, as the .NET and JavaScript clients;
+	// negative: never).
+	AckInterval time.Duration
+	// ReconnectWindow bounds a stateful reconnect's attempts (default
+	// 10s).
+	ReconnectWindow time.Duration
 	// Stats counts the population; nil counts nothing.
 	Stats *Stats
 	// Recorder receives latencies and failures; nil records nothing.
@@ -236,6 +248,8 @@ type Timing struct {
 // any goroutine.
 type Conn struct {
 	t    transport
+	sf   *stateful   // nil unless stateful reconnect was granted
+	tk   *tokenState // nil unless a redirect's access token expires
 	o    *Options
 	cid  string
 	stat *Stats
@@ -345,7 +359,7 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 			nctx, cancel := context.WithTimeout(ctx, dflt(o.NegotiateTimeout, 15*time.Second))
 			t0 := time.Now()
 			var err error
-			ep, err = negotiate(nctx, hc, hub, hdr, o.AccessToken)
+			ep, err = negotiate(nctx, hc, hub, hdr, o.AccessToken, o.StatefulReconnect)
 			cancel()
 			d := time.Since(t0)
 			tm.Negotiate += d
@@ -364,7 +378,7 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 				return nil, err
 			}
 		}
-		c, err := start(ctx, order[i], ep, hdr, o, &tm)
+		c, err := start(ctx, hub, order[i], ep, hdr, o, &tm)
 		var e *Error
 		if err == nil || i+1 == len(order) || ctx.Err() != nil || !errors.As(err, &e) || e.Phase == OpHandshake.name {
 			return c, err
@@ -381,15 +395,21 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 
 // start opens one transport for a negotiated connection and completes the
 // handshake over it.
-func start(ctx context.Context, kind Transport, ep endpoint, hdr http.Header, o *Options, tm *Timing) (*Conn, error) {
+func start(ctx context.Context, hub string, kind Transport, ep endpoint, hdr http.Header, o *Options, tm *Timing) (*Conn, error) {
 	// The read loop takes c.hs (and nils it) when the answer comes, which
 	// may be before we look: keep our own reference.
 	hs := make(chan error, 1)
 	c := &Conn{o: o, cid: ep.cid, stat: o.Stats, hs: hs, kind: kind}
+	if !o.SkipNegotiate {
+		c.tk = newTokenState(hub, hdr, ep, o.AccessToken)
+	}
 	if kind == WebSockets {
 		u, err := transportURL(ep, true)
 		if err != nil {
 			return nil, &Error{Phase: "upgrade", Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
+		}
+		if o.StatefulReconnect && ep.nr != nil && ep.nr.UseStatefulReconnect {
+			c.sf = newStateful(ep, hdr)
 		}
 		wc, err := ws.Dial(ctx, u, hdr, o.wsOptions(), c)
 		if err != nil {
@@ -401,6 +421,12 @@ func start(ctx context.Context, kind Transport, ep endpoint, hdr http.Header, o 
 			return nil, &Error{Phase: "upgrade", Class: cl, Msg: msg, Err: err}
 		}
 		c.t = wc
+		if c.sf != nil {
+			c.sf.mu.Lock()
+			c.sf.cur = wc
+			c.sf.mu.Unlock()
+			c.t = c.sf
+		}
 		tm.Upgrade = wc.Timing.Upgrade
 		o.record(OpUpgrade, sample.OK, tm.Upgrade, nil)
 	} else {
@@ -529,7 +555,7 @@ func (c *Conn) call(ctx context.Context, phase string, typ int, method string, a
 		return nil, 0, e
 	}
 	t0 := time.Now()
-	if err := c.send(msg); err != nil {
+	if err := c.sendSeq(msg); err != nil {
 		forget()
 		e := &Error{Phase: phase, Class: ws.Classify(err), Msg: method + ": " + err.Error(), Err: err}
 		c.o.record(name, e.Class, time.Since(t0), e)
@@ -554,7 +580,7 @@ func (c *Conn) call(ctx context.Context, phase string, typ int, method string, a
 	case <-ctx.Done():
 		forget()
 		// Tell the server we gave up, so a stream stops producing.
-		c.send(c.o.Protocol.simple(TypeCancelInvocation, id, ""))
+		c.sendSeq(c.o.Protocol.simple(TypeCancelInvocation, id, ""))
 		e := &Error{Phase: phase, Class: sample.Timeout, Msg: method + ": no Completion before the deadline", Err: ctx.Err()}
 		if errors.Is(ctx.Err(), context.Canceled) {
 			e.Class, e.Msg = sample.Interrupted, method+": canceled"
@@ -585,7 +611,7 @@ func (c *Conn) Send(method string, args ...any) error {
 		return e
 	}
 	t0 := time.Now()
-	if err := c.send(msg); err != nil {
+	if err := c.sendSeq(msg); err != nil {
 		e := &Error{Phase: "send", Class: ws.Classify(err), Msg: method + ": " + err.Error(), Err: err}
 		c.o.record(name, e.Class, time.Since(t0), e)
 		return e
@@ -616,7 +642,14 @@ func (c *Conn) CloseAtEnd() error {
 func (c *Conn) Abort() { c.t.Abort() }
 
 // Message implements ws.Handler; it runs on the read goroutine.
-func (c *Conn) Message(_ *ws.Conn, _ ws.MessageType, data []byte) error {
+func (c *Conn) Message(wc *ws.Conn, _ ws.MessageType, data []byte) error {
+	if c.sf != nil {
+		if c.sf.stale(wc) {
+			return nil
+		}
+		c.sf.rmu.Lock()
+		defer c.sf.rmu.Unlock()
+	}
 	if len(c.partial) > 0 {
 		// A record or frame split across WebSocket messages: the .NET
 		// server may split large writes, so join instead of failing.
@@ -670,7 +703,16 @@ func (c *Conn) binary(data []byte) ([]byte, error) {
 
 // Closed implements ws.Handler: it names the hub-level reason when there
 // is one.
-func (c *Conn) Closed(_ *ws.Conn, d *ws.Disconnect) *ws.Disconnect {
+func (c *Conn) Closed(wc *ws.Conn, d *ws.Disconnect) *ws.Disconnect {
+	if c.sf != nil && (!c.sf.owns(wc, d) || c.cut(wc, d)) {
+		return d
+	}
+	return c.finish(d)
+}
+
+// finish ends the connection (with stateful reconnect, once no reconnect
+// is under way or one failed).
+func (c *Conn) finish(d *ws.Disconnect) *ws.Disconnect {
 	c.mu.Lock()
 	sd := c.sigDisc
 	hs := c.hs
@@ -700,6 +742,9 @@ func (c *Conn) Closed(_ *ws.Conn, d *ws.Disconnect) *ws.Disconnect {
 	if c.state.Swap(stateEnded) == stateOpen && c.stat != nil {
 		c.stat.Open.Add(-1)
 		c.countEnd(d)
+	}
+	if c.sf != nil {
+		c.sf.end(d)
 	}
 	return d
 }
@@ -760,6 +805,11 @@ func (c *Conn) asJSON(raw json.RawMessage) json.RawMessage {
 // dispatch acts on one decoded message; payloads are valid only during
 // the call.
 func (c *Conn) dispatch(m *Message) error {
+	if c.sf != nil {
+		if ok, err := c.receive(m); !ok || err != nil {
+			return err
+		}
+	}
 	switch m.Type {
 	case TypeInvocation:
 		c.push(m)
@@ -798,8 +848,9 @@ func (c *Conn) dispatch(m *Message) error {
 		return d
 	case TypePing, TypeAck, TypeSequence, TypeStreamInvocation, TypeCancelInvocation:
 		// Pings only prove the server is alive (the read already did);
-		// Ack and Sequence belong to stateful reconnect, which we do not
-		// ask for; the server invoking streams on us is not modelled.
+		// Ack and Sequence were handled above when stateful reconnect was
+		// granted, and mean nothing otherwise; the server invoking streams
+		// on us is not modelled.
 	}
 	return nil
 }
@@ -842,7 +893,7 @@ func (c *Conn) push(m *Message) {
 	if m.InvocationID != "" {
 		// A server awaiting a client result would wait forever; answer as
 		// the .NET client does when no handler returns one.
-		c.send(c.o.Protocol.simple(TypeCompletion, m.InvocationID, "Client didn't provide a result."))
+		c.sendSeq(c.o.Protocol.simple(TypeCompletion, m.InvocationID, "Client didn't provide a result."))
 	}
 }
 

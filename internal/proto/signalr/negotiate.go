@@ -31,13 +31,15 @@ func (e *Error) Error() string { return e.Phase + ": " + e.Msg }
 func (e *Error) Unwrap() error { return e.Err }
 
 type negotiateResponse struct {
-	ConnectionToken     string `json:"connectionToken"`
-	ConnectionID        string `json:"connectionId"`
-	NegotiateVersion    int    `json:"negotiateVersion"`
-	URL                 string `json:"url"`
-	AccessToken         string `json:"accessToken"`
-	Error               string `json:"error"`
-	AvailableTransports []struct {
+	ConnectionToken  string `json:"connectionToken"`
+	ConnectionID     string `json:"connectionId"`
+	NegotiateVersion int    `json:"negotiateVersion"`
+	URL              string `json:"url"`
+	AccessToken      string `json:"accessToken"`
+	// UseStatefulReconnect is the server granting what we asked for.
+	UseStatefulReconnect bool   `json:"useStatefulReconnect"`
+	Error                string `json:"error"`
+	AvailableTransports  []struct {
 		Transport       string   `json:"transport"`
 		TransferFormats []string `json:"transferFormats"`
 	} `json:"availableTransports"`
@@ -59,13 +61,13 @@ const maxRedirects = 100
 // negotiate runs POST {hub}/negotiate?negotiateVersion=1, following
 // redirects (Azure SignalR Service answers the app server's negotiate with
 // the service URL and an access token for it).
-func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header, token string) (endpoint, error) {
+func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header, token string, stateful bool) (endpoint, error) {
 	ep := endpoint{base: hub, token: token}
 	for i := 0; ; i++ {
 		if i > maxRedirects {
 			return ep, &Error{Phase: "negotiate", Class: sample.Other, Msg: fmt.Sprintf("more than %d redirects", maxRedirects)}
 		}
-		nr, err := negotiateOnce(ctx, hc, ep.base, hdr, ep.token)
+		nr, err := negotiateOnce(ctx, hc, ep.base, hdr, ep.token, stateful)
 		if err != nil {
 			return ep, err
 		}
@@ -92,7 +94,7 @@ func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header
 	}
 }
 
-func negotiateURL(hub string) (string, error) {
+func negotiateURL(hub string, stateful bool) (string, error) {
 	u, err := url.Parse(hub)
 	if err != nil {
 		return "", err
@@ -112,6 +114,9 @@ func negotiateURL(hub string) (string, error) {
 	}
 	q := u.Query()
 	q.Set("negotiateVersion", "1")
+	if stateful {
+		q.Set("useStatefulReconnect", "true")
+	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
@@ -120,8 +125,8 @@ func negotiateURL(hub string) (string, error) {
 // are a few hundred bytes, an error page may be large.
 const maxNegotiateBody = 1 << 20
 
-func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.Header, token string) (*negotiateResponse, error) {
-	nu, err := negotiateURL(hub)
+func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.Header, token string, stateful bool) (*negotiateResponse, error) {
+	nu, err := negotiateURL(hub, stateful)
 	if err != nil {
 		return nil, &Error{Phase: "negotiate", Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
 	}

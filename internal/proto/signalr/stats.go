@@ -41,6 +41,20 @@ type Stats struct {
 	// was tried (transport auto).
 	Transports [numTransports]atomic.Int64
 	Fallbacks  atomic.Int64
+	// Stateful reconnect: sockets dialled again and resumed, and those
+	// that could not be; our unacknowledged messages sent again after a
+	// reconnect (Recovered); server messages received twice and skipped
+	// (Duplicates); messages known lost: ours still unacknowledged when a
+	// reconnect failed, and the gap when the server resumed past what we
+	// had received.
+	Reconnects        atomic.Int64
+	ReconnectFailures atomic.Int64
+	Recovered         atomic.Int64
+	Duplicates        atomic.Int64
+	Lost              atomic.Int64
+	// TokenRenewals counts access tokens renewed by negotiating again
+	// before they expired or after a 401.
+	TokenRenewals atomic.Int64
 
 	pushes map[string]*PushStat // fixed at NewStats: read without locks
 }

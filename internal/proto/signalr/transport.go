@@ -156,6 +156,10 @@ func hclock() int64 { return int64(time.Since(httpBase)) }
 // 100 s).
 const pollTimeout = 100 * time.Second
 
+// sendTimeout bounds one POST of a message; a variable for the test that
+// makes it long enough to show which bound ended a send.
+var sendTimeout = 10 * time.Second
+
 // startHTTP opens the receive side: for SSE, the event stream up to its
 // 200 answer (timed as "sse open"); for long polling, the poll loop,
 // whose first poll the handshake answer will come on.
@@ -202,21 +206,58 @@ func phaseOf(kind Transport) string {
 }
 
 func (h *httpConn) request(ctx context.Context, method string, body []byte) (*http.Request, error) {
+	return h.requestAuth(ctx, method, body, "")
+}
+
+// requestAuth builds a request with a token fit to use: failed is one the
+// server just refused.
+func (h *httpConn) requestAuth(ctx context.Context, method string, body []byte, failed string) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, h.url, r)
+	u, tok := h.url, h.tok
+	if h.h.tk != nil {
+		ep := h.h.endpoint(failed)
+		var err error
+		if u, err = transportURL(ep, false); err != nil {
+			return nil, err
+		}
+		tok = ep.token
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, r)
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range h.hdr {
 		req.Header[k] = v
 	}
-	if h.tok != "" {
-		req.Header.Set("Authorization", "Bearer "+h.tok)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	return req, nil
+}
+
+// do sends a request; a 401 to a token that can be renewed is answered by
+// renewing it and sending once more.
+func (h *httpConn) do(req *http.Request, body []byte) (*http.Response, error) {
+	resp, err := h.hc.Do(req)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || h.h.tk == nil {
+		return resp, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	failed := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+	again, err := h.requestAuth(req.Context(), req.Method, body, failed)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range req.Header {
+		if k != "Authorization" {
+			again.Header[k] = v
+		}
+	}
+	return h.hc.Do(again)
 }
 
 // openStream GETs the event stream and checks its answer.
@@ -344,7 +385,7 @@ func (h *httpConn) poll() bool {
 		return false
 	}
 	t0 := time.Now()
-	resp, err := h.hc.Do(req)
+	resp, err := h.do(req, nil)
 	if err != nil {
 		if h.closing.Load() || h.ended.Load() {
 			h.end(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
@@ -417,7 +458,7 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 	}
 	h.smu.Lock()
 	defer h.smu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
 	req, err := h.request(ctx, http.MethodPost, b)
 	if err != nil {
@@ -428,7 +469,7 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 		ct = "application/octet-stream"
 	}
 	req.Header.Set("Content-Type", ct)
-	resp, err := h.hc.Do(req)
+	resp, err := h.do(req, b)
 	if err == nil {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()

@@ -1,13 +1,16 @@
 // Package sigtest is a SignalR hub for tests of the transports no
 // third-party Go server in this module speaks: long polling (and
-// Server-Sent Events offered alone). philippseith/signalr serves
-// WebSockets and Server-Sent Events only, so this server is written from
+// Server-Sent Events offered alone), and stateful reconnect.
+// philippseith/signalr serves WebSockets and Server-Sent Events only, and
+// no Ack or Sequence, so this server is written from
 // the transport and hub protocol specs in the aspnetcore repository
 // (src/SignalR/docs/specs/TransportProtocols.md and HubProtocol.md): v1
 // negotiate, HTTP POST sends, event streams, long polls (the first
 // answered at once, later ones held until there is data, then 200 empty
 // at the hold's end, 204 once the connection is gone, DELETE to end), and
-// the JSON and MessagePack hub protocols. It shares no code with the
+// the JSON and MessagePack hub protocols, and over WebSockets stateful
+// reconnect (negotiate's useStatefulReconnect, Ack and Sequence, the same
+// connection token dialled again; see ws.go). It shares no code with the
 // client it tests.
 package sigtest
 
@@ -31,7 +34,7 @@ import (
 // Hub serves a kitchen hub at any path (negotiate at PATH/negotiate).
 type Hub struct {
 	// Transports are offered in negotiate, by their negotiate names
-	// (WebSockets is never served here).
+	// (WebSockets is served only for stateful-reconnect tests).
 	Transports []string
 	// PollHold is how long a poll without data is held (default 90s, as
 	// ASP.NET Core).
@@ -41,6 +44,19 @@ type Hub struct {
 	// Hostile behaviours.
 	NeverAnswerPolls bool // polls after the first are held for ever
 	EndlessSSELine   bool // the event stream sends one line that never ends
+	// StatefulReconnect grants useStatefulReconnect to clients that ask.
+	StatefulReconnect bool
+	BadSequence       bool // a reconnect resumes past what was sent
+	OverAck           bool // Acks name messages the client never sent
+
+	// TokenValid, when set, checks the access token of every request
+	// (bearer header or access_token query), as Azure SignalR Service
+	// does; a refused one is answered 401.
+	TokenValid   func(token string) bool
+	Unauthorized atomic.Int64 // requests answered 401
+
+	Reconnects atomic.Int64 // sockets that resumed a connection
+	Duplicates atomic.Int64 // client messages received twice and skipped
 
 	Polls  atomic.Int64 // long polls answered or cut
 	Pushes atomic.Int64 // OrderPlaced messages queued to connections
@@ -61,11 +77,37 @@ type conn struct {
 	closed  bool
 	done    chan struct{}
 	started bool // the first poll was answered
+
+	// Stateful reconnect (WebSockets), under mu.
+	stateful bool
+	gen      int // the socket serving the connection; a new one replaces it
+	sock     io.Closer
+	seqSent  int64
+	seqBuf   []seqItem
+	recvNext int64
+	recvLast int64
+	waitSeq  bool
+}
+
+type seqItem struct {
+	id int64
+	b  []byte
 }
 
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.TokenValid != nil {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if tok == "" {
+			tok = r.URL.Query().Get("access_token")
+		}
+		if !h.TokenValid(tok) {
+			h.Unauthorized.Add(1)
+			http.Error(w, "access token expired or invalid", http.StatusUnauthorized)
+			return
+		}
+	}
 	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/negotiate") {
-		h.negotiate(w)
+		h.negotiate(w, r)
 		return
 	}
 	id := r.URL.Query().Get("id")
@@ -95,6 +137,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodDelete:
 		c.close()
 		w.WriteHeader(http.StatusAccepted)
+	case r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket"):
+		h.websocket(w, r, c)
 	case r.Method == http.MethodGet && r.Header.Get("Accept") == "text/event-stream":
 		h.sse(w, r, c)
 	case r.Method == http.MethodGet:
@@ -104,9 +148,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *Hub) negotiate(w http.ResponseWriter) {
+func (h *Hub) negotiate(w http.ResponseWriter, r *http.Request) {
 	tok := newID()
-	c := &conn{h: h, notify: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &conn{h: h, notify: make(chan struct{}, 1), done: make(chan struct{}), recvNext: 1}
+	c.stateful = h.StatefulReconnect && r.URL.Query().Get("useStatefulReconnect") == "true"
 	h.mu.Lock()
 	if h.conns == nil {
 		h.conns, h.groups = map[string]*conn{}, map[string]map[*conn]bool{}
@@ -126,9 +171,13 @@ func (h *Hub) negotiate(w http.ResponseWriter) {
 		trs = append(trs, tr{t, f})
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
+	ans := map[string]any{
 		"negotiateVersion": 1, "connectionId": newID(), "connectionToken": tok, "availableTransports": trs,
-	})
+	}
+	if c.stateful {
+		ans["useStatefulReconnect"] = true
+	}
+	json.NewEncoder(w).Encode(ans)
 	go c.pinger()
 }
 
@@ -371,6 +420,7 @@ type message struct {
 	InvocationID string
 	Target       string
 	Arguments    []any
+	SequenceID   int64
 }
 
 func decode(proto string, b []byte) (message, error) {
@@ -381,11 +431,12 @@ func decode(proto string, b []byte) (message, error) {
 			InvocationID string `json:"invocationId"`
 			Target       string `json:"target"`
 			Arguments    []any  `json:"arguments"`
+			SequenceID   int64  `json:"sequenceId"`
 		}
 		if err := json.Unmarshal(b, &j); err != nil {
 			return m, err
 		}
-		return message{j.Type, j.InvocationID, j.Target, j.Arguments}, nil
+		return message{j.Type, j.InvocationID, j.Target, j.Arguments, j.SequenceID}, nil
 	}
 	var a []any
 	if err := msgpack.Unmarshal(b, &a); err != nil || len(a) == 0 {
@@ -396,6 +447,9 @@ func decode(proto string, b []byte) (message, error) {
 		m.InvocationID, _ = a[2].(string)
 		m.Target, _ = a[3].(string)
 		m.Arguments, _ = a[4].([]any)
+	}
+	if (m.Type == 8 || m.Type == 9) && len(a) >= 2 {
+		m.SequenceID = int64(toInt(a[1]))
 	}
 	return m, nil
 }
@@ -429,6 +483,9 @@ func toInt(v any) int {
 }
 
 func (c *conn) dispatch(m message) {
+	if c.stateful && !c.sequence(m) {
+		return
+	}
 	switch m.Type {
 	case 1:
 		result, err := c.invoke(m.Target, m.Arguments)
@@ -497,15 +554,27 @@ func (h *Hub) PlaceOrder(restaurant string, order int) {
 	}
 }
 
-// send encodes a message in the connection's protocol and queues it.
+// send encodes a message in the connection's protocol and queues it; a
+// sequenced one is kept until acknowledged.
 func (c *conn) send(m map[string]any) {
 	c.mu.Lock()
-	proto := c.proto
+	b := encode(c.proto, m)
+	if c.stateful && sequenced(m["type"].(int)) {
+		c.seqSent++
+		c.seqBuf = append(c.seqBuf, seqItem{c.seqSent, b})
+	}
+	c.out = append(c.out, b...)
 	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+func encode(proto string, m map[string]any) []byte {
 	if proto == "json" {
 		b, _ := json.Marshal(m)
-		c.queue(append(b, 0x1e))
-		return
+		return append(b, 0x1e)
 	}
 	typ := m["type"].(int)
 	var a []any
@@ -524,8 +593,10 @@ func (c *conn) send(m map[string]any) {
 		a = []any{6}
 	case 7:
 		a = []any{7, m["error"], m["allowReconnect"]}
+	case 8, 9:
+		a = []any{typ, m["sequenceId"]}
 	}
 	body, _ := msgpack.Marshal(a)
 	b := binary.AppendUvarint(nil, uint64(len(body)))
-	c.queue(append(b, body...))
+	return append(b, body...)
 }

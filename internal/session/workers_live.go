@@ -1,0 +1,109 @@
+package session
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/merge"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// workersLive is what Workers.Snapshot keeps between calls: each
+// segment's last checkpoint read, by file time, so an unchanged file is
+// not parsed again.
+type workersLive struct {
+	mu   sync.Mutex
+	seen map[int]segCheckpoint
+}
+
+type segCheckpoint struct {
+	mod time.Time
+	res *result.Result
+}
+
+// Snapshot is the run so far for the sinks (--output, --dashboard): the
+// merge of the checkpoints the workers have written (each replaces
+// seg-<i>.json atomically, every 5 s), so it trails the run by up to a
+// checkpoint. Files older than this test's start are a previous run's and
+// are left out. The series keep only the intervals every segment has
+// reached, so a sink that writes an interval once (csv) never writes one
+// that a segment is still filling. Nil until a checkpoint was written.
+func (e *Workers) Snapshot(reason string) *result.Result {
+	w := &e.live
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[int]segCheckpoint{}
+	}
+	var rs []*result.Result
+	var names []string
+	for i := 0; i < e.Local.Workers; i++ {
+		path := filepath.Join(e.Local.Dir, fmt.Sprintf("seg-%d.json", i))
+		st, err := os.Stat(path)
+		if err != nil || st.ModTime().Before(e.Local.StartAt) {
+			continue
+		}
+		c := w.seen[i]
+		if c.res == nil || !st.ModTime().Equal(c.mod) {
+			r, err := result.Read(path)
+			if err != nil {
+				continue // being replaced: the last one read stands
+			}
+			c = segCheckpoint{mod: st.ModTime(), res: r}
+			w.seen[i] = c
+		}
+		rs = append(rs, c.res)
+		names = append(names, filepath.Base(path))
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	// merge builds new series and leaves its inputs as read.
+	m, err := merge.Options{Names: names}.Results(rs)
+	if err != nil {
+		return nil
+	}
+	if iv := m.Series.IntervalS; iv > 0 {
+		// Where each segment's series ends on the merged clock.
+		common := -1
+		for _, r := range rs {
+			end := int(math.Round(r.Run.Started.Sub(m.Run.Started).Seconds()/iv)) + len(r.Series.T)
+			if common < 0 || end < common {
+				common = max(end, 0)
+			}
+		}
+		truncateSeries(&m.Series, common)
+	}
+	m.Run.Partial = true
+	m.Run.PartialReason = reason
+	if len(rs) < e.Local.Workers {
+		m.Run.PartialReason = fmt.Sprintf("%d of %d segments so far", len(rs), e.Local.Workers)
+	}
+	return m
+}
+
+// truncateSeries keeps the first n intervals of every series.
+func truncateSeries(s *result.Series, n int) {
+	cut := func(v []int64) []int64 {
+		if len(v) > n {
+			return v[:n]
+		}
+		return v
+	}
+	if len(s.T) > n {
+		s.T = s.T[:n]
+	}
+	if len(s.Target) > n {
+		s.Target = s.Target[:n]
+	}
+	for _, p := range []*[]int64{&s.Started, &s.Completed, &s.OK, &s.P50US, &s.P95US, &s.P99US, &s.Active, &s.InFlight, &s.Dropped, &s.LagP99US, &s.Connections} {
+		*p = cut(*p)
+	}
+	for k, v := range s.Failed {
+		s.Failed[k] = cut(v)
+	}
+}
