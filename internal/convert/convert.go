@@ -201,7 +201,7 @@ type step struct {
 	json     *jv
 	form     []*formField
 	parts    []*partField // multipart
-	raw      *field // a body that is neither JSON nor a form
+	raw      *field       // a body that is neither JSON nor a form
 	captures []capture
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -19,64 +20,56 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 	if len(args) > 0 && (args[0] == "curl" || strings.HasSuffix(args[0], "/curl")) {
 		args = args[1:]
 	}
+	opts, err := curlOptions(args)
+	if err != nil {
+		return nil, Summary{}, err
+	}
 	x := &exchange{fromCurl: true}
 	var rawURL, method string
-	var data []string
+	var data, urlQuery []string
 	var dataJSON, get, head bool
 	var notes []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		val := func() (string, error) {
-			// -XPOST and --request=POST as well as -X POST.
-			if strings.HasPrefix(a, "--") {
-				if _, v, ok := strings.Cut(a, "="); ok {
-					return v, nil
-				}
-			} else if len(a) > 2 {
-				return a[2:], nil
-			}
-			if i+1 >= len(args) {
-				return "", fmt.Errorf("curl option %s needs a value", a)
-			}
-			i++
-			return args[i], nil
-		}
-		name := a
-		if strings.HasPrefix(a, "--") {
-			name, _, _ = strings.Cut(a, "=")
-		} else if strings.HasPrefix(a, "-") && len(a) > 2 {
-			name = a[:2]
-		}
-		var v string
+	for _, op := range opts {
+		name, v := op.name, op.value
 		switch name {
-		case "-X", "--request", "-H", "--header", "-d", "--data", "--data-raw", "--data-binary", "--data-ascii",
-			"--data-urlencode", "--json", "-u", "--user", "-b", "--cookie", "-A", "--user-agent", "-e", "--referer", "--url":
-			if v, err = val(); err != nil {
-				return nil, Summary{}, err
+		case "":
+			if rawURL == "" {
+				rawURL = v
 			}
-		}
-		switch name {
-		case "-X", "--request":
+		case "request":
 			method = strings.ToUpper(v)
-		case "-H", "--header":
+		case "header":
 			n, hv, ok := strings.Cut(v, ":")
 			if !ok {
+				if n, ok := strings.CutSuffix(v, ";"); ok {
+					// -H 'X-Empty;' sends the header with no value.
+					x.headers = append(x.headers, kv{strings.TrimSpace(n), ""})
+					continue
+				}
+				if strings.HasPrefix(v, "@") {
+					return nil, Summary{}, fmt.Errorf("curl -H @%s: headers from a file are not supported; give each as -H 'Name: value'", v[1:])
+				}
 				return nil, Summary{}, fmt.Errorf("bad curl header %q: expected \"Name: value\"", v)
 			}
+			if strings.TrimSpace(hv) == "" {
+				// -H 'Accept:' tells curl not to send its own; the plan
+				// sends none of curl's anyway.
+				continue
+			}
 			x.headers = append(x.headers, kv{strings.TrimSpace(n), strings.TrimSpace(hv)})
-		case "-d", "--data", "--data-raw", "--data-binary", "--data-ascii", "--json", "--data-urlencode":
-			if strings.HasPrefix(v, "@") && name != "--data-raw" {
+		case "data", "data-raw", "data-binary", "data-ascii", "json", "data-urlencode":
+			if strings.HasPrefix(v, "@") && name != "data-raw" {
 				b, err := os.ReadFile(v[1:])
 				if err != nil {
-					return nil, Summary{}, fmt.Errorf("curl %s %s: %v", name, v, err)
+					return nil, Summary{}, fmt.Errorf("curl --%s %s: %v", name, v, err)
 				}
 				v = string(b)
-				if name != "--data-binary" && name != "--json" {
+				if name != "data-binary" && name != "json" {
 					// curl strips newlines from -d @file.
 					v = strings.NewReplacer("\r", "", "\n", "").Replace(v)
 				}
 			}
-			if name == "--data-urlencode" {
+			if name == "data-urlencode" {
 				k, val, ok := strings.Cut(v, "=")
 				if ok {
 					v = k + "=" + url.QueryEscape(val)
@@ -84,42 +77,53 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 					v = url.QueryEscape(v)
 				}
 			}
-			if name == "--json" {
+			if name == "json" {
 				dataJSON = true
 			}
 			data = append(data, v)
-		case "-u", "--user":
+		case "form", "form-string":
+			p, err := curlFormPart(v, name == "form-string")
+			if err != nil {
+				return nil, Summary{}, err
+			}
+			x.isMultipart = true
+			x.multipart = append(x.multipart, p)
+		case "upload-file":
+			return nil, Summary{}, fmt.Errorf("curl -T %s: uploading a file as the whole body is not converted; use body_file: %s in the plan's step (with method: PUT)", v, v)
+		case "user":
 			x.headers = append(x.headers, kv{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(v))})
-		case "-b", "--cookie":
+		case "oauth2-bearer":
+			x.headers = append(x.headers, kv{"Authorization", "Bearer " + v})
+		case "cookie":
 			if strings.Contains(v, "=") {
 				// Given on the command line, a cookie is the user's choice,
 				// not one a server set that a jar would hold.
 				x.headers = append(x.headers, kv{"Cookie", v})
+			} else {
+				notes = append(notes, fmt.Sprintf("curl -b %s: cookies read from a file are left out; each user's jar holds the cookies servers set", v))
 			}
-		case "-A", "--user-agent":
+		case "user-agent":
 			x.headers = append(x.headers, kv{"User-Agent", v})
-		case "-e", "--referer":
-			x.headers = append(x.headers, kv{"Referer", v})
-		case "--url":
+		case "referer":
+			x.headers = append(x.headers, kv{"Referer", strings.TrimSuffix(v, ";auto")})
+		case "range":
+			x.headers = append(x.headers, kv{"Range", "bytes=" + v})
+		case "url":
 			rawURL = v
-		case "-G", "--get":
+		case "url-query":
+			urlQuery = append(urlQuery, v)
+		case "get":
 			get = true
-		case "-I", "--head":
+		case "head":
 			head = true
-		case "-k", "--insecure":
+		case "insecure":
 			notes = append(notes, "curl -k: add tls: {insecure: true} to the plan to skip certificate checks")
-		case "-L", "--location":
+		case "location":
 			notes = append(notes, "curl -L: the plan does not follow redirects; a 3xx answer counts as a success")
-		default:
-			if strings.HasPrefix(a, "-") {
-				// --compressed, -s, -v, -i and the like change what curl
-				// shows, not what it sends.
-				continue
-			}
-			if rawURL == "" {
-				rawURL = a
-			}
 		}
+	}
+	if x.isMultipart && len(data) > 0 {
+		return nil, Summary{}, fmt.Errorf("curl -F and -d together: curl refuses this too; give the body one way")
 	}
 	if rawURL == "" {
 		return nil, Summary{}, fmt.Errorf("no URL in the curl command")
@@ -130,6 +134,12 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, Summary{}, fmt.Errorf("bad URL %q in the curl command: expected http(s)://host/...", rawURL)
+	}
+	for _, q := range urlQuery {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += q
 	}
 	x.u = u
 	body := strings.Join(data, "&")
@@ -143,7 +153,7 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 		u.RawQuery += body
 		body = ""
 		x.method = "GET"
-	case len(data) > 0:
+	case len(data) > 0 || x.isMultipart:
 		x.method = "POST"
 	default:
 		x.method = "GET"
@@ -169,6 +179,17 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 			if vals, ok := parseForm(body); ok {
 				x.isForm, x.form = true, vals
 			}
+		}
+	}
+	if u.User != nil {
+		// curl sends user:password@ as Basic authentication; a plan's
+		// target does the same and keeps the password out of reports.
+		if _, ok := u.User.Password(); !ok {
+			return nil, Summary{}, fmt.Errorf("curl URL %s has a user but no password (curl would prompt for one): write user:password@", u.Redacted())
+		}
+		if header(x.headers, "Authorization") != "" {
+			notes = append(notes, "the URL's user:password is left out: an Authorization header is given, which wins")
+			u.User = nil
 		}
 	}
 	if o.Source == "" {
@@ -281,4 +302,136 @@ func shellWords(s string) ([]string, error) {
 		out = append(out, cur.String())
 	}
 	return out, nil
+}
+
+type curlOpt struct {
+	name  string // long name without dashes; "" for a URL
+	value string
+}
+
+// curlOptions reads a curl command's words as curl does: clustered
+// switches (-sSL), a short option's value attached (-XPOST) or next, a
+// long option's after = or next, and every option in curl's table that
+// takes a value given one, so it is never read as the URL.
+func curlOptions(args []string) ([]curlOpt, error) {
+	var out []curlOpt
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		next := func(opt string) (string, error) {
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("curl option %s needs a value", opt)
+			}
+			i++
+			return args[i], nil
+		}
+		switch {
+		case a == "--":
+			for _, r := range args[i+1:] {
+				out = append(out, curlOpt{"", r})
+			}
+			return out, nil
+		case strings.HasPrefix(a, "--"):
+			name, v, eq := strings.Cut(a[2:], "=")
+			if !curlValued[name] {
+				out = append(out, curlOpt{name: name})
+				continue
+			}
+			if !eq {
+				var err error
+				if v, err = next(a); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, curlOpt{name, v})
+		case len(a) > 1 && a[0] == '-':
+			for k := 1; k < len(a); k++ {
+				c := a[k]
+				if long, ok := curlShort[c]; ok {
+					v := a[k+1:]
+					if v == "" {
+						var err error
+						if v, err = next("-" + string(c)); err != nil {
+							return nil, err
+						}
+					}
+					out = append(out, curlOpt{long, v})
+					break
+				}
+				out = append(out, curlOpt{name: curlShortFlag[c]})
+			}
+		default:
+			out = append(out, curlOpt{"", a})
+		}
+	}
+	return out, nil
+}
+
+// curlFormPart reads -F name=value, name=@file[;type=...][;filename=...]
+// and name=<file (the file's text as the value).
+func curlFormPart(v string, literal bool) (mpart, error) {
+	name, val, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return mpart{}, fmt.Errorf("bad curl -F %q: expected name=value or name=@file", v)
+	}
+	p := mpart{name: name}
+	if literal || val == "" || val[0] != '@' && val[0] != '<' {
+		if !literal {
+			// ;type= after a text value sets the part's content type.
+			if t, rest, ok := cutParam(val, "type"); ok {
+				val, p.ctype = rest, t
+			}
+		}
+		p.value = val
+		return p, nil
+	}
+	file := val[1:]
+	for _, key := range []string{"type", "filename", "headers", "encoder"} {
+		if t, rest, ok := cutParam(file, key); ok {
+			file = rest
+			switch key {
+			case "type":
+				p.ctype = t
+			case "filename":
+				p.file = t
+			default:
+				return mpart{}, fmt.Errorf("curl -F %q: ;%s= is not converted", v, key)
+			}
+		}
+	}
+	if file == "-" {
+		return mpart{}, fmt.Errorf("curl -F %q: a part read from stdin is not converted", v)
+	}
+	if val[0] == '<' {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return mpart{}, fmt.Errorf("curl -F %s: %v", v, err)
+		}
+		p.value = string(b)
+		return p, nil
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return mpart{}, err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return mpart{}, fmt.Errorf("curl -F %s: %v", v, err)
+	}
+	p.path = abs
+	if p.file == "" {
+		p.file = filepath.Base(file)
+	}
+	return p, nil
+}
+
+// cutParam takes ";key=value" off the end of s.
+func cutParam(s, key string) (string, string, bool) {
+	i := strings.LastIndex(s, ";"+key+"=")
+	if i < 0 {
+		return "", s, false
+	}
+	v := s[i+len(key)+2:]
+	if strings.Contains(v, ";") {
+		return "", s, false
+	}
+	return strings.Trim(v, `"`), s[:i], true
 }

@@ -45,8 +45,8 @@ type harEntry struct {
 		URL      string  `json:"url"`
 		Headers  []harNV `json:"headers"`
 		PostData *struct {
-			MimeType string  `json:"mimeType"`
-			Text     string  `json:"text"`
+			MimeType string     `json:"mimeType"`
+			Text     string     `json:"text"`
 			Params   []harParam `json:"params"`
 			// Not in HAR 1.2, but some recorders write binary bodies so.
 			Encoding string `json:"encoding"`
