@@ -159,6 +159,9 @@ func build(xs []*exchange, o Options) ([]byte, Summary, error) {
 	}
 	s.Kept = len(kept)
 	target := scheme + "://" + main
+	if len(kept) == 1 && kept[0].fromCurl && kept[0].u.User != nil {
+		target = scheme + "://" + kept[0].u.User.String() + "@" + main
+	}
 
 	steps := make([]*step, len(kept))
 	for i, x := range kept {
@@ -238,6 +241,13 @@ var dropHeaders = map[string]bool{
 	"x-client-data": true, "transfer-encoding": true, "upgrade": true, "proxy-connection": true,
 }
 
+// clientHeaders are the ones the HTTP client writes itself, so a plan
+// cannot send them.
+var clientHeaders = map[string]bool{
+	"host": true, "content-length": true, "connection": true, "transfer-encoding": true,
+	"keep-alive": true, "upgrade": true, "te": true, "proxy-connection": true,
+}
+
 func keepHeader(name, value string) bool {
 	n := strings.ToLower(name)
 	if dropHeaders[n] || strings.HasPrefix(n, "sec-") || strings.HasPrefix(n, ":") || strings.HasPrefix(n, "proxy-") {
@@ -295,7 +305,13 @@ func newStep(x *exchange, main string, s *Summary) *step {
 		}
 	}
 	for _, h := range x.headers {
-		if !keepHeader(h.name, h.value) && !(x.fromCurl && strings.EqualFold(h.name, "Cookie")) {
+		if x.fromCurl && clientHeaders[strings.ToLower(h.name)] {
+			s.Notes = append(s.Notes, fmt.Sprintf("header %s: %s left out: stampede's client sets it (Host from the target: put that host in the target, or resolve it to the address you meant)", h.name, h.value))
+			continue
+		}
+		// Every header typed for curl is the user's choice; a browser's
+		// are mostly its own.
+		if !x.fromCurl && !keepHeader(h.name, h.value) {
 			continue
 		}
 		if !isToken(h.name) || strings.ContainsAny(h.value, "\r\n\x00") {
@@ -337,7 +353,7 @@ func newStep(x *exchange, main string, s *Summary) *step {
 			case seen[e.name] || e.name == "" || strings.ContainsAny(e.name, "\r\n\""):
 				s.Notes = append(s.Notes, fmt.Sprintf("%s %s: multipart part %q left out: a plan's multipart names each part once, without quotes or line breaks", x.method, x.u.Redacted(), e.name))
 			case e.file != "" && e.path == "":
-				s.Notes = append(s.Notes, fmt.Sprintf("%s %s: multipart file %q (%s) left out: the recording does not hold its content; save the file and add %s: {file: PATH}", x.method, x.u.Redacted(), e.name, e.file, e.name))
+				s.Notes = append(s.Notes, fmt.Sprintf("%s %s: multipart file %q (%s) left out: a plan reads a multipart file from disk; save it and add %s: {file: PATH}", x.method, x.u.Redacted(), e.name, e.file, e.name))
 			default:
 				seen[e.name] = true
 				st.parts = append(st.parts, &partField{e, &field{value: e.value}})
@@ -590,10 +606,10 @@ func tokenLike(v string, idKey, unique, pathSeg bool) bool {
 			return false
 		}
 		return len(v) >= 8 || len(v) >= 4 && idKey
-	case !digit && lower && upper && !pathSeg:
+	case !digit && letter && (lower && upper || other) && !pathSeg:
 		// Base64 without a digit in it is rare but long; a camelCase
-		// word is short.
-		return len(v) >= 20
+		// word or a slug is short, unless the response calls it a token.
+		return len(v) >= 20 && lower && upper || len(v) >= 8 && idKey
 	}
 	return false
 }

@@ -33,13 +33,18 @@ func (h *Handle) Started() <-chan struct{} {
 }
 
 // Snapshot is the run so far, marked partial with reason. It is nil
-// until the load has started.
+// until the load has started. Once the load is over and only its teardown
+// runs, it is the load's complete result, its teardown marked cut off
+// with reason (when there is one).
 func (h *Handle) Snapshot(reason string) *result.Result {
 	h.mu.Lock()
 	r := h.r
 	h.mu.Unlock()
 	if r == nil {
 		return nil
+	}
+	if res := r.afterLoad(reason); res != nil {
+		return res // the load is over: complete, whatever the reason
 	}
 	res := r.build(true)
 	res.Run.Partial = true

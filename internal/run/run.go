@@ -98,6 +98,19 @@ type Options struct {
 // load was sent.
 var ErrUnreachable = errors.New("target unreachable")
 
+// ErrSetupCut means the run was cancelled (Ctrl-C) while its setup ran:
+// it did not fail, and no load was sent.
+var ErrSetupCut = errors.New("setup cut off by Ctrl-C")
+
+// setupErr is the error of a setup that did not finish.
+func setupErr(ctx context.Context, ph *result.Phase) error {
+	if ctx.Err() != nil {
+		ph.Error = "cut off by Ctrl-C"
+		return fmt.Errorf("%w after %d of its requests; no load was sent", ErrSetupCut, ph.Requests)
+	}
+	return fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
+}
+
 // Run executes p until its last stage ends or ctx is cancelled (Ctrl-C):
 // then no new work starts, requests in flight get the plan's grace period,
 // and whatever is still running is cut off and counted as interrupted. The
@@ -143,10 +156,18 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	r := newRunner(p, prog, base, o)
 	r.rec.Configure(o.Errors)
 	defer r.shared.Close()
+	// Lateness is the process's own, judged when it comes up: a setup
+	// that takes longer than the start's lead is no late start, and
+	// segments that run the same setup end it about together.
+	if err := checkLate(o); err != nil {
+		return nil, err
+	}
+	// Registered before the setup: a setup that created data and then
+	// failed, or was cut off, leaves that data to clean up.
+	defer r.teardownPhase()
 	if err := r.setupPhase(ctx); err != nil { // workflow.go
 		return nil, err
 	}
-	defer r.teardownPhase() // when the load fails to start after the setup
 	if err := r.startMonitors(ctx); err != nil {
 		return nil, err
 	}
@@ -154,7 +175,52 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if err := waitStart(ctx, o); err != nil {
 		return nil, err
 	}
-	return r.finishWorkflow(r.run(ctx)) // workflow.go: the teardown
+	res, err := r.run(ctx)
+	r.loadOver(res)
+	return r.finishWorkflow(res, err) // workflow.go: the teardown
+}
+
+// loadOver keeps the load's result for the time of the teardown, which
+// may take TeardownTimeout: a second Ctrl-C meanwhile saves this result
+// (afterLoad) instead of a partial snapshot, and a checkpoint puts it on
+// disk before the teardown starts, so a process killed during the
+// teardown still leaves the whole load measured.
+func (r *runner) loadOver(res *result.Result) {
+	if res == nil || r.plan.Teardown == nil || r.opts.Lifecycle != nil {
+		return
+	}
+	r.stopMu.Lock()
+	r.loadRes = res
+	r.stopMu.Unlock()
+	if r.opts.Checkpoint == nil {
+		return
+	}
+	cp := r.afterLoad("")
+	cp.Run.Partial = true
+	cp.Run.PartialReason = "the load completed; the process ended during the teardown, before the final write"
+	if cp.Workflow != nil && cp.Workflow.Teardown == nil {
+		cp.Workflow.Teardown = &result.Phase{Error: "not finished: the process ended during the teardown"}
+	}
+	r.opts.Checkpoint(cp)
+}
+
+// afterLoad is the load's result once the load is over and its teardown
+// may still run; nil before. With a reason (the process quits) a teardown
+// that has not finished is marked cut off with it; the load itself stays
+// complete, since every request of it was waited for.
+func (r *runner) afterLoad(reason string) *result.Result {
+	r.stopMu.Lock()
+	res := r.loadRes
+	r.stopMu.Unlock()
+	if res == nil {
+		return nil
+	}
+	cp := *res
+	r.workflowInto(&cp)
+	if reason != "" && cp.Workflow != nil && cp.Workflow.Teardown == nil {
+		cp.Workflow.Teardown = &result.Phase{Error: "cut off before it finished: " + reason}
+	}
+	return &cp
 }
 
 // newRunner prepares the run of a compiled plan; the caller closes
@@ -218,6 +284,8 @@ type runner struct {
 	stopMu   sync.Mutex
 	stopWhy  string
 	partial  string
+	// loadRes is the load's result while its teardown runs (loadOver).
+	loadRes *result.Result
 
 	usersMu sync.Mutex
 	users   []*vu.User

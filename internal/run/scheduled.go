@@ -25,6 +25,8 @@ func (r *runner) startUser(cu closedUser) {
 	}
 	r.schedOnce.Do(r.startScheduler)
 	su := &schedUser{cu: cu, sc: sc, started: time.Now()}
+	// Segment looks at the stop between steps (loops, scripts).
+	cu.u.SetStop(vu.Stop{Soft: r.soft, Retire: cu.quit})
 	if pace := r.plan.Load.Pace; pace > 0 {
 		// Spread paced users over the first pace period instead of firing
 		// every user's first iteration at once: N users with pace P then

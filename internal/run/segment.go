@@ -41,10 +41,10 @@ func checkSegment(p *plan.Plan, seg Segment) error {
 	return nil
 }
 
-// waitStart waits until o.StartAt. It fails with ErrLateStart when the
-// instant passed more than the grace period ago, and with ctx's error when
-// the wait is cancelled.
-func waitStart(ctx context.Context, o Options) error {
+// checkLate fails with ErrLateStart when the process comes up more than
+// the grace period after o.StartAt. It is judged before the setup, so
+// the message is about the process, not about how long the setup took.
+func checkLate(o Options) error {
 	if o.StartAt.IsZero() {
 		return nil
 	}
@@ -52,11 +52,23 @@ func waitStart(ctx context.Context, o Options) error {
 	if grace <= 0 {
 		grace = DefaultStartGrace
 	}
-	late := time.Since(o.StartAt)
-	if late > grace {
-		return fmt.Errorf("%w: segment %s came up %v after the start time %s (grace %v); it did not run, so its share is missing rather than shifted",
+	if late := time.Since(o.StartAt); late > grace {
+		return fmt.Errorf("%w: segment %s came up %v after the start time %s (grace %v), before its setup; it did not run, so its share is missing rather than shifted",
 			ErrLateStart, o.Segment.Norm(), late.Round(time.Millisecond), o.StartAt.Format(time.RFC3339Nano), grace)
 	}
+	return nil
+}
+
+// waitStart waits until o.StartAt, after the setup (checkLate judged the
+// process's own lateness before it). A setup that ends after the instant
+// starts the load at once on the shared schedule: segments that run the
+// same setup end it about together, so they still start together. It
+// fails with ctx's error when the wait is cancelled.
+func waitStart(ctx context.Context, o Options) error {
+	if o.StartAt.IsZero() {
+		return nil
+	}
+	late := time.Since(o.StartAt)
 	if late >= 0 {
 		return nil
 	}

@@ -60,13 +60,8 @@ func phaseFailure(s *plan.Scenario, steps []result.Step, ctxErr error) string {
 			continue
 		}
 		where := ""
-		if i < len(s.Steps) {
-			for _, ps := range s.Steps {
-				if ps.Kind == plan.StepRequest && ps.Name == st.Name {
-					where = " (" + ps.Pos.String() + ")"
-					break
-				}
-			}
+		if ps := requestStep(s, i); ps != nil {
+			where = " (" + ps.Pos.String() + ")"
 		}
 		var msgs []string
 		for _, e := range st.Errors {
@@ -85,6 +80,22 @@ func phaseFailure(s *plan.Scenario, steps []result.Step, ctxErr error) string {
 	return "a step failed"
 }
 
+// requestStep is the id-th request step of s, the one recorded as step
+// id: steps are numbered in the order they are laid out (vu.Compile),
+// nested ones included, so two steps of one name are told apart.
+func requestStep(s *plan.Scenario, id int) *plan.Step {
+	for _, ps := range s.Steps {
+		if ps.Kind != plan.StepRequest {
+			continue
+		}
+		if id == 0 {
+			return ps
+		}
+		id--
+	}
+	return nil
+}
+
 // Lifecycle makes several runs of one plan one test for its setup and
 // teardown, as the levels of a gate, sweep or capacity search are: setup
 // creates test data, and creating it again at every level would leave N
@@ -99,6 +110,9 @@ type Lifecycle struct {
 	// are the test's and the teardown is due.
 	setUp   bool
 	globals []string
+	// begun: a setup ran, even one that failed or was cut off; what its
+	// first steps created is there, so the teardown is due.
+	begun bool
 	// given: the setup ran elsewhere (a distributed run's coordinator),
 	// which also tears down.
 	given    bool
@@ -127,7 +141,7 @@ func (lc *Lifecycle) Globals() (globals []string, ok bool) {
 // already, or it is the coordinator's.
 func (lc *Lifecycle) Teardown(p *plan.Plan, o Options) *result.Phase {
 	lc.mu.Lock()
-	due := p.Teardown != nil && lc.setUp && !lc.given && !lc.tornDown
+	due := p.Teardown != nil && (lc.setUp || lc.begun) && !lc.given && !lc.tornDown
 	lc.tornDown = lc.tornDown || due
 	globals := lc.globals
 	lc.mu.Unlock()
@@ -165,7 +179,11 @@ func Setup(ctx context.Context, p *plan.Plan, o Options) (lc *Lifecycle, ph *res
 			return nil, nil, err
 		}
 		if ph.Error != "" {
-			return nil, ph, fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
+			// What the setup's first steps created is cleaned up here:
+			// no segment will run to be torn down after.
+			lc.begun = true
+			lc.Teardown(p, o)
+			return nil, ph, setupErr(ctx, ph)
 		}
 	}
 	lc.setUp = true
@@ -298,7 +316,14 @@ func (r *runner) setupPhase(ctx context.Context) error {
 		r.wf.setup = ph
 		r.wf.mu.Unlock()
 		if ph.Error != "" {
-			return fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
+			// The teardown reads what the setup captured before it failed.
+			r.wf.globals = caps
+			if lc != nil {
+				lc.mu.Lock()
+				lc.begun, lc.globals = true, caps
+				lc.mu.Unlock()
+			}
+			return setupErr(ctx, ph)
 		}
 		r.prog.SetGlobals(caps)
 		r.wf.globals = caps

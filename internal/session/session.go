@@ -196,7 +196,7 @@ type Outcome struct {
 // is exit 3, else the verdict's code; nil for a pass.
 func (o *Outcome) Err() error {
 	switch {
-	case o.Quit:
+	case o.Quit && (o.Result == nil || o.Result.Run.Partial):
 		return Fail(ExitRun, nil)
 	case o.Result == nil && o.RunErr != nil:
 		return RunFailure(o.RunErr)
@@ -227,12 +227,12 @@ func (s *Session) Run(e Executor) *Outcome {
 	quit := make(chan *Outcome, 1)
 	watchDone := make(chan struct{})
 	defer close(watchDone)
+	pumpDone := s.pump(e)
 	if f, ok := e.(Forwarder); ok && f.ForwardsSignals() {
 		c.Signals = sigs
 	} else {
-		go s.interrupts(sigs, watchDone, cancel, e, quit)
+		go s.interrupts(sigs, watchDone, cancel, e, quit, pumpDone)
 	}
-	pumpDone := s.pump(e)
 
 	type ran struct {
 		res *result.Result
@@ -292,7 +292,7 @@ func (s *Session) claimFinal() bool {
 }
 
 // interrupts applies the Ctrl-C policy until the test ends.
-func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel func(), e Executor, quit chan<- *Outcome) {
+func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel func(), e Executor, quit chan<- *Outcome, stopPump func()) {
 	select {
 	case <-sigs:
 	case <-done:
@@ -318,17 +318,27 @@ func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel
 	}
 	if snap != nil {
 		oc.Result = snap
-		s.judge(e, snap, true)
+		// A snapshot taken once the load was over (only its teardown was
+		// running) is the whole load: judged as complete, not as cut off.
+		oc.Verdict = s.judge(e, snap, snap.Run.Partial)
 		if err := s.writeFinal(snap); err != nil {
 			oc.SaveErr = s.lost(err)
 		}
 	}
 	// Sinks get a moment to flush what they hold, no more: the user asked
-	// to quit now.
-	s.closeSinks(snap, 2*time.Second)
+	// to quit now. The pump must be stopped first: a sink may not be
+	// given a sample while or after it closes. A sink stuck in a sample
+	// past the moment is left unclosed rather than closed under it.
+	if stopWithin(stopPump, sinkLimit) {
+		s.closeSinks(snap, sinkLimit)
+	} else {
+		fmt.Fprintf(s.o.Stderr, "\nstampede: warning: an output was still taking a sample after %v; outputs were not closed\n", sinkLimit)
+	}
 	switch {
 	case oc.SaveErr != nil:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: %v\n", oc.SaveErr)
+	case snap != nil && !snap.Run.Partial && s.out != nil:
+		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once during the teardown; the whole load's result, teardown cut off, in %s\n", s.Path())
 	case snap != nil && s.out == nil:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; no result file was asked for (-o), so the partial result is not saved\n")
 	case snap != nil:
@@ -337,8 +347,32 @@ func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; nothing was measured yet, no result written\n")
 	}
 	s.Close()
-	s.o.Exit(ExitRun)
+	code := ExitRun
+	if err := oc.Err(); err == nil {
+		code = ExitOK
+	} else if ee := (*ExitError)(nil); errors.As(err, &ee) {
+		code = ee.Code
+	}
+	s.o.Exit(code)
 	quit <- oc
+}
+
+// sinkLimit is how long the second Ctrl-C waits for the outputs.
+const sinkLimit = 2 * time.Second
+
+// stopWithin runs stop and waits at most limit for it; false when it
+// has not returned by then (it goes on in the background).
+func stopWithin(stop func(), limit time.Duration) bool {
+	done := make(chan struct{})
+	go func() { stop(); close(done) }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // checkpoint saves a partial result; only the final write decides whether

@@ -68,8 +68,12 @@ func (e *Workers) Snapshot(reason string) *result.Result {
 		return nil
 	}
 	if iv := m.Series.IntervalS; iv > 0 {
-		// Where each segment's series ends on the merged clock.
+		// Where each segment's series ends on the merged clock; a segment
+		// with no checkpoint yet has reached no interval.
 		common := -1
+		if len(rs) < e.Local.Workers {
+			common = 0
+		}
 		for _, r := range rs {
 			end := int(math.Round(r.Run.Started.Sub(m.Run.Started).Seconds()/iv)) + len(r.Series.T)
 			if common < 0 || end < common {

@@ -60,6 +60,9 @@ func TestWorkersSnapshot(t *testing.T) {
 	if s == nil || s.Totals.Requests != 50 || !s.Run.Partial {
 		t.Fatalf("one segment so far: %+v", s)
 	}
+	if len(s.Series.T) != 0 {
+		t.Errorf("one segment so far, series %v: an interval the other has not reached was shown", s.Series.T)
+	}
 	if err := result.Write(seg1, segResult(start, 1, 3, 20)); err != nil {
 		t.Fatal(err)
 	}

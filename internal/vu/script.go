@@ -36,24 +36,43 @@ type scriptState struct {
 
 type scriptHeader struct{ name, value string }
 
+// Outcomes of a script step.
+const (
+	scriptOK = iota
+	scriptFailed
+	// scriptStopped: the run's end cut the call off; nothing failed.
+	scriptStopped
+)
+
 // runScript runs a script step. A script that calls fail(message), throws,
 // or sets what it may not fails the step as a check, counted against the
 // request step it comes before (as control steps' failures are), and ends
 // the iteration.
-func (u *User) runScript(st *Step) bool {
+func (u *User) runScript(st *Step) int {
 	vm := getVM()
-	msg := vm.call(u, st.Script)
+	msg, stopped := vm.call(u, st.Script)
 	putVM(vm)
-	if msg == "" {
-		return true
+	if msg == "" && !stopped {
+		return scriptOK
 	}
 	// Headers set before the failure were for a request that is not sent.
-	clear(u.script.headers)
-	u.script.headers = u.script.headers[:0]
+	u.clearScriptHeaders()
+	if stopped {
+		return scriptStopped
+	}
 	if st.failID >= 0 {
 		u.shard.FailText(st.failID, sample.Check, 0, 0, st.Name+": "+msg)
 	}
-	return false
+	return scriptFailed
+}
+
+// clearScriptHeaders drops the headers a script set: they were for one
+// request, and that request is not going to be sent.
+func (u *User) clearScriptHeaders() {
+	if len(u.script.headers) > 0 {
+		clear(u.script.headers)
+		u.script.headers = u.script.headers[:0]
+	}
 }
 
 // addScriptHeaders adds the headers a script set to the request being
@@ -62,8 +81,7 @@ func (u *User) addScriptHeaders(add func(name string, value func([]byte) []byte)
 	for _, h := range u.script.headers {
 		add(h.name, func(b []byte) []byte { return append(b, h.value...) })
 	}
-	clear(u.script.headers)
-	u.script.headers = u.script.headers[:0]
+	u.clearScriptHeaders()
 }
 
 // jsVM is a runtime with the script API installed. The objects a script
@@ -78,6 +96,13 @@ type jsVM struct {
 	// started is when the call in progress began (Unix ns; 0: idle), for
 	// the watchdog.
 	started atomic.Int64
+	// owner is the user of the call in progress (nil: idle), so the
+	// watchdog can stop a call whose user the run's end interrupted. mu
+	// orders the watchdog's interrupt with the call's start and end: an
+	// interrupt lands only while its call runs, or before the next call
+	// clears it.
+	mu    sync.Mutex
+	owner *User
 	// mac is hmac_sha256's state for macKey.
 	mac    hash.Hash
 	macKey string
@@ -172,16 +197,17 @@ func newVM() *jsVM {
 	return vm
 }
 
-// call runs s for u and returns the failure's message, "" on success.
-func (vm *jsVM) call(u *User, s *plan.Script) (msg string) {
+// call runs s for u and returns the failure's message, "" on success;
+// stopped says the run's end interrupted it.
+func (vm *jsVM) call(u *User, s *plan.Script) (msg string, stopped bool) {
 	fn, ok := vm.fns[s]
 	if !ok {
 		v, err := vm.rt.RunProgram(s.Program)
 		if err != nil {
-			return "script: " + err.Error()
+			return "script: " + err.Error(), false
 		}
 		if fn, ok = sobek.AssertFunction(v); !ok {
-			return "script: not a function"
+			return "script: not a function", false
 		}
 		vm.fns[s] = fn
 	}
@@ -189,19 +215,28 @@ func (vm *jsVM) call(u *User, s *plan.Script) (msg string) {
 	// An interrupt meant for a runaway call that ended just before it
 	// landed must not stop this one.
 	vm.rt.ClearInterrupt()
+	vm.mu.Lock()
+	vm.owner = u
 	vm.started.Store(time.Now().UnixNano())
+	vm.mu.Unlock()
 	_, err := fn(sobek.Undefined(), vm.args[:]...)
+	vm.mu.Lock()
+	vm.owner = nil
 	vm.started.Store(0)
+	vm.mu.Unlock()
 	if err == nil {
-		return ""
+		return "", false
 	}
 	if vm.cur.failed != "" {
-		return vm.cur.failed
+		return vm.cur.failed, false
 	}
-	var stopped *sobek.InterruptedError
-	if errors.As(err, &stopped) {
+	var ie *sobek.InterruptedError
+	if errors.As(err, &ie) {
 		vm.rt.ClearInterrupt()
-		return "script ran longer than " + time.Duration(scriptLimit.Load()).String() + " (an endless loop?) and was stopped"
+		if u.interrupted.Load() {
+			return "", true
+		}
+		return "script ran longer than " + time.Duration(scriptLimit.Load()).String() + " (an endless loop?) and was stopped", false
 	}
 	var ex *sobek.Exception
 	if errors.As(err, &ex) {
@@ -212,9 +247,9 @@ func (vm *jsVM) call(u *User, s *plan.Script) (msg string) {
 				break
 			}
 		}
-		return msg
+		return msg, false
 	}
-	return err.Error()
+	return err.Error(), false
 }
 
 func validHeader(name, value string) bool {
@@ -415,9 +450,16 @@ func watchdog() {
 		now := time.Now().UnixNano()
 		watched.mu.Lock()
 		for _, vm := range watched.vms {
-			if t := vm.started.Load(); t != 0 && now-t > limit {
+			if vm.started.Load() == 0 {
+				continue
+			}
+			vm.mu.Lock()
+			// The run's end interrupts users; a script does not look at
+			// that itself, so a long call would outlast the grace.
+			if t := vm.started.Load(); t != 0 && (now-t > limit || vm.owner.interrupted.Load()) {
 				vm.rt.Interrupt("script time limit")
 			}
+			vm.mu.Unlock()
 		}
 		watched.mu.Unlock()
 	}

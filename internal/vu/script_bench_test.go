@@ -83,7 +83,7 @@ func BenchmarkScriptCall(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if !u.runScript(st) {
+				if u.runScript(st) != scriptOK {
 					b.Fatal("script failed")
 				}
 				u.script.headers = u.script.headers[:0]

@@ -60,6 +60,11 @@ type User struct {
 	renewHit bool
 	// inFlight is the gauge of requests on the wire, shared by the run.
 	inFlight *atomic.Int64
+	// stop is what ends the user's work, looked at between steps as well
+	// as in think (Iterate sets it; SetStop for callers of Segment); cut
+	// says the current iteration was ended by it.
+	stop Stop
+	cut  bool
 }
 
 // NewUser makes user id with its own transport and metrics shard.
@@ -108,6 +113,7 @@ type Stop struct {
 // send. It returns ErrDataExhausted when a unique data source ran out, and
 // context.Canceled when the iteration was abandoned at a stop.
 func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
+	u.stop = stop
 	if err := u.Begin(sc, intended); err != nil {
 		return err
 	}
@@ -115,6 +121,9 @@ func (u *User) Iterate(sc *Scenario, intended time.Time, stop Stop) error {
 	for pc := 0; ; {
 		next, think, end := u.Segment(sc, pc)
 		if end {
+			if u.cut {
+				return context.Canceled
+			}
 			return nil
 		}
 		if !u.Think(think, stop) {
@@ -137,7 +146,11 @@ func (u *User) Begin(sc *Scenario, intended time.Time) error {
 	}
 	u.env.Iter = u.iter
 	u.iter++
+	u.cut = false
 	u.flow.begin()
+	// A header a script set for a request that was never sent (its if:
+	// was false) is not for this iteration's first request.
+	u.clearScriptHeaders() // script.go
 	now := time.Now()
 	// from is when the next request's latency starts counting; zero means
 	// at its send. A scheduled iteration counts from when it was due, and a
@@ -159,6 +172,35 @@ func (u *User) End() {
 		// Users who come and go open a connection per visit.
 		u.tr.Close()
 	}
+}
+
+// SetStop gives a user driven through Segment (not Iterate) the stop its
+// loops and script steps look at.
+func (u *User) SetStop(s Stop) { u.stop = s }
+
+// stopped says the user should start nothing more: the stage ended, the
+// run was interrupted (Ctrl-C, or the grace is over), or the user was
+// retired. It is looked at where an iteration could otherwise run on
+// without a think step: each pass of a loop and each script call.
+func (u *User) stopped() bool {
+	if u.interrupted.Load() {
+		return true
+	}
+	select {
+	case <-u.stop.Soft:
+		return true
+	case <-u.stop.Retire:
+		return true
+	default:
+		return false
+	}
+}
+
+// cutOff ends the iteration at a stop. Nothing failed: like a think cut
+// off by the stop, it is work the user was not given time for.
+func (u *User) cutOff() (next int, think time.Duration, end bool) {
+	u.cut = true
+	return 0, 0, true
 }
 
 // Segment runs steps from pc up to the next think step. It returns where to
@@ -193,6 +235,10 @@ func (u *User) Segment(sc *Scenario, pc int) (next int, think time.Duration, end
 				u.flow.retrying = -1
 			}
 			if !ok {
+				if u.interrupted.Load() {
+					// Cut off by the run's end: not the server's failure.
+					return u.cutOff()
+				}
 				return u.failedAt(sc, pc)
 			}
 			pc++
@@ -200,14 +246,31 @@ func (u *User) Segment(sc *Scenario, pc int) (next int, think time.Duration, end
 			// The next request's latency still counts from u.from; only
 			// the clock reading to send it at is stale now.
 			u.sent = time.Time{}
-			if !u.runScript(st) { // script.go
+			if u.stopped() {
+				return u.cutOff()
+			}
+			switch u.runScript(st) { // script.go
+			case scriptStopped:
+				return u.cutOff()
+			case scriptFailed:
 				return u.failedAt(sc, pc)
 			}
 			pc++
 		default:
+			// Every pass of a loop begins at its StepNext: the loop's
+			// back-edge, where a loop without think would otherwise run
+			// on past the end of the test.
+			if st.Kind == plan.StepNext && u.stopped() {
+				return u.cutOff()
+			}
 			var ok bool
+			at := pc
 			if pc, ok = u.control(sc, st, pc); !ok { // flow.go
-				return u.failedAt(sc, pc)
+				return u.failedAt(sc, at)
+			}
+			if st.Kind == plan.StepIf && pc != at+1 {
+				// The request a script's header() was for is skipped.
+				u.clearScriptHeaders() // script.go
 			}
 		}
 	}

@@ -160,6 +160,11 @@ const pollTimeout = 100 * time.Second
 // makes it long enough to show which bound ended a send.
 var sendTimeout = 10 * time.Second
 
+// closeTimeout bounds what closing sends: the Close message's POST and the
+// DELETE. A hub that does not answer them must not add the send timeout
+// to the end of a run; the connection ends either way.
+const closeTimeout = time.Second
+
 // startHTTP opens the receive side: for SSE, the event stream up to its
 // 200 answer (timed as "sse open"); for long polling, the poll loop,
 // whose first poll the handshake answer will come on.
@@ -271,12 +276,24 @@ func (h *httpConn) openStream(ctx context.Context) (io.ReadCloser, error) {
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	// The stream outlives ctx (the connect deadline); only its answer is
-	// bounded by it.
-	stop := context.AfterFunc(ctx, h.cancel)
+	// bounded by it, and by the upgrade timeout as a WebSocket's upgrade
+	// is: a hub that takes the GET and never answers must not hold the
+	// attempt for the whole run, and auto goes on to long polling only
+	// when the run's own context is still live.
+	octx, ocancel := ctx, context.CancelFunc(func() {})
+	to := dflt(h.o.UpgradeTimeout, 15*time.Second)
+	if to > 0 {
+		octx, ocancel = context.WithTimeout(ctx, to)
+	}
+	defer ocancel()
+	stop := context.AfterFunc(octx, h.cancel)
 	resp, err := h.hc.Do(req)
 	if !stop() {
 		if err == nil {
 			resp.Body.Close()
+		}
+		if ctx.Err() == nil {
+			return nil, fail(sample.Timeout, "no answer to the event-stream request within "+to.String(), octx.Err())
 		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fail(sample.Timeout, "no answer to the event-stream request in time", ctx.Err())
@@ -458,7 +475,13 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 	}
 	h.smu.Lock()
 	defer h.smu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	// The hub connection marks itself closing before its Close message.
+	closing := func() bool { return h.closing.Load() || h.h.closing.Load() }
+	to := sendTimeout
+	if closing() {
+		to = closeTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), to)
 	defer cancel()
 	req, err := h.request(ctx, http.MethodPost, b)
 	if err != nil {
@@ -479,7 +502,7 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 				cl = sample.Other
 			}
 			e := &ws.Error{Op: "write", Class: cl, Msg: "send answered " + resp.Status}
-			if !h.closing.Load() {
+			if !closing() {
 				// Anything but 200 means the server dropped the
 				// connection (TransportProtocols.md, HTTP Post).
 				h.end(&ws.Disconnect{Reason: ws.WriteFailed, Class: cl, Text: e.Msg, Err: e})
@@ -494,7 +517,9 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 		if cl == sample.Other {
 			cl = sample.ConnReset
 		}
-		if !h.closing.Load() {
+		if !closing() {
+			// Not while closing: Close goes on to end the connection as
+			// the close it is.
 			h.end(&ws.Disconnect{Reason: ws.WriteFailed, Class: cl, Text: err.Error(), Err: err})
 		}
 		return &ws.Error{Op: "write", Class: cl, Msg: err.Error(), Err: err}
@@ -529,7 +554,7 @@ func (h *httpConn) Close(int, string) error {
 		return nil
 	}
 	if h.kind == LongPolling {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		if req, err := h.request(ctx, http.MethodDelete, nil); err == nil {
 			if resp, err := h.hc.Do(req); err == nil {
 				io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
