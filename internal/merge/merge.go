@@ -367,10 +367,17 @@ func addClasses(dst, src map[string]int64) {
 	}
 }
 
-type stepKey struct{ scenario, name string }
+// stepKey names a step across results: two unnamed steps of a scenario
+// to the same URL share a name ("GET /items"), and the nth is matched
+// with the nth, as a single process reports them apart.
+type stepKey struct {
+	scenario, name string
+	nth            int
+}
 
-// steps matches steps by scenario and name, keeping the order in which
-// they first appear so a merged report reads like its inputs.
+// steps matches steps by scenario, name and place among the steps of
+// that name, keeping the order in which they first appear so a merged
+// report reads like its inputs.
 func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 	var order []stepKey
 	type acc struct {
@@ -385,8 +392,11 @@ func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 	}
 	byKey := map[stepKey]*acc{}
 	for _, r := range rs {
+		seen := map[stepKey]int{} // steps of each name so far, by nth 0
 		for _, s := range r.Steps {
-			k := stepKey{s.Scenario, s.Name}
+			named := stepKey{s.Scenario, s.Name, 0}
+			k := stepKey{s.Scenario, s.Name, seen[named]}
+			seen[named]++
 			a := byKey[k]
 			if a == nil {
 				a = &acc{step: result.Step{Scenario: s.Scenario, Name: s.Name, Group: s.Group, ByClass: map[string]int64{}}}
@@ -418,9 +428,13 @@ func (o Options) steps(rs []*result.Result) ([]result.Step, error) {
 	for _, k := range order {
 		a := byKey[k]
 		find := func(r *result.Result) (result.Step, bool) {
+			nth := 0
 			for _, s := range r.Steps {
 				if s.Scenario == k.scenario && s.Name == k.name {
-					return s, true
+					if nth == k.nth {
+						return s, true
+					}
+					nth++
 				}
 			}
 			return result.Step{}, false

@@ -362,3 +362,35 @@ func TestMergeSamples(t *testing.T) {
 		t.Errorf("samples %+v: want equal messages summed, most frequent first", m.Samples)
 	}
 }
+
+// Two unnamed steps of a scenario to the same URL share a name; a merge
+// keeps them apart as one process reports them, and does not add the
+// second into the first.
+func TestMergeKeepsSameNamedStepsApart(t *testing.T) {
+	rename := func(r *result.Result) { r.Steps[1].Name = r.Steps[0].Name }
+	rng := rand.New(rand.NewPCG(5, 42))
+	all := randomRequests(rng, 5000)
+	whole := resultOf(t, all, rename)
+	var rs []*result.Result
+	for i := range 3 {
+		var part []req
+		for j, q := range all {
+			if j%3 == i {
+				part = append(part, q)
+			}
+		}
+		rs = append(rs, resultOf(t, part, rename))
+	}
+	m, err := Results(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Steps) != len(whole.Steps) {
+		t.Fatalf("%d steps after the merge, want %d as one process reports them", len(m.Steps), len(whole.Steps))
+	}
+	for i, s := range m.Steps {
+		if w := whole.Steps[i]; s.Name != w.Name || s.Requests != w.Requests || s.Failed != w.Failed {
+			t.Errorf("step %d = %s %d/%d, want %s %d/%d", i, s.Name, s.Requests, s.Failed, w.Name, w.Requests, w.Failed)
+		}
+	}
+}
