@@ -37,7 +37,14 @@ token, an order id) becomes a capture on the response and a template in
 the request; a UUID the client made up becomes {{ uuid }}. What was
 captured is listed on stderr.
 
-curl: one request from a curl command line ("Copy as cURL" works).
+Only values shaped like tokens and ids are correlated (UUIDs, JWTs, long
+letter-and-digit runs, long numbers, and what the response names an id
+or a token); plain words and small numbers stay as recorded.
+
+curl: one request from a curl command line ("Copy as cURL" works). Every
+header typed is kept, user:password@ and -u become Basic authentication,
+-F becomes multipart:, other curl options' values are skipped, and -T is
+refused.
 
 The plan is checked with the plan loader before it is written.`,
 		Example: `  stampede convert har checkout.har -o checkout.yaml

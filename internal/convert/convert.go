@@ -575,7 +575,7 @@ func (st *step) fields() []*field {
 // token, which makes a shorter one count. unique: the value is in one
 // response field only, so a long number is not a coincidence either.
 func tokenLike(v string, idKey, unique, pathSeg bool) bool {
-	if len(v) < 3 || len(v) > 4096 {
+	if len(v) < 2 || len(v) > 4096 {
 		return false
 	}
 	if uuidRE.MatchString(v) || jwtRE.MatchString(v) {
@@ -600,12 +600,13 @@ func tokenLike(v string, idKey, unique, pathSeg bool) bool {
 	letter := lower || upper
 	switch {
 	case digit && !letter && !other:
-		return len(v) >= 6 && unique || idKey
+		return len(v) >= 6 && unique || len(v) >= 3 && idKey
 	case digit && letter:
 		if dateRE.MatchString(v) {
 			return false
 		}
-		return len(v) >= 8 || len(v) >= 4 && idKey
+		// An id such as "p3" is short, but the response called it one.
+		return len(v) >= 8 || idKey
 	case !digit && letter && (lower && upper || other) && !pathSeg:
 		// Base64 without a digit in it is rare but long; a camelCase
 		// word or a slug is short, unless the response calls it a token.
@@ -682,7 +683,7 @@ func newIndex(steps []*step) *index {
 func (ix *index) add(i int) {
 	x := ix.steps[i].x
 	put := func(v string, s source) {
-		if len(v) < 3 || len(v) > 4096 {
+		if len(v) < 2 || len(v) > 4096 {
 			return
 		}
 		if old, ok := ix.src[v]; !ok || old.step != i {
@@ -919,7 +920,7 @@ func (c *correlator) capture(i int, kind, expr, hint string) string {
 // find returns the capture that gives v, when an earlier response handed
 // it out and it looks like something a server hands out.
 func (c *correlator) find(v string, pathSeg bool) (string, bool) {
-	if len(v) < 3 || len(v) > 4096 {
+	if len(v) < 2 || len(v) > 4096 {
 		return "", false
 	}
 	// A value already captured keeps its name: a later response that

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,7 +50,56 @@ const (
 	refTenant
 	refData
 	refBody
+	refRand
 )
+
+// randName is the hidden name through which uuid() and choice() get the
+// user's generator (see randArg): not a name a plan can write, so no
+// capture can take it.
+const randName = "@rand"
+
+// randArg passes the evaluating user's generator to uuid() and choice(),
+// as their hidden first argument: functions are shared by every user, and
+// a plan's seed: must reproduce their draws as it does {{ uuid }}'s.
+type randArg struct{}
+
+func (randArg) Visit(node *ast.Node) {
+	call, ok := (*node).(*ast.CallNode)
+	if !ok {
+		return
+	}
+	id, ok := call.Callee.(*ast.IdentifierNode)
+	if !ok || (id.Value != "uuid" && id.Value != "choice") {
+		return
+	}
+	if len(call.Arguments) > 0 {
+		if a, ok := call.Arguments[0].(*ast.IdentifierNode); ok && a.Value == randName {
+			return
+		}
+	}
+	ast.Patch(node, &ast.CallNode{
+		Callee:    call.Callee,
+		Arguments: append([]ast.Node{&ast.IdentifierNode{Value: randName}}, call.Arguments...),
+	})
+}
+
+// randBox holds a user's generator for randArg; one per ExprState, so
+// passing it costs no allocation.
+type randBox struct{ r randSource }
+
+type randSource interface {
+	Int64N(int64) int64
+	Uint64() uint64
+}
+
+// userRand is the generator randArg passed; nil (an evaluation with no
+// user) draws from the process's.
+func userRand(v any) randSource {
+	if b, _ := v.(*randBox); b != nil && b.r != nil {
+		return b.r
+	}
+	return nil
+}
 
 type exprRef struct {
 	name string
@@ -68,6 +118,7 @@ type ExprState struct {
 	// allocates.
 	status    int
 	statusSet bool
+	rand      randBox
 }
 
 // exprFuncNames are the functions plans may call besides expr's builtins.
@@ -93,15 +144,24 @@ var exprFuncs = []expr.Option{
 		return url.QueryEscape(a[0].(string)), nil
 	}, new(func(string) string)),
 	expr.Function("uuid", func(a ...any) (any, error) {
+		if r := userRand(a[0]); r != nil {
+			return string(appendUUID(nil, r.Uint64(), r.Uint64())), nil
+		}
 		return string(appendUUID(nil, rand.Uint64(), rand.Uint64())), nil
-	}, new(func() string)),
+	}, new(func(*randBox) string)),
 	expr.Function("choice", func(a ...any) (any, error) {
-		v := reflect.ValueOf(a[0])
+		if len(a) != 2 {
+			return nil, errors.New("choice takes one list")
+		}
+		v := reflect.ValueOf(a[1])
 		if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
-			return nil, fmt.Errorf("choice needs a list, got %T", a[0])
+			return nil, fmt.Errorf("choice needs a list, got %T", a[1])
 		}
 		if v.Len() == 0 {
 			return nil, errors.New("choice of an empty list")
+		}
+		if r := userRand(a[0]); r != nil {
+			return v.Index(int(r.Int64N(int64(v.Len())))).Interface(), nil
 		}
 		return v.Index(rand.IntN(v.Len())).Interface(), nil
 	}),
@@ -140,6 +200,7 @@ var exprFuncs = []expr.Option{
 func compileExpr(src string, sc *scope, asBool bool) (*Expr, string, int) {
 	env := map[string]any{
 		"status": 0, "vu": 0, "iter": 0, "tenant": 0, "body": "",
+		randName: (*randBox)(nil),
 	}
 	vars := map[string]any{}
 	for k, v := range sc.vars {
@@ -161,7 +222,7 @@ func compileExpr(src string, sc *scope, asBool bool) (*Expr, string, int) {
 	for name := range sc.captures {
 		env[name] = ""
 	}
-	opts := append([]expr.Option{expr.Env(env)}, exprFuncs...)
+	opts := append([]expr.Option{expr.Env(env), expr.Patch(randArg{})}, exprFuncs...)
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
@@ -189,8 +250,23 @@ func compileExpr(src string, sc *scope, asBool bool) (*Expr, string, int) {
 		}
 		switch n := n.(type) {
 		case *ast.MemberNode:
-			id, ok := n.Node.(*ast.IdentifierNode)
 			prop, ok2 := n.Property.(*ast.StringNode)
+			if src, ok := n.Node.(*ast.MemberNode); ok && ok2 {
+				// data.SOURCE.COLUMN: the source was checked when its own
+				// node was visited (children first); the column here.
+				id, ok := src.Node.(*ast.IdentifierNode)
+				name, ok3 := src.Property.(*ast.StringNode)
+				if !ok || !ok3 || id.Value != "data" {
+					return
+				}
+				// A source whose file failed to load has no columns; its
+				// own error already explains.
+				if ds := sc.data[name.Value]; ds != nil && ds.Columns != nil && !slices.Contains(ds.Columns, prop.Value) {
+					msg, off = "data source "+q(name.Value)+" has no column "+q(prop.Value)+": its columns are "+strings.Join(ds.Columns, ", "), n.Location().From
+				}
+				return
+			}
+			id, ok := n.Node.(*ast.IdentifierNode)
 			if !ok || !ok2 {
 				return
 			}
@@ -227,6 +303,8 @@ func compileExpr(src string, sc *scope, asBool bool) (*Expr, string, int) {
 				e.refs = append(e.refs, exprRef{name: n.Value, kind: refData})
 			case "body":
 				e.refs = append(e.refs, exprRef{name: n.Value, kind: refBody})
+			case randName:
+				e.refs = append(e.refs, exprRef{name: n.Value, kind: refRand})
 			case "vars":
 			default:
 				if slot, ok := sc.captures[n.Value]; ok {
@@ -326,6 +404,9 @@ func (s *ExprState) prepare(e *Expr, env *Env) map[string]any {
 			s.env["tenant"] = env.Tenant
 		case refBody:
 			s.env["body"] = string(env.Body)
+		case refRand:
+			s.rand.r = env.Rand
+			s.env[randName] = &s.rand
 		case refData:
 			data := map[string]any{}
 			for name, ds := range e.data {

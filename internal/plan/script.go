@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/grafana/sobek"
 	jsparser "github.com/grafana/sobek/parser"
@@ -25,16 +26,24 @@ type Script struct {
 	// Captures are the capture slots the script reads by name: those of
 	// earlier steps and its own sets.
 	Captures map[string]int
+	// Globals are the setup's captures by name (slots of Env.Globals),
+	// read-only as in templates.
+	Globals map[string]int
 	// Sets are the slots set(name, value) may write, by name.
 	Sets map[string]int
 	// AfterRequest is false when no request step comes before the script
 	// in its scenario: it then sees no response (status 0).
 	AfterRequest bool
 	// Pos is where the source's first character is in the plan, and
-	// Block is true when the source is a block scalar (| or >), whose
+	// Block is true when the source is a literal block scalar (|), whose
 	// lines are the plan's lines from Pos.Line on, indented by Pos.Col-1.
 	Pos   Pos
 	Block bool
+	// raw is the plan's text from Pos on, and quote the scalar's quote
+	// (0: plain or folded), for mapping a place in a folded or quoted
+	// scalar (whose lines YAML joined) back to the plan (rawPos).
+	raw   []byte
+	quote byte
 }
 
 // scriptPrefix wraps a script's body in a function; the body starts on
@@ -62,9 +71,13 @@ func (p *parser) scriptStep(n *yaml.Node, sc *scope) *Step {
 	// ${ENV} is left alone: in JavaScript it is template-literal syntax.
 	s := &Script{Source: v.Value, Captures: map[string]int{}, Sets: map[string]int{}}
 	s.Pos, s.Block = p.scriptStart(v)
+	s.raw, s.quote = p.scriptRaw(v, s.Pos)
 	for name, slot := range sc.captures {
 		s.Captures[name] = slot
 	}
+	// The setup's captures are read as in templates; loading refuses a
+	// capture that takes one's name, so the two never overlap.
+	s.Globals = sc.globals
 	good := true
 	if e, ok := f["sets"]; ok {
 		items, _ := p.list(e.v, "sets")
@@ -89,6 +102,11 @@ func (p *parser) scriptStep(n *yaml.Node, sc *scope) *Step {
 	}
 	prog, pos, msg := compileScript(p.file, s.Source)
 	if msg != "" {
+		if s.pastEnd(pos) {
+			// The parser met the wrapper's closing "})": the script
+			// ended in the middle of something.
+			msg = "unexpected end of the script: is a closing bracket or an operand missing?"
+		}
 		p.errAt(s.at(pos), "script: %s", msg)
 		return nil
 	}
@@ -149,28 +167,134 @@ func (p *parser) scriptStart(v *yaml.Node) (Pos, bool) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		return Pos{File: p.file, Line: v.Line + 1, Col: len(line) - len(bytes.TrimLeft(line, " ")) + 1}, true
+		// Leading blank lines are the value's too; its text starts on
+		// the first line that has some.
+		return Pos{File: p.file, Line: l + 1, Col: len(line) - len(bytes.TrimLeft(line, " ")) + 1}, v.Style&yaml.LiteralStyle != 0
 	}
 	return pos, false
 }
 
-// at maps a line and column of the script's body to the plan file. Lines
-// of a quoted or plain scalar beyond its first are approximate (YAML may
-// have folded them), so they point at the line only.
+// scriptRaw is the plan's text from where the script's value starts.
+func (p *parser) scriptRaw(v *yaml.Node, at Pos) ([]byte, byte) {
+	if p.lines == nil {
+		p.lines = bytes.Split(p.src, []byte("\n"))
+	}
+	off := 0
+	for l := 0; l < at.Line-1 && l < len(p.lines); l++ {
+		off += len(p.lines[l]) + 1
+	}
+	off = min(off+at.Col-1, len(p.src))
+	var quote byte
+	switch {
+	case v.Style&yaml.DoubleQuotedStyle != 0:
+		quote = '"'
+	case v.Style&yaml.SingleQuotedStyle != 0:
+		quote = '\''
+	}
+	return p.src[off:], quote
+}
+
+// bodyLines are the script's lines, less the line break that ends it.
+func (s *Script) bodyLines() []string {
+	return strings.Split(strings.TrimRight(s.Source, "\n"), "\n")
+}
+
+// pastEnd says a place the parser reported lies after the script's text,
+// in the wrapper compileScript closes it with.
+func (s *Script) pastEnd(lc [2]int) bool {
+	lines := s.bodyLines()
+	return lc[0] > len(lines) || lc[0] == len(lines) && lc[1] > len(lines[len(lines)-1])+1
+}
+
+// at maps a line and column of the script's body to the plan file. A
+// place past the body's end (the parser reached the wrapper) is the end
+// of its last line.
 func (s *Script) at(lc [2]int) Pos {
 	line, col := lc[0], lc[1]
 	pos := s.Pos
 	if line < 1 {
 		return pos
 	}
+	lines := s.bodyLines()
+	if s.pastEnd(lc) {
+		line = len(lines)
+		col = len(lines[line-1]) + 1
+	}
+	col = max(col, 1)
 	if s.Block {
 		return Pos{File: pos.File, Line: pos.Line + line - 1, Col: pos.Col + col - 1}
 	}
-	if line == 1 {
-		pos.Col += col - 1
-		return pos
+	off := col - 1
+	for _, l := range lines[:line-1] {
+		off += len(l) + 1
 	}
-	return Pos{File: pos.File, Line: pos.Line + line - 1, Col: 1}
+	return s.rawPos(off)
+}
+
+// rawPos finds the byte at off of a folded or quoted scalar's value in
+// the plan's text, undoing what YAML did to it: line breaks folded into a
+// space (or into line breaks, one per blank line), indentation and
+// trailing blanks dropped, escapes and doubled quotes decoded.
+func (s *Script) rawPos(off int) Pos {
+	val, raw := s.Source, s.raw
+	i, j := 0, 0
+	blank := func(c byte) bool { return c == ' ' || c == '\t' }
+	for i < off && i < len(val) && j < len(raw) {
+		// Blanks that end a line are not in the value.
+		k := j
+		for k < len(raw) && blank(raw[k]) {
+			k++
+		}
+		if k < len(raw) && (raw[k] == '\n' || raw[k] == '\r') && (k > j || val[i] != raw[j]) {
+			j = k
+		}
+		switch c := raw[j]; {
+		case c == '\n' || c == '\r':
+			// A break and the blank lines after it: one space, or one
+			// line break per blank line.
+			empty := -1
+			for j < len(raw) && (raw[j] == '\n' || raw[j] == '\r' || blank(raw[j])) {
+				if raw[j] == '\n' {
+					empty++
+				}
+				j++
+			}
+			i += max(empty, 1)
+		case s.quote == '"' && c == '\\' && j+1 < len(raw):
+			j++
+			if raw[j] == '\n' || raw[j] == '\r' {
+				// An escaped break joins the lines with nothing.
+				for j < len(raw) && (raw[j] == '\n' || raw[j] == '\r' || blank(raw[j])) {
+					j++
+				}
+				continue
+			}
+			switch raw[j] {
+			case 'x':
+				j += 2
+			case 'u':
+				j += 4
+			case 'U':
+				j += 8
+			}
+			j++
+			_, n := utf8.DecodeRuneInString(val[i:])
+			i += n
+		case s.quote == '\'' && c == '\'' && j+1 < len(raw) && raw[j+1] == '\'':
+			i, j = i+1, j+2
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	j = min(j, len(raw))
+	pos := s.Pos
+	if nl := bytes.Count(raw[:j], []byte("\n")); nl > 0 {
+		pos.Line += nl
+		pos.Col = j - bytes.LastIndexByte(raw[:j], '\n')
+	} else {
+		pos.Col += j
+	}
+	return pos
 }
 
 // At is where line and column (1-based) of the script's body are in the

@@ -40,6 +40,10 @@ const MaxForEach = 1000
 // MaxRepeat bounds repeat for the same reason.
 const MaxRepeat = 10000
 
+// MaxWeight bounds a choose branch's weight, so the weights' running
+// total (at most MaxWeight × branches) cannot overflow.
+const MaxWeight = 1000000
+
 // maxFlowDepth bounds nesting of control steps.
 const maxFlowDepth = 16
 
@@ -441,7 +445,12 @@ func (fb *flowBuilder) choose(kind *kv, depth int) {
 		bf := p.fields(it, "choose branch", []string{"weight", "steps"})
 		w := 1
 		if e, ok := bf["weight"]; ok {
-			if v, ok := p.intMin(e.v, "weight", 1); ok {
+			if v, ok := p.intMin(e.v, "weight", 1); ok && v > MaxWeight {
+				// Weights are summed into an int the draw reads: a
+				// huge one would overflow it and crash the run.
+				p.errf(e.v, "bad weight %d: expected at most %d", v, MaxWeight)
+				fb.failed++
+			} else if ok {
 				w = v
 			}
 		}

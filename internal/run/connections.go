@@ -756,17 +756,33 @@ func (cr *connRunner) graceEnd() time.Time {
 }
 
 // settle takes the slots handed back until none is busy or the deadline
-// passes. Nothing new is spawned: the run has stopped.
+// passes. Nothing new is spawned: the run has stopped, so a connection
+// handed back held is done and closes at once, not when the last one
+// still in flight is.
 func (cr *connRunner) settle(deadline time.Time) {
 	if cr.busy == 0 {
 		return
 	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
+	sem := make(chan struct{}, closeParallel)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for cr.busy > 0 {
 		select {
 		case hb := <-cr.back:
 			cr.returned(hb)
+			p, s := hb.p, hb.s
+			if s.state != slotHolding || p.lost(s, time.Now()) {
+				continue
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.closeHeld(s, true)
+				<-sem
+			}()
 		case <-t.C:
 			return
 		}

@@ -111,6 +111,10 @@ func setupErr(ctx context.Context, ph *result.Phase) error {
 	return fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
 }
 
+// createdSome says a setup that did not finish got some requests through:
+// what they created is for the teardown to remove.
+func createdSome(ph *result.Phase) bool { return ph.Requests > ph.Failed }
+
 // Run executes p until its last stage ends or ctx is cancelled (Ctrl-C):
 // then no new work starts, requests in flight get the plan's grace period,
 // and whatever is still running is cut off and counted as interrupted. The

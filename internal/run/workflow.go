@@ -42,6 +42,12 @@ func (r *runner) runPhase(ctx context.Context, s *plan.Scenario, globals []strin
 	if err != nil {
 		return nil, nil, err
 	}
+	// The run's seed, so seed: reproduces the setup's uuids as the load's.
+	if r.prog != nil {
+		ph.SetSeed(r.prog.Seed)
+	} else {
+		ph.SetSeed(runSeed(r.plan, r.opts.Carry))
+	}
 	rec := metrics.New(ph.Steps, r.opts.Interval.Seconds())
 	rec.Configure(r.opts.Errors)
 	caps, failed := ph.Run(ctx, r.shared.NewTransport(), rec, globals)
@@ -181,7 +187,7 @@ func Setup(ctx context.Context, p *plan.Plan, o Options) (lc *Lifecycle, ph *res
 		if ph.Error != "" {
 			// What the setup's first steps created is cleaned up here:
 			// no segment will run to be torn down after.
-			lc.begun = true
+			lc.begun = createdSome(ph)
 			lc.Teardown(p, o)
 			return nil, ph, setupErr(ctx, ph)
 		}
@@ -316,11 +322,14 @@ func (r *runner) setupPhase(ctx context.Context) error {
 		r.wf.setup = ph
 		r.wf.mu.Unlock()
 		if ph.Error != "" {
-			// The teardown reads what the setup captured before it failed.
+			// The teardown reads what the setup captured before it failed;
+			// a setup none of whose requests succeeded has nothing to
+			// tear down (and no captures to address it by).
 			r.wf.globals = caps
+			r.wf.tornDown = !createdSome(ph)
 			if lc != nil {
 				lc.mu.Lock()
-				lc.begun, lc.globals = true, caps
+				lc.begun, lc.globals = createdSome(ph), caps
 				lc.mu.Unlock()
 			}
 			return setupErr(ctx, ph)

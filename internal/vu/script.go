@@ -266,15 +266,19 @@ func validHeader(name, value string) bool {
 }
 
 // capturesObj is the script's captures: the user's values of the captures
-// of earlier steps and of the script's sets, read-only (set() writes).
+// of earlier steps and of the script's sets, and the setup's captures,
+// read-only (set() writes).
 type capturesObj struct{ vm *jsVM }
 
 func (c *capturesObj) Get(key string) sobek.Value {
-	slot, ok := c.vm.cur.s.Captures[key]
-	if !ok {
-		return nil
+	env := &c.vm.cur.u.env
+	if slot, ok := c.vm.cur.s.Captures[key]; ok {
+		return c.vm.rt.ToValue(env.Captures[slot])
 	}
-	return c.vm.rt.ToValue(c.vm.cur.u.env.Captures[slot])
+	if slot, ok := c.vm.cur.s.Globals[key]; ok && slot < len(env.Globals) {
+		return c.vm.rt.ToValue(env.Globals[slot])
+	}
+	return nil
 }
 
 func (c *capturesObj) Set(key string, _ sobek.Value) bool {
@@ -283,14 +287,18 @@ func (c *capturesObj) Set(key string, _ sobek.Value) bool {
 
 func (c *capturesObj) Has(key string) bool {
 	_, ok := c.vm.cur.s.Captures[key]
-	return ok
+	_, global := c.vm.cur.s.Globals[key]
+	return ok || global
 }
 
 func (c *capturesObj) Delete(string) bool { return false }
 
 func (c *capturesObj) Keys() []string {
-	keys := make([]string, 0, len(c.vm.cur.s.Captures))
+	keys := make([]string, 0, len(c.vm.cur.s.Captures)+len(c.vm.cur.s.Globals))
 	for k := range c.vm.cur.s.Captures {
+		keys = append(keys, k)
+	}
+	for k := range c.vm.cur.s.Globals {
 		keys = append(keys, k)
 	}
 	return keys

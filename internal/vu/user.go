@@ -285,22 +285,126 @@ func (u *User) Segment(sc *Scenario, pc int) (next int, think time.Duration, end
 // fails would multiply its load instead of keeping it.
 func (u *User) failedAt(sc *Scenario, pc int) (next int, think time.Duration, end bool) {
 	u.flow.failed = true
-	if d := u.remainingThink(sc, pc+1); d > 0 {
+	from := pc + 1
+	switch st := sc.Steps[pc]; st.Kind {
+	case plan.StepIf:
+		from = pc // its condition failed: which way it went is unknown
+	case plan.StepLoop:
+		from = st.Flow.Jump // its list failed: no pass runs
+	}
+	if d := u.remainingThink(sc, from); d > 0 {
 		return len(sc.Steps), d, false
 	}
 	return 0, 0, true
 }
 
-// remainingThink is the sum of the think steps' waits from pc on, drawn as
-// they would have been had the iteration gone on.
+// remainingThink is the think the rest of the iteration would have taken
+// from pc on, on the path it would have gone: the rest of the loop passes
+// it is in (as many as remain), then the steps after. A branch not yet
+// taken counts as the longer of if and else, or the weighted mean of
+// choose's branches; a loop not yet begun as its body times its repeat
+// count (a for_each's list is unknown: once). Waits are drawn as they
+// would have been, one draw per think step.
 func (u *User) remainingThink(sc *Scenario, pc int) time.Duration {
 	var d time.Duration
-	for ; pc < len(sc.Steps); pc++ {
-		if st := sc.Steps[pc]; st.Kind == plan.StepThink {
-			d += u.thinkTime(st)
+	for pc < len(sc.Steps) {
+		st := sc.Steps[pc]
+		switch st.Kind {
+		case plan.StepGoto:
+			if j := st.Flow.Jump; j < pc {
+				// A loop's back-edge: the passes left of the loop the
+				// failure was in, then what comes after it.
+				next := sc.Steps[j]
+				ls := &u.flow.loops[next.Flow.Loop]
+				d += time.Duration(max(ls.n-ls.i, 0)) * u.regionThink(sc, j+1, pc)
+				pc = next.Flow.Jump
+				continue
+			}
+			pc = st.Flow.Jump // out of a branch
+		case plan.StepNext:
+			pc = st.Flow.Jump // the loop's list failed
+		default:
+			var dd time.Duration
+			dd, pc = u.stepThink(sc, pc)
+			d += dd
 		}
 	}
 	return d
+}
+
+// skip is where the step after the one at pc (with all it governs)
+// starts.
+func skip(sc *Scenario, pc int) int {
+	st := sc.Steps[pc]
+	switch st.Kind {
+	case plan.StepIf:
+		end := st.Flow.Jump
+		if g := sc.Steps[end-1]; g.Kind == plan.StepGoto && g.Flow.Jump > end {
+			return g.Flow.Jump
+		}
+		return end
+	case plan.StepLoop:
+		return st.Flow.Jump
+	case plan.StepChoose:
+		return sc.Steps[closing(sc, st.Flow.Branches[0])].Flow.Jump
+	}
+	return pc + 1
+}
+
+// closing is the StepGoto that ends the branch starting at b.
+func closing(sc *Scenario, b int) int {
+	k := b
+	for k < len(sc.Steps) && sc.Steps[k].Kind != plan.StepGoto {
+		k = skip(sc, k)
+	}
+	return k
+}
+
+// regionThink is the think of steps [pc, end) taken whole.
+func (u *User) regionThink(sc *Scenario, pc, end int) time.Duration {
+	var d time.Duration
+	for pc < end {
+		var dd time.Duration
+		dd, pc = u.stepThink(sc, pc)
+		d += dd
+	}
+	return d
+}
+
+// stepThink is the think of the step at pc taken whole (a control step
+// with all it governs) and where the next step starts.
+func (u *User) stepThink(sc *Scenario, pc int) (time.Duration, int) {
+	st := sc.Steps[pc]
+	switch st.Kind {
+	case plan.StepThink:
+		return u.thinkTime(st), pc + 1
+	case plan.StepIf:
+		end := st.Flow.Jump
+		if g := sc.Steps[end-1]; g.Kind == plan.StepGoto && g.Flow.Jump > end {
+			// With an else: then is [pc+1, the goto), else [end, its
+			// target).
+			return max(u.regionThink(sc, pc+1, end-1), u.regionThink(sc, end, g.Flow.Jump)), g.Flow.Jump
+		}
+		return u.regionThink(sc, pc+1, end), end
+	case plan.StepLoop:
+		// StepLoop, StepNext, body, StepGoto back; Jump is past it.
+		end := st.Flow.Jump
+		body := u.regionThink(sc, pc+2, end-1)
+		return time.Duration(max(st.Flow.Count, 1)) * body, end
+	case plan.StepChoose:
+		fl := st.Flow
+		var sum float64
+		prev := 0
+		for i, b := range fl.Branches {
+			w := fl.Weights[i] - prev
+			prev = fl.Weights[i]
+			sum += float64(w) * float64(u.regionThink(sc, b, closing(sc, b)))
+		}
+		return time.Duration(sum / float64(prev)), skip(sc, pc)
+	case plan.StepGoto:
+		return 0, max(st.Flow.Jump, pc+1)
+	}
+	return 0, pc + 1
 }
 
 func (u *User) thinkTime(st *Step) time.Duration {
@@ -706,3 +810,7 @@ func (u *User) storeCookies(st *Step) {
 		u.jar.SetCookies(pu, cs)
 	}
 }
+
+// SetSeed seeds the phase's user with the run's seed, so a plan's seed:
+// reproduces the setup's and teardown's draws ({{ uuid }}, choice) too.
+func (ph *Phase) SetSeed(seed uint64) { ph.prog.Seed = seed }

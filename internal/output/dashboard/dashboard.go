@@ -49,9 +49,10 @@ type Sink struct {
 	// inflight is the render under way, which pages asking for its
 	// update wait for (render.go).
 	inflight *rendering
-	// renderedAt and renderTook are the last render's: the pages hear of
-	// a new update no sooner than renderShare renders' time after it, so
-	// a long run's report, slower to draw, costs the generator no more.
+	// renderedAt and renderTook (its CPU time) are the last render's: the
+	// pages hear of a new update no sooner than renderShare renders' time
+	// after it, so a long run's report, slower to draw, costs the
+	// generator no more.
 	renderedAt time.Time
 	renderTook time.Duration
 	clients    int

@@ -49,13 +49,13 @@ func (s *Sink) render(ctx context.Context, cur *result.Result, seq int) ([]byte,
 
 	start := time.Now()
 	var b bytes.Buffer
-	p.err = renderHTML(&b, cur)
+	took := timed(func() { p.err = renderHTML(&b, cur) })
 	p.html = b.Bytes()
 	s.mu.Lock()
 	if p.err == nil && (s.htmlSeq < seq || s.html == nil) {
 		s.html, s.htmlSeq = p.html, seq
 	}
-	s.renderedAt, s.renderTook = start, time.Since(start)
+	s.renderedAt, s.renderTook = start, took
 	if s.inflight == p {
 		s.inflight = nil
 	}
