@@ -337,7 +337,9 @@ func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel
 	switch {
 	case oc.SaveErr != nil:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: %v\n", oc.SaveErr)
-	case snap != nil && !snap.Run.Partial && s.out != nil:
+	case snap != nil && !snap.Run.Partial && s.out == nil:
+		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once during the teardown (teardown cut off); the load was complete, but no result file was asked for (-o)\n")
+	case snap != nil && !snap.Run.Partial:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once during the teardown; the whole load's result, teardown cut off, in %s\n", s.Path())
 	case snap != nil && s.out == nil:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; no result file was asked for (-o), so the partial result is not saved\n")

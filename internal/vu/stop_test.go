@@ -74,9 +74,12 @@ func TestLoopEndsAtSoftStop(t *testing.T) {
 // TestLoopEndsAtInterrupt: the run's end (Ctrl-C past its grace, or the
 // grace over) interrupts a user looping without think: no more requests.
 func TestLoopEndsAtInterrupt(t *testing.T) {
-	var u *User
-	base, count := stopServer(t, 5, func() { u.Interrupt() })
+	// The user is made after its server; a network round trip is no
+	// synchronisation the race detector sees.
+	var up atomic.Pointer[User]
+	base, count := stopServer(t, 5, func() { up.Load().Interrupt() })
 	u, sc, _ := bodyUser(t, t.TempDir(), nestedLoopPlan, base, httpc.Options{})
+	up.Store(u)
 	if err := iterateBounded(t, u, sc, Stop{Soft: make(chan struct{})}); err != context.Canceled {
 		t.Fatalf("Iterate = %v, want context.Canceled", err)
 	}
