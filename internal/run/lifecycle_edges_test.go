@@ -218,8 +218,10 @@ load: {stages: [{duration: 100ms, users: 1}]}
 // Lateness is the process's own, judged when it comes up; a setup that
 // outlasts the start's lead and grace does not make the segment late.
 func TestSetupLongerThanStartLead(t *testing.T) {
-	startAt := time.Now().Add(200 * time.Millisecond)
-	grace := 100 * time.Millisecond
+	// The process comes up well within the lead; only the setup outlasts
+	// it.
+	startAt := time.Now().Add(time.Second)
+	grace := 500 * time.Millisecond
 	l := &lifecycleServer{hits: map[string]int{}}
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/fixtures" {
@@ -230,7 +232,9 @@ func TestSetupLongerThanStartLead(t *testing.T) {
 		}
 		l.serve(w, r)
 	})
-	p := mustPlan(t, "target: "+srv.URL+"\n"+lifecyclePlan)
+	// The load outlasts the setup's overrun: the segment joins the shared
+	// schedule where it stands when its setup ends.
+	p := mustPlan(t, "target: "+srv.URL+"\n"+strings.Replace(lifecyclePlan, "duration: 400ms", "duration: 3s", 1))
 	res, err := Run(context.Background(), p, Options{StartAt: startAt, StartGrace: grace})
 	if err != nil {
 		t.Fatalf("a setup longer than the start's lead failed the run: %v", err)

@@ -41,7 +41,7 @@ func (s *orderSink) Sample(*result.Result) {
 	// while it is being taken.
 	select {
 	case <-s.closing:
-	case <-time.After(200 * time.Millisecond):
+	case <-time.After(100 * time.Millisecond):
 	}
 	if s.closed.Load() {
 		s.bad.Add(1)

@@ -2,8 +2,8 @@
 // idle. The client is gorilla/websocket configured so an idle connection
 // owns one small read buffer and one goroutine (the read loop); write
 // buffers come from a shared pool only while a message is written, and keep
-// -alive and silence detection share one timer per connection instead of
-// goroutines. With coder/websocket an idle connection cost about 15 KB
+// -alive and silence detection of every connection share one timer in the
+// process (sweep.go). With coder/websocket an idle connection cost about 15 KB
 // (two 4 KB bufio buffers it keeps for life, plus the net/http upgrade
 // reader); this layout costs about 7 KB of RSS for a SignalR connection
 // that joined a group (signalr/memory_test.go), under the 8 KB budget.
@@ -48,8 +48,9 @@ type Options struct {
 	// connection as a protocol error (default 1 MiB).
 	ReadLimit int64
 	// ReadBufferSize is the per-connection read buffer, the one buffer an
-	// idle connection keeps (default 256; messages may be larger: a read
-	// bigger than the buffer bypasses it).
+	// idle connection keeps (default 128, about the least gorilla takes:
+	// a control frame's payload must fit; messages may be larger, as a
+	// read bigger than the buffer bypasses it).
 	ReadBufferSize int
 	// KeepAlive sends something when nothing was sent for this long
 	// (0: never). KeepAliveMessage is what (nil: a WebSocket ping frame),
@@ -143,7 +144,8 @@ type Conn struct {
 	wmu       sync.Mutex
 	lastRead  atomic.Int64 // clock() at the last frame of any kind
 	lastWrite atomic.Int64
-	timer     *time.Timer
+	due       int64       // clock() of the next keep-alive or silence check (sweep.go)
+	slot      int32       // index in sweep's queue; -1: not in it
 	closing   atomic.Bool // Close was called: the peer's close frame is expected
 	ended     atomic.Bool
 	done      chan struct{}
@@ -180,7 +182,7 @@ func Dial(ctx context.Context, url string, hdr http.Header, o *Options, h Handle
 	defer cancel()
 	rb := o.ReadBufferSize
 	if rb <= 0 {
-		rb = 256
+		rb = 128
 	}
 	start := time.Now()
 	var tcp time.Duration
@@ -225,7 +227,7 @@ func Dial(ctx context.Context, url string, hdr http.Header, o *Options, h Handle
 		return nil, dialError(ctx.Err(), nil, ctx)
 	}
 	wc.NetConn().SetDeadline(time.Time{})
-	c := &Conn{ws: wc, o: o, h: h, done: make(chan struct{})}
+	c := &Conn{ws: wc, o: o, h: h, done: make(chan struct{}), slot: -1}
 	c.Timing = Timing{TCP: tcp, Upgrade: time.Since(start)}
 	now := clock()
 	c.lastRead.Store(now)
@@ -234,9 +236,7 @@ func Dial(ctx context.Context, url string, hdr http.Header, o *Options, h Handle
 	wc.SetPingHandler(c.onPing)
 	wc.SetPongHandler(c.onPong)
 	if o.KeepAlive > 0 || o.IdleTimeout > 0 {
-		// Armed only after the field is set, so tick never sees it nil.
-		c.timer = time.AfterFunc(time.Hour, c.tick)
-		c.timer.Reset(c.nextTick(now))
+		sweep.schedule(c, now+int64(c.nextTick(now)))
 	}
 	go c.readLoop()
 	return c, nil
@@ -357,8 +357,8 @@ func (c *Conn) end(d *Disconnect, polite bool) {
 	if !c.ended.CompareAndSwap(false, true) {
 		return
 	}
-	if c.timer != nil {
-		c.timer.Stop()
+	if c.o.KeepAlive > 0 || c.o.IdleTimeout > 0 {
+		sweep.remove(c)
 	}
 	if c.h != nil {
 		if d2 := c.h.Closed(c, d); d2 != nil {
@@ -458,11 +458,11 @@ func (c *Conn) Abort() {
 // Fail ends the connection with a reason a protocol layer decided on.
 func (c *Conn) Fail(d *Disconnect) { c.end(d, true) }
 
-// nextTick is how long until the timer has something to check.
+// nextTick is how long until there is something to check.
 func (c *Conn) nextTick(now int64) time.Duration {
 	next := int64(1<<62 - 1)
 	// No keep-alive is sent while closing (tick skips it), so none is
-	// waited for: an overdue one would wake the timer at the floor below
+	// waited for: an overdue one would wake the check at the floor below
 	// for the whole close wait.
 	if ka := c.o.KeepAlive; ka > 0 && !c.closing.Load() {
 		next = min(next, c.lastWrite.Load()+int64(ka))
@@ -473,9 +473,9 @@ func (c *Conn) nextTick(now int64) time.Duration {
 	return max(time.Duration(next-now), 5*time.Millisecond)
 }
 
-// tick runs on the timer's goroutine: it fires rarely and does not hold a
-// goroutine between fires, which is what makes 18,000 idle connections
-// cheap.
+// tick runs on a goroutine of its own when the connection is due
+// (sweep.go): it fires rarely and holds no goroutine between fires, which
+// is what makes 18,000 idle connections cheap.
 func (c *Conn) tick() {
 	if c.ended.Load() {
 		return
@@ -508,6 +508,7 @@ func (c *Conn) tick() {
 		}
 	}
 	if !c.ended.Load() {
-		c.timer.Reset(c.nextTick(clock()))
+		now := clock()
+		sweep.schedule(c, now+int64(c.nextTick(now)))
 	}
 }
