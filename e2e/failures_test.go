@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/e2etest"
+	"github.com/stampede-load/stampede/internal/hostile"
 )
 
 // TestTimeout: a server that never answers makes every request a
@@ -91,7 +92,7 @@ load:
 func TestConnRefused(t *testing.T) {
 	t.Parallel()
 	srv, counts := statusServer(t)
-	port := e2etest.ClosedPort(t)
+	refused := hostile.Refused(t)
 	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: refused
 target: %s
 scenarios:
@@ -99,10 +100,10 @@ scenarios:
     steps:
       - think: 5ms
       - {name: first, get: /ok, expect: {status: 200}}
-      - {name: refused, get: "http://127.0.0.1:%d/nothing-here", timeout: 2s}
+      - {name: refused, get: "http://%s/nothing-here", timeout: 2s}
 load:
   stages: [{duration: 2s, users: 2}]
-`, srv.URL, port), nil)
+`, srv.URL, refused), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
 	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
 	if o.Code != 0 {
@@ -127,14 +128,14 @@ load:
 // before any load with exit 3 and a plain sentence, no stack trace.
 func TestUnreachableAtStart(t *testing.T) {
 	t.Parallel()
-	port := e2etest.ClosedPort(t)
+	refused := hostile.Refused(t)
 	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: unreachable
-target: http://127.0.0.1:%d
+target: http://%s
 scenarios:
   s: {steps: [{get: /}]}
 load:
   stages: [{duration: 2s, users: 1}]
-`, port), nil)
+`, refused), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
 	o := e2etest.Stampede(t, 20*time.Second, "", "run", plan, "-o", out)
 	if o.Code != 3 {

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/stampede-load/stampede/internal/e2etest"
+	"github.com/stampede-load/stampede/internal/hostile"
 )
 
 // startPrometheus runs Debian's prometheus with its remote-write receiver
@@ -145,7 +146,7 @@ func TestOutputsThroughTheBinary(t *testing.T) {
 	rc := &otlpReceiver{}
 	otlpSrv := httptest.NewServer(rc)
 	defer otlpSrv.Close()
-	down := fmt.Sprintf("http://127.0.0.1:%d/api/v1/write", e2etest.ClosedPort(t))
+	down := "http://" + hostile.Refused(t) + "/api/v1/write"
 
 	planPath := e2etest.WritePlan(t, fmt.Sprintf(`
 name: outputs

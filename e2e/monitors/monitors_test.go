@@ -3,12 +3,12 @@ package monitors
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/e2etest"
+	"github.com/stampede-load/stampede/internal/hostile"
 )
 
 // The README's command: examples/monitors.yaml against the demo target
@@ -229,7 +229,7 @@ thresholds:
 // is not required is a warning and the run goes on.
 func TestMonitorStartFailures(t *testing.T) {
 	url, hits := target(t)
-	dead := e2etest.FreePort(t)
+	dead := hostile.Refused(t)
 	const secret = "hunter2-e2e-secret"
 	env := []string{"STAMPEDE_E2E_PW=" + secret}
 	plan := writePlan(t, `
@@ -237,7 +237,7 @@ target: `+url+`
 scenarios: {s: {steps: [{get: /}]}}
 load: {stages: [{duration: 1s, users: 1}]}
 monitors:
-  - postgres: postgres://app:${STAMPEDE_E2E_PW}@127.0.0.1:`+strconv.Itoa(dead)+`/app?sslmode=disable
+  - postgres: postgres://app:${STAMPEDE_E2E_PW}@`+dead+`/app?sslmode=disable
     required: true
     timeout: 500ms
 `)
@@ -259,7 +259,7 @@ target: `+url+`
 scenarios: {s: {steps: [{get: /}]}}
 load: {stages: [{duration: 1s, users: 4}]}
 monitors:
-  - postgres: postgres://app:${STAMPEDE_E2E_PW}@127.0.0.1:`+strconv.Itoa(dead)+`/app?sslmode=disable
+  - postgres: postgres://app:${STAMPEDE_E2E_PW}@`+dead+`/app?sslmode=disable
     required: true
     timeout: 500ms
 `)
@@ -278,7 +278,7 @@ monitors:
 	// in the result.
 	out := filepath.Join(t.TempDir(), "warn.json")
 	plan2 := writePlan(t, "target: "+url+"\nscenarios: {s: {steps: [{get: /}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n")
-	o = stampede(t, time.Minute, nil, "run", plan2, "-q", "-o", out, "--monitor", "redis=127.0.0.1:"+strconv.Itoa(dead), "--monitor", "host")
+	o = stampede(t, time.Minute, nil, "run", plan2, "-q", "-o", out, "--monitor", "redis="+dead, "--monitor", "host")
 	if o.Code != 0 || !strings.Contains(o.Stderr, "stampede: warning: cannot start redis 127.0.0.1:") {
 		t.Fatalf("want exit 0 with a warning\n%s", o)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/stampede-load/stampede/internal/hostile"
 )
 
 func TestPostgres(t *testing.T) {
@@ -145,10 +147,8 @@ func onlySlowSamples(t *testing.T, probs []Problem, interval time.Duration) {
 }
 
 func TestPostgresCannotConnect(t *testing.T) {
-	// A closed port: nothing listens, so the failure is immediate.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
+	// Nothing listens, so the failure is immediate.
+	addr := hostile.Refused(t)
 	target := "postgres://app:hunter2@" + addr + "/db?connect_timeout=2"
 	for _, required := range []bool{false, true} {
 		set, probs, err := Start(context.Background(), []Spec{{Kind: KindPostgres, Target: target, Required: required}}, nil)

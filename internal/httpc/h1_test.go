@@ -15,6 +15,7 @@ import (
 
 	"github.com/stampede-load/stampede/internal/testserver"
 
+	"github.com/stampede-load/stampede/internal/hostile"
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
@@ -185,10 +186,7 @@ func TestH1Wire(t *testing.T) {
 }
 
 func TestH1Failures(t *testing.T) {
-	// A port that was listening and is now closed refuses.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused := &Endpoint{Scheme: "http", Addr: ln.Addr().String(), Host: "x"}
-	ln.Close()
+	refused := &Endpoint{Scheme: "http", Addr: hostile.Refused(t), Host: "x"}
 
 	hang := rawServer(t, "", false) // reads the request, never answers
 	garbage := rawServer(t, "SMTP ready\r\n", true)

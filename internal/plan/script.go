@@ -39,10 +39,13 @@ type Script struct {
 	// lines are the plan's lines from Pos.Line on, indented by Pos.Col-1.
 	Pos   Pos
 	Block bool
-	// raw is the plan's text from Pos on, and quote the scalar's quote
-	// (0: plain or folded), for mapping a place in a folded or quoted
-	// scalar (whose lines YAML joined) back to the plan (rawPos).
+	// raw is the plan's text from rawAt on, where the value's text
+	// starts (after a folded scalar's leading blank lines, which are the
+	// value's leading line breaks), and quote the scalar's quote (0:
+	// plain or folded), for mapping a place in a folded or quoted scalar
+	// (whose lines YAML joined) back to the plan (rawPos).
 	raw   []byte
+	rawAt Pos
 	quote byte
 }
 
@@ -71,7 +74,7 @@ func (p *parser) scriptStep(n *yaml.Node, sc *scope) *Step {
 	// ${ENV} is left alone: in JavaScript it is template-literal syntax.
 	s := &Script{Source: v.Value, Captures: map[string]int{}, Sets: map[string]int{}}
 	s.Pos, s.Block = p.scriptStart(v)
-	s.raw, s.quote = p.scriptRaw(v, s.Pos)
+	s.raw, s.rawAt, s.quote = p.scriptRaw(v, s.Pos)
 	for name, slot := range sc.captures {
 		s.Captures[name] = slot
 	}
@@ -167,17 +170,21 @@ func (p *parser) scriptStart(v *yaml.Node) (Pos, bool) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		// Leading blank lines are the value's too; its text starts on
-		// the first line that has some.
-		return Pos{File: p.file, Line: l + 1, Col: len(line) - len(bytes.TrimLeft(line, " ")) + 1}, v.Style&yaml.LiteralStyle != 0
+		return Pos{File: p.file, Line: v.Line + 1, Col: len(line) - len(bytes.TrimLeft(line, " ")) + 1}, v.Style&yaml.LiteralStyle != 0
 	}
 	return pos, false
 }
 
-// scriptRaw is the plan's text from where the script's value starts.
-func (p *parser) scriptRaw(v *yaml.Node, at Pos) ([]byte, byte) {
+// scriptRaw is the plan's text from where the script's value's text
+// starts, and that place.
+func (p *parser) scriptRaw(v *yaml.Node, at Pos) ([]byte, Pos, byte) {
 	if p.lines == nil {
 		p.lines = bytes.Split(p.src, []byte("\n"))
+	}
+	if v.Style&yaml.FoldedStyle != 0 {
+		for l := at.Line - 1; l < len(p.lines) && len(bytes.TrimSpace(p.lines[l])) == 0; l++ {
+			at.Line++
+		}
 	}
 	off := 0
 	for l := 0; l < at.Line-1 && l < len(p.lines); l++ {
@@ -191,7 +198,7 @@ func (p *parser) scriptRaw(v *yaml.Node, at Pos) ([]byte, byte) {
 	case v.Style&yaml.SingleQuotedStyle != 0:
 		quote = '\''
 	}
-	return p.src[off:], quote
+	return p.src[off:], at, quote
 }
 
 // bodyLines are the script's lines, less the line break that ends it.
@@ -237,6 +244,13 @@ func (s *Script) at(lc [2]int) Pos {
 // trailing blanks dropped, escapes and doubled quotes decoded.
 func (s *Script) rawPos(off int) Pos {
 	val, raw := s.Source, s.raw
+	if lead := s.rawAt.Line - s.Pos.Line; lead > 0 {
+		// A folded scalar's leading blank lines, one line break each.
+		if off < lead {
+			return Pos{File: s.Pos.File, Line: s.Pos.Line + off, Col: 1}
+		}
+		val, off = val[min(lead, len(val)):], off-lead
+	}
 	i, j := 0, 0
 	blank := func(c byte) bool { return c == ' ' || c == '\t' }
 	for i < off && i < len(val) && j < len(raw) {
@@ -287,7 +301,7 @@ func (s *Script) rawPos(off int) Pos {
 		}
 	}
 	j = min(j, len(raw))
-	pos := s.Pos
+	pos := s.rawAt
 	if nl := bytes.Count(raw[:j], []byte("\n")); nl > 0 {
 		pos.Line += nl
 		pos.Col = j - bytes.LastIndexByte(raw[:j], '\n')

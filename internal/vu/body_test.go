@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/hostile"
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/plan"
@@ -232,12 +232,7 @@ scenarios:
 // reset or protocol failure, each counted once per request as on the
 // HTTP/1.1 path.
 func TestH2CFailuresClassified(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := "http://" + hostile.Refused(t)
 	u, sc, rec := bodyUser(t, t.TempDir(), "scenarios: {s: {steps: [{get: /x}]}}\n", closed, httpc.Options{H2C: true})
 	iterate(t, u, sc, 3)
 	st := rec.Snapshot().Steps[0]

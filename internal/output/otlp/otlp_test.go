@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
+	"github.com/stampede-load/stampede/internal/hostile"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -115,9 +115,7 @@ func TestOTLPDecodedByPdata(t *testing.T) {
 }
 
 func TestOTLPReceiverDown(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	u := "http://" + ln.Addr().String()
-	ln.Close()
+	u := "http://" + hostile.Refused(t)
 	s, err := New("otlp="+u, u, "test")
 	if err != nil {
 		t.Fatal(err)

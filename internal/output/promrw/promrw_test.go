@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/hostile"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -188,9 +189,7 @@ func TestReceiverDownCostsNothing(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(release)
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closed := "http://" + ln.Addr().String() + "/api/v1/write"
-	ln.Close()
+	closed := "http://" + hostile.Refused(t) + "/api/v1/write"
 
 	for name, u := range map[string]string{"hanging": hang.URL + "/api/v1/write", "closed": closed} {
 		s, err := New("prometheus-rw="+u, u)

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/stampede-load/stampede/internal/hostile"
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
@@ -351,9 +352,7 @@ func TestDialFailures(t *testing.T) {
 		t.Cleanup(s.Close)
 		return s
 	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused := "ws://" + ln.Addr().String()
-	ln.Close()
+	refused := "ws://" + hostile.Refused(t)
 	// A listener that never answers the upgrade.
 	hang, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer hang.Close()
