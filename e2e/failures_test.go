@@ -92,7 +92,7 @@ load:
 func TestConnRefused(t *testing.T) {
 	t.Parallel()
 	srv, counts := statusServer(t)
-	refused := hostile.Refused(t)
+	dead := hostile.Refused(t)
 	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: refused
 target: %s
 scenarios:
@@ -103,7 +103,7 @@ scenarios:
       - {name: refused, get: "http://%s/nothing-here", timeout: 2s}
 load:
   stages: [{duration: 2s, users: 2}]
-`, srv.URL, refused), nil)
+`, srv.URL, dead), nil)
 	out := filepath.Join(t.TempDir(), "r.json")
 	o := e2etest.Stampede(t, 30*time.Second, "", "run", plan, "-o", out)
 	if o.Code != 0 {
@@ -150,8 +150,8 @@ load:
 			t.Errorf("stderr has %q (a stack trace?):\n%s", bad, stderr)
 		}
 	}
-	if !strings.Contains(stderr, fmt.Sprint(port)) || !strings.Contains(strings.ToLower(stderr), "unreachable") {
-		t.Errorf("stderr should say the target (port %d) is unreachable:\n%s", port, stderr)
+	if !strings.Contains(stderr, refused) || !strings.Contains(strings.ToLower(stderr), "unreachable") {
+		t.Errorf("stderr should say the target (%s) is unreachable:\n%s", refused, stderr)
 	}
 	if lines := strings.Count(stderr, "\n") + 1; lines > 3 {
 		t.Errorf("stderr has %d lines, want a short message:\n%s", lines, stderr)

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -272,23 +271,4 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// ClosedPort returns a loopback port that was just listened on and closed,
-// so nothing listens there. It is picked below the ephemeral range
-// (32768..60999 on Linux), so no other test's listener or outgoing
-// connection gets it in the meantime.
-func ClosedPort(t testing.TB) int {
-	t.Helper()
-	for i := 0; i < 100; i++ {
-		port := 20000 + rand.IntN(12000)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return port
-	}
-	t.Fatal("no free port in 20000..32000")
-	return 0
 }
