@@ -149,8 +149,13 @@ func TestWorkflowBranches(t *testing.T) {
 		t.Fatalf("list %+v, %d failures", list, r.Totals.Failed)
 	}
 	passes := list.Requests
-	if item.Requests != 3*passes {
-		t.Errorf("item sent %d times in %d passes, want exactly 3 per pass", item.Requests, passes)
+	// Each of the 3 users' last pass may be cut off by the end of the
+	// stage at a loop's next pass (loops look at the stop there); every
+	// other pass is whole.
+	const users = 3
+	whole := func(got, per int64) bool { return got <= per*passes && got >= per*(passes-users) }
+	if !whole(item.Requests, 3) {
+		t.Errorf("item sent %d times in %d passes, want exactly 3 per whole pass", item.Requests, passes)
 	}
 	if got := st.Requests["GET /auth/items/{id}"]; got != item.Requests+checkout.Requests {
 		t.Errorf("the demo saw %d item requests, the result %d", got, item.Requests+checkout.Requests)
@@ -161,10 +166,10 @@ func TestWorkflowBranches(t *testing.T) {
 	if got := st.Requests["GET /auth/items"]; got != passes {
 		t.Errorf("the demo saw %d list requests, want %d: the false if must send nothing", got, passes)
 	}
-	if health.Requests != 2*passes {
+	if !whole(health.Requests, 2) {
 		t.Errorf("repeat 2 sent %d in %d passes", health.Requests, passes)
 	}
-	if browse.Requests+checkout.Requests != passes {
+	if !whole(browse.Requests+checkout.Requests, 1) {
 		t.Errorf("choose took %d+%d branches in %d passes, want one per pass", browse.Requests, checkout.Requests, passes)
 	}
 	if len(st.Logins) != 3 {

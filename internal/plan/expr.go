@@ -282,6 +282,12 @@ func compileExpr(src string, sc *scope, asBool bool) (*Expr, string, int) {
 					sc.dataUsed[ds.Index] = true
 				}
 			}
+		case *ast.CallNode:
+			// choice is untyped (any list), so the checker does not count
+			// its arguments: the list and the hidden generator.
+			if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == "choice" && len(n.Arguments) != 2 {
+				msg, off = "choice takes one list, such as choice([\"a\", \"b\"])", n.Location().From
+			}
 		case *ast.IdentifierNode:
 			if seen[n.Value] {
 				return
