@@ -54,3 +54,36 @@ func TestSeedReproducesSetupDraws(t *testing.T) {
 		t.Fatalf("seeds 7 and 8: the setup sent %q both times", a)
 	}
 }
+
+// The teardown draws apart from the setup: both are user 0, and a
+// teardown that sent the setup's uuid again (an id, an idempotency key)
+// would find what the setup made instead of making its own.
+func TestTeardownDrawsApartFromSetup(t *testing.T) {
+	var mu sync.Mutex
+	sent := map[string]string{}
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent[r.URL.Path] = r.URL.Query().Get("id")
+		mu.Unlock()
+	})
+	src := `target: ` + srv.URL + `
+seed: 7
+setup: [{post: "/setup?id={{ uuid }}"}]
+teardown: [{delete: "/teardown?id={{ uuid }}"}]
+scenarios: {s: {steps: [{get: /load}, {think: 50ms}]}}
+load: {grace: 1s, stages: [{duration: 100ms, users: 1}]}
+`
+	res, err := Run(context.Background(), mustPlan(t, src), Options{SkipPreflight: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	mu.Lock()
+	defer mu.Unlock()
+	if sent["/setup"] == "" || sent["/teardown"] == "" {
+		t.Fatalf("sent %v: want a setup and a teardown", sent)
+	}
+	if sent["/setup"] == sent["/teardown"] {
+		t.Fatalf("the teardown sent the setup's uuid %s", sent["/setup"])
+	}
+}

@@ -43,11 +43,13 @@ func (r *runner) runPhase(ctx context.Context, s *plan.Scenario, globals []strin
 		return nil, nil, err
 	}
 	// The run's seed, so seed: reproduces the setup's uuids as the load's.
+	seed := uint64(0)
 	if r.prog != nil {
-		ph.SetSeed(r.prog.Seed)
+		seed = r.prog.Seed
 	} else {
-		ph.SetSeed(runSeed(r.plan, r.opts.Carry))
+		seed = runSeed(r.plan, r.opts.Carry)
 	}
+	ph.SetSeed(seed, s == r.plan.Teardown)
 	rec := metrics.New(ph.Steps, r.opts.Interval.Seconds())
 	rec.Configure(r.opts.Errors)
 	caps, failed := ph.Run(ctx, r.shared.NewTransport(), rec, globals)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -213,6 +214,9 @@ func (p *Program) Renewals() int64 { return p.renewals.Load() }
 type Phase struct {
 	prog *Program
 	sc   *Scenario
+	// stream, when set, is the phase user's generator stream in place of
+	// its number (SetSeed).
+	stream uint64
 	// Steps are the phase's request steps, for metrics.New.
 	Steps []metrics.StepInfo
 }
@@ -235,6 +239,10 @@ func CompilePhase(p *plan.Plan, s *plan.Scenario, base, userAgent string, tlsCon
 func (ph *Phase) Run(ctx context.Context, tr httpc.Transport, rec *metrics.Recorder, globals []string) (captures []string, failed bool) {
 	u := ph.prog.NewUser(0, tr, rec)
 	defer u.Close()
+	if ph.stream != 0 {
+		u.rng = rand.New(rand.NewPCG(ph.stream, ph.prog.Seed))
+		u.env.Rand = u.rng
+	}
 	u.env.Globals = globals
 	stopCut := context.AfterFunc(ctx, u.Interrupt)
 	defer stopCut()

@@ -813,4 +813,18 @@ func (u *User) storeCookies(st *Step) {
 
 // SetSeed seeds the phase's user with the run's seed, so a plan's seed:
 // reproduces the setup's and teardown's draws ({{ uuid }}, choice) too.
-func (ph *Phase) SetSeed(seed uint64) { ph.prog.Seed = seed }
+// The teardown draws from a stream of its own: the setup's user and it
+// are both user 0, and a teardown sending the setup's uuids again (an id,
+// an idempotency key) would find what the setup made instead of making
+// its own.
+func (ph *Phase) SetSeed(seed uint64, teardown bool) {
+	ph.prog.Seed = seed
+	ph.stream = 0
+	if teardown {
+		ph.stream = teardownStream
+	}
+}
+
+// teardownStream is the teardown's generator stream, beyond every user
+// number.
+const teardownStream = 1 << 63
