@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +67,9 @@ func (d *distFlags) apply(o *run.Options, stderr io.Writer, p *plan.Plan) error 
 		// A worker of --workers: its coordinator ran the setup once for
 		// the test and tears down after it.
 		if o.Lifecycle, err = run.Received(p); err != nil {
+			return fail(exitRun, err)
+		}
+		if err := receivedSeed(p); err != nil {
 			return fail(exitRun, err)
 		}
 	}
@@ -180,16 +185,27 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	} else {
 		l.StartAt = time.Now().Add(dist.DefaultLead)
 	}
-	if !quiet {
-		fmt.Fprintf(stderr, "%d workers start at %s; logs and segment results in %s\n",
-			d.workers, l.StartAt.Format("15:04:05.000"), l.Dir)
+	if p.Seed == nil {
+		// One draw for the test, not one per worker: the merged result
+		// records it, and seed: N repeats the run.
+		seed := rand.Uint64()
+		p.Seed = &seed
 	}
+	l.Env = append(l.Env, fmt.Sprintf("%s=%d", seedEnv, *p.Seed))
 	tlsConf, err := tlsConfig(p)
 	if err != nil {
 		return fail(exitUsage, err)
 	}
 	// The setup and teardown run here, once for the test, not in each worker.
 	e := &session.Workers{Plan: p, Local: l, Summary: stderr, Run: &run.Options{Version: version, TLS: tlsConf}}
+	if !quiet {
+		// Said once the coordinator's setup is done: its start time is the
+		// one the workers are given.
+		e.Starting = func(l dist.Local) {
+			fmt.Fprintf(stderr, "%d workers start at %s; logs and segment results in %s\n",
+				l.Workers, l.StartAt.Format("15:04:05.000"), l.Dir)
+		}
+	}
 	if d.startAt == "" {
 		e.StartAfterSetup = dist.DefaultLead
 	}
@@ -210,4 +226,23 @@ func printMerged(stdout, stderr io.Writer, oc *session.Outcome, segments int, ou
 		fmt.Fprintf(stderr, "merged result of %d segments saved to %s\n", segments, out)
 	}
 	return oc.Err()
+}
+
+// seedEnv hands the coordinator's seed to its workers (--workers), so
+// that every segment draws from the one seed the merged result records.
+const seedEnv = "STAMPEDE_SEED"
+
+// receivedSeed makes the coordinator's seed the plan's, for a worker whose
+// plan gives none.
+func receivedSeed(p *plan.Plan) error {
+	text, ok := os.LookupEnv(seedEnv)
+	if !ok || p.Seed != nil {
+		return nil
+	}
+	v, err := strconv.ParseUint(text, 10, 64)
+	if err != nil {
+		return fmt.Errorf("the coordinator's seed (%s=%q): %v", seedEnv, text, err)
+	}
+	p.Seed = &v
+	return nil
 }

@@ -158,8 +158,10 @@ func TestRestaurantsExactPushes(t *testing.T) {
 		t.Fatalf("orders: stampede %+v, hub %d", orders, hub.Orders)
 	}
 	pushes := cs.Pushes["OrderPlaced"]
-	if pushes != int64(hub.Pushes) {
-		t.Errorf("stampede counted %d OrderPlaced pushes, the hub sent %d", pushes, hub.Pushes)
+	// Exact against what the hub wrote: a push the hub library had not
+	// written when a display closed at the end it drops (demo.HubStats).
+	if pushes != int64(hub.Written) || hub.Written > hub.Pushes {
+		t.Errorf("stampede counted %d OrderPlaced pushes, the hub wrote %d of %d", pushes, hub.Written, hub.Pushes)
 	}
 	// Customers think before ordering, so both displays of a restaurant
 	// have joined before its first order.

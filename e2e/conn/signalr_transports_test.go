@@ -56,8 +56,17 @@ func exactPushes(t *testing.T, url, plan, proto, transport string) (*result.Resu
 	}
 	orders := step(t, r, "customer", "POST order")
 	pushes := cs.Pushes["OrderPlaced"]
-	if orders.Successful == 0 || uint64(orders.Successful) != hub.Orders || pushes != int64(hub.Pushes) || pushes != 2*orders.Successful {
-		t.Errorf("orders %d (hub %d), pushes counted %d, hub sent %d", orders.Successful, hub.Orders, pushes, hub.Pushes)
+	// A push the hub library had not written when a display closed at
+	// the end it drops, so the count is exact against what it wrote. A
+	// WebSocket close reads until the hub's answer, which follows every
+	// push written before it; an event stream is cut at the close, so
+	// there what was in flight may go unread.
+	exact := pushes == int64(hub.Written)
+	if transport != "websockets" {
+		exact = pushes <= int64(hub.Written)
+	}
+	if orders.Successful == 0 || uint64(orders.Successful) != hub.Orders || !exact || hub.Written > hub.Pushes || hub.Pushes != 2*uint64(orders.Successful) {
+		t.Errorf("orders %d (hub %d), pushes counted %d, hub wrote %d of %d", orders.Successful, hub.Orders, pushes, hub.Written, hub.Pushes)
 	}
 	lat := step(t, r, "kitchen-display", "push OrderPlaced")
 	if lat.Successful != pushes || lat.LatencyOK.Count != pushes {

@@ -39,7 +39,9 @@ type kitchen struct {
 	peak   atomic.Int64
 	orders atomic.Uint64
 	pushes atomic.Uint64
-	seq    atomic.Uint64
+	// written counts the pushes that reached a socket (hubwire.go).
+	written atomic.Uint64
+	seq     atomic.Uint64
 }
 
 // kitchenHub is instantiated per hub call by the library.
@@ -136,7 +138,7 @@ func newKitchen() (*kitchen, error) {
 	}
 	mux := http.NewServeMux()
 	srv.MapHTTP(signalr.WithHTTPServeMux(mux), HubPath)
-	k.srv, k.cancel, k.handler = srv, cancel, mux
+	k.srv, k.cancel, k.handler = srv, cancel, k.countWritten(mux)
 	return k, nil
 }
 
@@ -165,8 +167,13 @@ type HubStats struct {
 	// messages sent, one per joined connection of the order's restaurant.
 	Orders uint64 `json:"orders"`
 	Pushes uint64 `json:"pushes"`
+	// Written is the OrderPlaced pushes written to the connections'
+	// sockets: Pushes less those the hub library dropped because the
+	// connection had closed by the time their turn came (an order placed
+	// as a display closes).
+	Written uint64 `json:"written"`
 }
 
 func (k *kitchen) stats() HubStats {
-	return HubStats{Connections: k.conns.Load(), Peak: k.peak.Load(), Orders: k.orders.Load(), Pushes: k.pushes.Load()}
+	return HubStats{Connections: k.conns.Load(), Peak: k.peak.Load(), Orders: k.orders.Load(), Pushes: k.pushes.Load(), Written: k.written.Load()}
 }

@@ -88,9 +88,14 @@ func TestKitchenHubPushesOrders(t *testing.T) {
 	}
 	order("7")
 	order("9") // nobody there
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the remaining display of restaurant 7 got no OrderPlaced")
+	}
 	st := statsOf(t, url).Kitchen
-	if st == nil || st.Orders != 3 || st.Pushes != 3 || st.Connections != 2 || st.Peak != 3 {
-		t.Errorf("kitchen stats %+v: want 3 orders, 3 pushes, 2 connections, peak 3", st)
+	if st == nil || st.Orders != 3 || st.Pushes != 3 || st.Written != 3 || st.Connections != 2 || st.Peak != 3 {
+		t.Errorf("kitchen stats %+v: want 3 orders, 3 pushes, 3 written, 2 connections, peak 3", st)
 	}
 }
 

@@ -400,8 +400,7 @@ func headerTooBig(max int) error {
 // maxHeader bounds the header block (interim answers included) and
 // maxKept the body bytes kept when req.KeepBody.
 func readResponse(br *bufio.Reader, req *Request, resp *Response, maxHeader, maxKept int) (closeAfter bool, err error) {
-	resp.Header = resp.Header[:0]
-	resp.hbuf = resp.hbuf[:0]
+	resp.takeHeaderBufs()
 	resp.Body = resp.Body[:0]
 	resp.BodyLen = 0
 	keep := req.KeepHead

@@ -61,6 +61,7 @@ type Response struct {
 	// at the client's body cap.
 	BodyLen int64
 	hbuf    []byte
+	hb      *headerBufs // where Header and hbuf came from (headerbufs.go)
 	// lbuf holds a header line longer than the read buffer.
 	lbuf []byte
 }

@@ -68,8 +68,7 @@ func (s *Std) RoundTrip(req *Request, resp *Response) error {
 	defer hres.Body.Close()
 	s.cw.answered(req.Endpoint.Addr)
 	resp.Status = hres.StatusCode
-	resp.Header = resp.Header[:0]
-	resp.hbuf = resp.hbuf[:0]
+	resp.takeHeaderBufs()
 	for name, values := range hres.Header {
 		for _, v := range values {
 			start := len(resp.hbuf)

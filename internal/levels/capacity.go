@@ -27,6 +27,9 @@ type CapacityOptions struct {
 	// Budget bounds the search's wall time (default 5m); a level is only
 	// started when it can finish within it.
 	Budget time.Duration
+	// Found, when set, hears the search's answer before the plan's
+	// teardown runs, as Options.LoadOver does for gates and sweeps.
+	Found func(*Capacity)
 }
 
 // Capacity is a finished search.
@@ -125,6 +128,9 @@ func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 	var res *result.Result
 	if c != nil {
 		res = c.Result
+	}
+	if o.Found != nil && p.Teardown != nil && res != nil {
+		o.Found(c) // before the teardown, as Options.LoadOver
 	}
 	tearDown(p, o.Options, res)
 	return c, err

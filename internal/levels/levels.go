@@ -60,6 +60,12 @@ type Options struct {
 	Level func(vary string, value float64, h *run.Handle)
 	// Done, when set, hears each level as it ends, judged.
 	Done func(result.Level)
+	// LoadOver, when set, hears the whole run once its last level ended
+	// and before the plan's teardown runs (gates, sweeps; a capacity
+	// search's is CapacityOptions.Found): the teardown may take
+	// TeardownTimeout, and the load's result is whole by then, to be
+	// saved before it and kept should the process end during it.
+	LoadOver func(*Outcome)
 }
 
 // Outcome is a finished multi-level run.
@@ -85,6 +91,9 @@ func Run(ctx context.Context, p *plan.Plan, vary string, values []float64, o Opt
 	}
 	o.carry()
 	out, err := runLevels(ctx, p, vary, values, o)
+	if o.LoadOver != nil && p.Teardown != nil && resultOf(out) != nil {
+		o.LoadOver(out)
+	}
 	tearDown(p, o, resultOf(out))
 	return out, err
 }

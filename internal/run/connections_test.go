@@ -120,9 +120,14 @@ load: {grace: 1s, stages: [{duration: 200ms, users: 0 -> 5}, {duration: 1800ms, 
 	if hub == nil || hub.Orders != uint64(orders.Successful) {
 		t.Fatalf("hub stats %+v, orders placed %d", hub, orders.Successful)
 	}
-	if got := cs.Pushes["OrderPlaced"]; got != int64(hub.Pushes) || got != 2*orders.Successful {
-		t.Errorf("pushes counted %d, hub sent %d, 2 × orders = %d", got, hub.Pushes, 2*orders.Successful)
+	// Every push written before the hub saw a display's close is read:
+	// the close waits for the hub's answer, which follows them on the
+	// socket. A push the hub library had not written by then it drops
+	// (Pushes counts it, Written does not), so only that count is exact.
+	if got := cs.Pushes["OrderPlaced"]; got != int64(hub.Written) || hub.Written > hub.Pushes || hub.Pushes != 2*uint64(orders.Successful) {
+		t.Errorf("pushes counted %d, hub wrote %d, sent %d, 2 × orders = %d", got, hub.Written, hub.Pushes, 2*orders.Successful)
 	}
+	t.Logf("the hub wrote %d of %d pushes", hub.Written, hub.Pushes)
 	push := connStep(t, res, "display", "push OrderPlaced")
 	if push.Successful != cs.Pushes["OrderPlaced"] || push.LatencyOK.Count != push.Successful {
 		t.Errorf("push latency: %+v", push)

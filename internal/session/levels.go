@@ -37,10 +37,21 @@ type Levels struct {
 	done []result.Level
 	cur  result.Level
 	h    *run.Handle
+	// load is the whole run while the plan's teardown runs (LoadOver),
+	// and quits are the snapshots of it the second Ctrl-C took, judged
+	// as the run they are.
+	load  *result.Result
+	quits map[*result.Result]bool
 }
 
-func (e *Levels) Execute(ctx context.Context, _ Control) (*result.Result, error) {
+func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error) {
 	o := e.Options
+	o.LoadOver = func(out *levels.Outcome) {
+		e.mu.Lock()
+		e.Outcome = out
+		e.mu.Unlock()
+		e.loadOver(out.Result, c.Checkpoint)
+	}
 	event, level, doneLv := o.Event, o.Level, o.Done // the caller's, kept
 	o.Event = event
 	o.Level = func(vary string, value float64, h *run.Handle) {
@@ -63,8 +74,16 @@ func (e *Levels) Execute(ctx context.Context, _ Control) (*result.Result, error)
 	if e.Capacity != nil {
 		co := *e.Capacity
 		co.Options = o
+		co.Found = func(found *levels.Capacity) {
+			e.mu.Lock()
+			e.Found = found
+			e.mu.Unlock()
+			e.loadOver(found.Result, c.Checkpoint)
+		}
 		c, err := levels.SearchCapacity(ctx, e.Plan, co)
-		e.Found = c
+		e.mu.Lock()
+		e.Found, e.load = c, nil
+		e.mu.Unlock()
 		if c == nil || c.Result == nil {
 			if err == nil {
 				err = fmt.Errorf("no level could run within the budget of %v", co.Budget)
@@ -74,7 +93,9 @@ func (e *Levels) Execute(ctx context.Context, _ Control) (*result.Result, error)
 		return c.Result, err
 	}
 	outc, err := levels.Run(ctx, e.Plan, e.Vary, e.Values, o)
-	e.Outcome = outc
+	e.mu.Lock()
+	e.Outcome, e.load = outc, nil
+	e.mu.Unlock()
 	if outc == nil || outc.Result == nil {
 		if err == nil {
 			err = errors.New("no level ran")
@@ -88,6 +109,19 @@ func (e *Levels) Execute(ctx context.Context, _ Control) (*result.Result, error)
 // result marked partial; nil before the first level's load started.
 func (e *Levels) Snapshot(reason string) *result.Result {
 	e.mu.Lock()
+	if e.load != nil {
+		// Every level ended; only the teardown runs. The levels are whole.
+		cp := withWorkflow(e.load)
+		if reason != "" {
+			cp.Workflow.Teardown = &result.Phase{Error: "cut off before it finished: " + reason}
+			if e.quits == nil {
+				e.quits = map[*result.Result]bool{}
+			}
+			e.quits[cp] = true
+		}
+		e.mu.Unlock()
+		return cp
+	}
 	lvs := append([]result.Level(nil), e.done...)
 	cur, h := e.cur, e.h
 	e.mu.Unlock()
@@ -105,12 +139,36 @@ func (e *Levels) Snapshot(reason string) *result.Result {
 	return res
 }
 
+// loadOver keeps the whole run for the time of the plan's teardown and
+// checkpoints it before the teardown starts, as a plain run does: a second
+// Ctrl-C during the teardown saves it complete with the teardown cut off,
+// and a process killed then still leaves every level measured.
+func (e *Levels) loadOver(res *result.Result, checkpoint func(*result.Result)) {
+	e.mu.Lock()
+	e.load = res
+	e.mu.Unlock()
+	if checkpoint == nil {
+		return
+	}
+	cp := withWorkflow(res)
+	if !cp.Run.Partial {
+		cp.Run.Partial = true
+		cp.Run.PartialReason = "the load completed; the process ended during the teardown, before the final write"
+	}
+	cp.Workflow.Teardown = &result.Phase{Error: "not finished: the process ended during the teardown"}
+	checkpoint(cp)
+}
+
 // Judge draws the verdict from the levels: the run fails when a level
 // failed its SLO; a capacity search fails only when no rate met them. The
 // levels' own thresholds were judged as each level ended.
 func (e *Levels) Judge(res *result.Result) gate.Outcome {
+	e.mu.Lock()
+	whole := e.quits[res]
+	found, outc := e.Found, e.Outcome
+	e.mu.Unlock()
 	if e.Capacity != nil {
-		if c := e.Found; c != nil && c.Result == res {
+		if c := found; c != nil && (c.Result == res || whole) {
 			// The answer goes in the file, for tools that read results
 			// rather than the terminal.
 			res.Indicators = append([]result.Indicator{CapacityIndicator(c)}, res.Indicators...)
@@ -118,7 +176,7 @@ func (e *Levels) Judge(res *result.Result) gate.Outcome {
 		}
 		return gate.Outcome{LevelFailed: true}
 	}
-	if o := e.Outcome; o != nil && o.Result == res {
+	if o := outc; o != nil && (o.Result == res || whole) {
 		return gate.Outcome{Incomplete: o.Interrupted, LevelFailed: o.Failed >= 0}
 	}
 	// A snapshot: whatever it holds, the run did not end.

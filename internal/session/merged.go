@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/dist"
@@ -34,24 +35,38 @@ type Workers struct {
 	// after the setup ends, so a slow setup does not make them late.
 	StartAfterSetup time.Duration
 
+	// Starting, when set, hears the workers' start just before they are
+	// started: after the coordinator's setup, with the real start time.
+	Starting func(dist.Local)
+
 	live workersLive // the checkpoints Snapshot read (workers_live.go)
+
+	mu   sync.Mutex
+	load *result.Result // the merged load while the teardown runs
 }
 
 func (e *Workers) ForwardsSignals() bool { return true }
 
 func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error) {
 	l := e.Local
+	forward := c.Forward
+	if forward == nil {
+		forward = func(bool) {}
+	}
 	var (
 		lc    *run.Lifecycle
 		setup *result.Phase
 	)
 	if e.Run != nil && (e.Plan.Setup != nil || e.Plan.Teardown != nil) {
+		// Ctrl-C during the setup is the session's: it cancels ctx, which
+		// cuts the setup off, and no worker is started.
 		var err error
 		if lc, setup, err = run.Setup(ctx, e.Plan, *e.Run); err != nil {
 			return nil, err
 		}
 		env, done, err := lc.HandOff(e.Plan, l.Dir)
 		if err != nil {
+			lc.Teardown(e.Plan, *e.Run)
 			return nil, fmt.Errorf("handing the setup's captures to the workers: %w", err)
 		}
 		defer done()
@@ -60,25 +75,82 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 			l.StartAt = time.Now().Add(e.StartAfterSetup)
 		}
 	}
+	if ctx.Err() != nil {
+		// Ctrl-C came before the workers could hear it: none is started.
+		if lc != nil {
+			lc.Teardown(e.Plan, *e.Run)
+		}
+		if setup != nil {
+			return nil, fmt.Errorf("%w as it ended; no worker was started, no load was sent", run.ErrSetupCut)
+		}
+		return nil, errors.New("interrupted (Ctrl-C) before the workers started; nothing was sent")
+	}
+	if e.Starting != nil {
+		e.Starting(l)
+	}
+	forward(true)
 	outs, err := l.Run(ctx, c.Signals)
-	var teardown *result.Phase
-	if lc != nil {
-		// Also after Ctrl-C, and when the workers failed: the setup's data
-		// is there either way.
-		teardown = lc.Teardown(e.Plan, *e.Run)
+	forward(false)
+	var res *result.Result
+	if err == nil {
+		e.Segments = len(outs)
+		res, err = merged(e.Summary, outs)
 	}
-	if err != nil {
-		return nil, err
+	if lc == nil {
+		return res, err
 	}
-	e.Segments = len(outs)
-	res, err := merged(e.Summary, outs)
-	if res != nil && lc != nil {
+	if res != nil {
 		if res.Workflow == nil {
 			res.Workflow = &result.Workflow{}
 		}
-		res.Workflow.Setup, res.Workflow.Teardown = setup, teardown
+		res.Workflow.Setup = setup
+		e.loadOver(res, c.Checkpoint)
+	}
+	// Also after Ctrl-C, and when the workers failed: the setup's data is
+	// there either way.
+	teardown := lc.Teardown(e.Plan, *e.Run)
+	e.mu.Lock()
+	e.load = nil
+	e.mu.Unlock()
+	if res != nil {
+		res.Workflow.Teardown = teardown
 	}
 	return res, err
+}
+
+// loadOver keeps the merged load for the time of the coordinator's
+// teardown, as a plain run does (run.Run): a second Ctrl-C meanwhile
+// saves it (Snapshot) with the teardown cut off, and a checkpoint puts it
+// on disk before the teardown starts, so a coordinator killed during the
+// teardown still leaves the whole load measured.
+func (e *Workers) loadOver(res *result.Result, checkpoint func(*result.Result)) {
+	if e.Plan.Teardown == nil {
+		return
+	}
+	e.mu.Lock()
+	e.load = res
+	e.mu.Unlock()
+	if checkpoint == nil {
+		return
+	}
+	cp := withWorkflow(res)
+	if !cp.Run.Partial {
+		cp.Run.Partial = true
+		cp.Run.PartialReason = "the load completed; the process ended during the teardown, before the final write"
+	}
+	cp.Workflow.Teardown = &result.Phase{Error: "not finished: the process ended during the teardown"}
+	checkpoint(cp)
+}
+
+// withWorkflow is a copy of res whose workflow may be changed.
+func withWorkflow(res *result.Result) *result.Result {
+	cp := *res
+	wf := result.Workflow{}
+	if res.Workflow != nil {
+		wf = *res.Workflow
+	}
+	cp.Workflow = &wf
+	return &cp
 }
 
 // Judge evaluates the plan's thresholds on the merged whole.

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,9 +47,11 @@ type Snapshotter interface {
 }
 
 // Forwarder is an executor whose processes hear Ctrl-C themselves (local
-// workers): the session passes every signal on through Control.Signals
-// instead of applying its own policy, and the workers' partial results
-// make the partial whole.
+// workers): while it says so through Control.Forward, the session passes
+// every signal on through Control.Signals instead of applying its own
+// policy, and the workers' partial results make the partial whole. Around
+// that (the coordinator's own setup and teardown) the session's policy
+// applies: a signal passed on counts as the first Ctrl-C.
 type Forwarder interface {
 	ForwardsSignals() bool
 }
@@ -58,9 +61,14 @@ type Control struct {
 	// Checkpoint replaces the saved partial result atomically; a failed
 	// checkpoint leaves the one before it and warns once.
 	Checkpoint func(*result.Result)
-	// Signals carries every interrupt the session receives, for a
-	// Forwarder; nil otherwise.
+	// Signals carries the interrupts the session receives while Forward
+	// is on, for a Forwarder; nil otherwise.
 	Signals <-chan os.Signal
+	// Forward turns the passing on of signals on or off (off at the
+	// start): on while the executor's processes run and can hear them,
+	// off while the executor does work of its own that Ctrl-C must reach
+	// (ctx, Snapshot). A no-op for an executor that is no Forwarder.
+	Forward func(on bool)
 }
 
 // DefaultStopNote is what the first Ctrl-C prints.
@@ -223,16 +231,17 @@ func (s *Session) Run(e Executor) *Outcome {
 		defer signal.Stop(ch)
 		sigs = ch
 	}
-	c := Control{Checkpoint: s.checkpoint}
+	c := Control{Checkpoint: s.checkpoint, Forward: func(bool) {}}
 	quit := make(chan *Outcome, 1)
 	watchDone := make(chan struct{})
 	defer close(watchDone)
 	pumpDone := s.pump(e)
+	var fw *forwarding
 	if f, ok := e.(Forwarder); ok && f.ForwardsSignals() {
-		c.Signals = sigs
-	} else {
-		go s.interrupts(sigs, watchDone, cancel, e, quit, pumpDone)
+		fw = &forwarding{to: make(chan os.Signal, 2)}
+		c.Signals, c.Forward = fw.to, fw.on.Store
 	}
+	go s.interrupts(sigs, fw, watchDone, cancel, e, quit, pumpDone)
 
 	type ran struct {
 		res *result.Result
@@ -291,19 +300,46 @@ func (s *Session) claimFinal() bool {
 	return true
 }
 
-// interrupts applies the Ctrl-C policy until the test ends.
-func (s *Session) interrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel func(), e Executor, quit chan<- *Outcome, stopPump func()) {
-	select {
-	case <-sigs:
-	case <-done:
-		return
+// forwarding is where a Forwarder's signals go while it asks for them.
+type forwarding struct {
+	on atomic.Bool
+	to chan os.Signal
+}
+
+// pass hands sig on when forwarding is on; false when it is off.
+func (f *forwarding) pass(sig os.Signal) bool {
+	if f == nil || !f.on.Load() {
+		return false
 	}
-	s.o.Note(s.o.StopNote)
-	cancel()
 	select {
-	case <-sigs:
-	case <-done:
-		return
+	case f.to <- sig:
+	default: // two are waiting already: the workers will quit at once
+	}
+	return true
+}
+
+// interrupts applies the Ctrl-C policy until the test ends.
+func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan struct{}, cancel func(), e Executor, quit chan<- *Outcome, stopPump func()) {
+	stopping := false
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-done:
+			return
+		}
+		if fw.pass(sig) {
+			// The executor's processes stop on their own; ctx stays, since
+			// cancelling it would kill them before they write.
+			stopping = true
+			continue
+		}
+		if stopping {
+			break
+		}
+		stopping = true
+		s.o.Note(s.o.StopNote)
+		cancel()
 	}
 	if !s.claimFinal() {
 		return // the test has just ended and is writing its own result

@@ -487,7 +487,10 @@ func TestSinksHearSamplesAndFinalOnce(t *testing.T) {
 func TestForwarderGetsSignals(t *testing.T) {
 	h := open(t, nil)
 	f := newFake()
+	forwarding := make(chan struct{})
 	f.body = func(ctx context.Context, c Control) (*result.Result, error) {
+		c.Forward(true)
+		close(forwarding)
 		for i := 0; i < 2; i++ {
 			wait(t, c.Signals, "forwarded signal")
 		}
@@ -497,7 +500,7 @@ func TestForwarderGetsSignals(t *testing.T) {
 		return res(2, true, "interrupted (Ctrl-C) (all 2 segments)"), nil
 	}
 	ch := runAsync(h, fwdFake{f})
-	wait(t, f.started, "start")
+	wait(t, forwarding, "forwarding")
 	h.sigs <- os.Interrupt
 	h.sigs <- os.Interrupt
 	oc := wait(t, ch, "outcome")

@@ -168,6 +168,9 @@ func (u *User) Begin(sc *Scenario, intended time.Time) error {
 
 // End finishes an iteration.
 func (u *User) End() {
+	// Nothing looks at the last answer's headers after its iteration; an
+	// idle user holds no header storage (httpc/headerbufs.go).
+	u.resp.Release()
 	if u.prog.Plan.HTTP.Reuse == plan.ReusePerIteration {
 		// Users who come and go open a connection per visit.
 		u.tr.Close()

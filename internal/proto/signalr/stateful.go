@@ -62,12 +62,18 @@ type stateful struct {
 	earlyD  *ws.Disconnect
 	closing bool
 	stop    chan struct{} // closed by Close/Abort while reconnecting
-	done    chan struct{}
-	disc    *ws.Disconnect
+	// ctx is cancelled with stop: a reconnect's dial and token renewal
+	// can wait on a server that accepts and never answers, and a Close
+	// must not wait out the reconnect window for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	disc   *ws.Disconnect
 }
 
 func newStateful(ep endpoint, hdr http.Header) *stateful {
-	return &stateful{ep: ep, hdr: hdr, recvNext: 1, stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &stateful{ep: ep, hdr: hdr, recvNext: 1, stop: make(chan struct{}), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // sequenced says whether a message type is numbered.
@@ -298,18 +304,24 @@ func (c *Conn) reconnect(cause *ws.Disconnect) {
 		s.waitSeq = true
 		s.rmu.Unlock()
 		ep := s.ep
+		ctx, cancel := context.WithDeadline(s.ctx, deadline)
 		if c.tk != nil {
-			ep = c.endpoint(failed)
+			ep = c.endpoint(ctx, failed)
 			failed = ""
 		}
 		var u string
 		if u, err = transportURL(ep, true); err != nil {
+			cancel()
 			break
 		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		var wc *ws.Conn
 		wc, err = ws.Dial(ctx, u, s.hdr, o.wsOptions(), c)
 		cancel()
+		if err != nil && s.ctx.Err() != nil {
+			// Close or Abort cut the dial short.
+			c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
+			return
+		}
 		if err == nil {
 			if err = c.resend(wc); err == nil {
 				if c.stat != nil {
@@ -456,6 +468,7 @@ func (s *stateful) halt() *ws.Conn {
 	if !s.closing {
 		s.closing = true
 		close(s.stop)
+		s.cancel()
 	}
 	return s.cur
 }

@@ -219,3 +219,46 @@ func TestStatefulHostile(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseDuringReconnect: the hub's link is cut and the address it is
+// dialled again at accepts and never answers. CloseAtEnd during that dial
+// ends the connection at once, as closed at the end, instead of waiting
+// for the dial's timeout or the reconnect window (both an hour here, so
+// a Close that waits for either trips the safety net).
+func TestCloseDuringReconnect(t *testing.T) {
+	noLeak(t, nil)
+	h := &sigtest.Hub{StatefulReconnect: true}
+	p := statefulHub(t, h)
+	o := statefulOptions(JSON)
+	o.ReconnectWindow = time.Hour
+	o.UpgradeTimeout = time.Hour
+	ctx := ctx5(t)
+	c, err := Connect(ctx, "http://"+p.Addr()+"/hubs/kitchen", nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Invoke(ctx, "JoinRestaurant", json.RawMessage(`"7"`)); err != nil {
+		t.Fatal(err)
+	}
+	p.Hang()
+	p.Cut()
+	waitLong(t, "the reconnect's dial", func() bool { return p.Hung.Load() >= 1 })
+	closed := make(chan struct{})
+	go func() {
+		c.CloseAtEnd()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("CloseAtEnd still waiting for the reconnect")
+	}
+	st := o.Stats
+	if d := c.Disconnect(); d == nil || d.Reason != ws.ClientClose {
+		t.Errorf("end %+v", d)
+	}
+	if st.ClosedAtEnd.Load() != 1 || st.Open.Load() != 0 || st.ReconnectFailures.Load() != 0 || st.Reconnects.Load() != 0 {
+		t.Errorf("closed at end %d open %d failures %d reconnects %d",
+			st.ClosedAtEnd.Load(), st.Open.Load(), st.ReconnectFailures.Load(), st.Reconnects.Load())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -71,7 +72,7 @@ func newTokenState(hub string, hdr http.Header, ep endpoint, planToken string) *
 
 // endpoint is the connection's endpoint with a token fit to use: renewed
 // first when due, or when failed is the token a server just refused.
-func (c *Conn) endpoint(failed string) endpoint {
+func (c *Conn) endpoint(ctx context.Context, failed string) endpoint {
 	ts := c.tk
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -81,7 +82,7 @@ func (c *Conn) endpoint(failed string) endpoint {
 	if failed == "" && time.Now().Before(ts.renewAt) {
 		return ts.ep
 	}
-	tok, exp, err := c.renewToken()
+	tok, exp, err := c.renewToken(ctx)
 	if err != nil {
 		// Keep the old token: the server's answer to it says the rest.
 		ts.renewAt = time.Now().Add(time.Second)
@@ -100,10 +101,11 @@ func (c *Conn) endpoint(failed string) endpoint {
 
 // renewToken negotiates with the app server again and takes the access
 // token of its redirect, without following it (that would negotiate a
-// connection with the service nobody uses).
-func (c *Conn) renewToken() (string, time.Time, error) {
+// connection with the service nobody uses). ctx bounds it further: a
+// stateful reconnect's window, cut short by Close.
+func (c *Conn) renewToken(parent context.Context) (string, time.Time, error) {
 	o := c.o
-	ctx, cancel := context.WithTimeout(context.Background(), dflt(o.NegotiateTimeout, 15*time.Second))
+	ctx, cancel := context.WithTimeout(parent, dflt(o.NegotiateTimeout, 15*time.Second))
 	defer cancel()
 	base, tok := c.tk.hub, o.AccessToken
 	t0 := time.Now()
@@ -114,6 +116,10 @@ func (c *Conn) renewToken() (string, time.Time, error) {
 		}
 		if err == nil && nr.URL == "" {
 			err = &Error{Phase: "negotiate", Class: sample.Other, Msg: "renewing the access token: the answer has no redirect"}
+		}
+		if err != nil && errors.Is(parent.Err(), context.Canceled) {
+			// Close cut the renewal short: no negotiate failed.
+			return "", time.Time{}, err
 		}
 		if err != nil {
 			e, _ := err.(*Error)

@@ -204,3 +204,71 @@ func TestStatefulReconnectRenewsToken(t *testing.T) {
 			h.Unauthorized.Load(), st.Reconnects.Load(), st.Lost.Load())
 	}
 }
+
+// TestCloseDuringTokenRenewal: a reconnect's dial is refused with 401 and
+// the app server, asked for a new token, never answers. CloseAtEnd during
+// that renewal ends the connection at once instead of waiting for the
+// negotiate timeout or the reconnect window (an hour each here, so a
+// Close that waits for either trips the safety net).
+func TestCloseDuringTokenRenewal(t *testing.T) {
+	noLeak(t, nil)
+	ti := &tokenIssuer{life: time.Hour}
+	h := &sigtest.Hub{Transports: []string{"WebSockets"}, StatefulReconnect: true}
+	h.TokenValid = ti.valid
+	svc := httptest.NewServer(h)
+	p := sigtest.NewCutProxy(t, svc.Listener.Addr().String())
+	release := make(chan struct{})
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := ti.issued.Add(1); n > 1 {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"url":%q,"accessToken":%q}`, "http://"+p.Addr()+"/client/?hub=kitchen", jwt(time.Now().Add(ti.life), 1))
+	}))
+	t.Cleanup(func() {
+		h.Close()
+		svc.CloseClientConnections()
+		svc.Close()
+		app.Close()
+	})
+	t.Cleanup(func() { close(release) })
+	o := statefulOptions(JSON)
+	o.ReconnectWindow = time.Hour
+	o.NegotiateTimeout = time.Hour
+	r := &rec{}
+	o.Recorder = r
+	ctx := ctx5(t)
+	c, err := Connect(ctx, app.URL+"/app", nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.sf == nil || c.tk == nil {
+		t.Fatalf("stateful %v, expiring token %v", c.sf != nil, c.tk != nil)
+	}
+	ti.revokeUpTo.Store(1)
+	p.Cut()
+	waitLong(t, "the renewal", func() bool { return ti.issued.Load() == 2 })
+	closed := make(chan struct{})
+	go func() {
+		c.CloseAtEnd()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("CloseAtEnd still waiting for the token renewal")
+	}
+	st := o.Stats
+	if st.ClosedAtEnd.Load() != 1 || st.Open.Load() != 0 || st.ReconnectFailures.Load() != 0 || h.Unauthorized.Load() != 1 {
+		t.Errorf("closed at end %d open %d failures %d 401s %d",
+			st.ClosedAtEnd.Load(), st.Open.Load(), st.ReconnectFailures.Load(), h.Unauthorized.Load())
+	}
+	// The renewal Close cut short is no failed negotiate.
+	if got := r.classes("negotiate"); len(got) != 1 || got[0] != sample.OK {
+		t.Errorf("negotiate %v", got)
+	}
+}

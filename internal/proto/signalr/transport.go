@@ -223,7 +223,7 @@ func (h *httpConn) requestAuth(ctx context.Context, method string, body []byte, 
 	}
 	u, tok := h.url, h.tok
 	if h.h.tk != nil {
-		ep := h.h.endpoint(failed)
+		ep := h.h.endpoint(ctx, failed)
 		var err error
 		if u, err = transportURL(ep, false); err != nil {
 			return nil, err

@@ -5,8 +5,9 @@
 // -alive and silence detection of every connection share one timer in the
 // process (sweep.go). With coder/websocket an idle connection cost about 15 KB
 // (two 4 KB bufio buffers it keeps for life, plus the net/http upgrade
-// reader); this layout costs about 7 KB of RSS for a SignalR connection
-// that joined a group (signalr/memory_test.go), under the 8 KB budget.
+// reader); this layout costs about 5.8 KB of RSS for a SignalR connection
+// that joined a group, at 18,000 of them (signalr/memory_test.go), under
+// the 8 KB budget.
 package ws
 
 import (

@@ -18,6 +18,8 @@ type CutProxy struct {
 	mu       sync.Mutex
 	conns    []net.Conn
 	drops    []*atomic.Bool
+	hang     atomic.Bool
+	Hung     atomic.Int64 // connections accepted and left unanswered
 	wg       sync.WaitGroup
 }
 
@@ -34,6 +36,14 @@ func NewCutProxy(t testing.TB, target string) *CutProxy {
 			a, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			if p.hang.Load() {
+				// Held open, never answered, until the proxy closes.
+				p.mu.Lock()
+				p.conns = append(p.conns, a)
+				p.mu.Unlock()
+				p.Hung.Add(1)
+				continue
 			}
 			b, err := net.Dial("tcp", target)
 			if err != nil {
@@ -99,6 +109,10 @@ func (p *CutProxy) close() {
 	p.Cut()
 	p.wg.Wait()
 }
+
+// Hang makes connections accepted from now on go unanswered: a server
+// that takes the TCP connection and then says nothing.
+func (p *CutProxy) Hang() { p.hang.Store(true) }
 
 // Addr is where clients connect.
 func (p *CutProxy) Addr() string { return p.ln.Addr().String() }
