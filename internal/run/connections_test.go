@@ -124,7 +124,9 @@ load: {grace: 1s, stages: [{duration: 200ms, users: 0 -> 5}, {duration: 1800ms, 
 	// the close waits for the hub's answer, which follows them on the
 	// socket. A push the hub library had not written by then it drops
 	// (Pushes counts it, Written does not), so only that count is exact.
-	if got := cs.Pushes["OrderPlaced"]; got != int64(hub.Written) || hub.Written > hub.Pushes || hub.Pushes != 2*uint64(orders.Successful) {
+	// On a loaded machine a display may join after its restaurant's first
+	// order, so the hub sends at most two pushes an order.
+	if got := cs.Pushes["OrderPlaced"]; got != int64(hub.Written) || hub.Written > hub.Pushes || hub.Pushes > 2*uint64(orders.Successful) {
 		t.Errorf("pushes counted %d, hub wrote %d, sent %d, 2 × orders = %d", got, hub.Written, hub.Pushes, 2*orders.Successful)
 	}
 	t.Logf("the hub wrote %d of %d pushes", hub.Written, hub.Pushes)

@@ -270,3 +270,32 @@ func TestLevelsCtrlCTwiceDuringTeardown(t *testing.T) {
 		t.Errorf("workflow %+v: want the teardown marked cut off", w)
 	}
 }
+
+// A capacity search is saved before its teardown as a sweep is, and a
+// second Ctrl-C during the teardown keeps its answer: complete, with the
+// capacity indicator, exit 0 (a rate met the SLO).
+func TestCapacityCtrlCTwiceDuringTeardown(t *testing.T) {
+	srv := newHangingPhase(t, "/teardown")
+	p := phasePlan(t, srv.srv.URL, "teardown:\n  - {name: clean, delete: /teardown}")
+	h := open(t, nil)
+	e := &Levels{Plan: p, Options: levels.Options{Run: run.Options{SkipPreflight: true}, Hold: 200 * time.Millisecond, SLO: []string{"error_rate < 100%"}},
+		Capacity: &levels.CapacityOptions{Start: 5, Max: 10, Budget: time.Minute}}
+	ch := runAsync(h, e)
+	wait(t, srv.entered, "the teardown's request")
+	if cp, err := result.Read(h.out); err != nil || len(cp.Levels) == 0 {
+		t.Fatalf("on disk during the teardown: %v", err)
+	}
+	h.sigs <- os.Interrupt
+	h.sigs <- os.Interrupt
+	if code := wait(t, h.exits, "exit"); code != ExitOK {
+		t.Errorf("exit %d, want 0: a rate met the SLO", code)
+	}
+	wait(t, ch, "outcome")
+	final, err := result.Read(h.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Run.Partial || len(final.Indicators) == 0 || final.Indicators[0].ID != "capacity" {
+		t.Errorf("saved: partial %v (%q), indicators %+v; want the search complete with its answer", final.Run.Partial, final.Run.PartialReason, final.Indicators)
+	}
+}
