@@ -25,7 +25,7 @@ func newSweepCmd() *cobra.Command {
 		Use:   "sweep PLAN (--users L1,L2,... | --rate R1,R2,... | --tenants T1,T2,...)",
 		Short: "Run the plan at every level and print one table, a column per level",
 		Long: `Run the plan once per level, whatever each level's result, and print the
-seed's sweep table: rows P95 (successful requests) and Requests Failed, one
+classic sweep table: rows P95 (successful requests) and Requests Failed, one
 column per level, as text or Markdown (--format md). Each level holds for
 --hold (default: the plan's gates.hold, else 30s) after an unmeasured
 --ramp. One result file holds every level.
@@ -89,7 +89,7 @@ complete.`,
 	return cmd
 }
 
-// parseLevels reads "100,1000,10k" (or rates "50/s,100"): the seed writes
+// parseLevels reads "100,1000,10k" (or rates "50/s,100"): load-test reports write
 // its columns as 10k and 25k, so the flag takes them that way too.
 func parseLevels(vary, s string) ([]float64, error) {
 	var out []float64

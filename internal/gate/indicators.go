@@ -8,7 +8,7 @@ import (
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
-// Limits behind the indicators. They are the points past which the seed's
+// Limits behind the indicators. They are the points past which the classic load-test report's
 // reports, and the design, call a run unhealthy or its figures suspect.
 const (
 	overloadedBelow     = 0.95  // success rate

@@ -21,7 +21,7 @@ func FormatLevel(vary string, v float64) string {
 	return s
 }
 
-// compact writes round thousands the seed's way (10k, 25k) and keeps
+// compact writes round thousands the classic load-test report's way (10k, 25k) and keeps
 // anything else exact.
 func compact(v float64) string {
 	if v >= 10000 && math.Mod(v, 1000) == 0 {
@@ -30,7 +30,7 @@ func compact(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// Short3 formats a latency to three significant digits, as the seed's
+// Short3 formats a latency to three significant digits, as the classic load-test report's
 // sweep table does (60ms, 4.72s, 29.7s): a table compares levels, and
 // microsecond digits hide the comparison.
 func Short3(us int64) string {

@@ -25,7 +25,7 @@ type Comparison struct {
 	Notes    []string  // caveats about comparing these runs at all
 	rows     []cmpRow
 	figs     []figures
-	// levelHead and levelRows are the seed's sweep table, present when
+	// levelHead and levelRows are the classic load-test report's sweep table, present when
 	// every run has levels: one column per level, then "(V1) P95",
 	// "(V2) P95" … and "(V1) Requests Failed" … rows.
 	levelHead []string
@@ -42,7 +42,7 @@ type cmpRow struct {
 }
 
 // Compare builds the comparison of rs against rs[0]. labels name the runs
-// (the seed's V1, V2 …); nil means "run 1", "run 2" ….
+// (the classic load-test report's V1, V2 …); nil means "run 1", "run 2" ….
 func Compare(rs []*result.Result, labels []string) (*Comparison, error) {
 	if len(rs) < 2 {
 		return nil, errors.New("compare needs at least two results")
@@ -503,7 +503,7 @@ func runLine(r *result.Result) string {
 }
 
 // CompareMarkdown writes the comparison table, the verdicts, and each
-// run's full summary folded the seed's way.
+// run's full summary folded the classic load-test report's way.
 func CompareMarkdown(w io.Writer, c *Comparison) error {
 	var b bytes.Buffer
 	title := c.Runs[0].Plan.Name

@@ -11,7 +11,7 @@ import (
 func Duration(us int64) string { return result.FormatDuration(us) }
 
 // runDuration prints a run's length to the whole second ("30s", "1m1s"),
-// as the seed's Duration line does.
+// as the classic load-test report's Duration line does.
 func runDuration(s float64) string {
 	if s <= 0 || math.IsNaN(s) {
 		return "0s"

@@ -111,7 +111,7 @@ type cmpCell struct {
 	Value, Delta string
 }
 
-// HTML writes a self-contained report page: header, the seed's summary,
+// HTML writes a self-contained report page: header, the classic load-test report's summary,
 // per-step table, charts over time and the latency distribution.
 func HTML(w io.Writer, r *result.Result) error {
 	v, err := recompute(r)

@@ -10,7 +10,7 @@ import (
 	"github.com/stampede-load/stampede/internal/result"
 )
 
-// Markdown writes the seed's report layout: a summary table whose column is
+// Markdown writes the classic load-test report's report layout: a summary table whose column is
 // named by the load ("40 users"), the per-step table, thresholds, the full
 // terminal summary folded in a <details> block, and the indicators as a
 // list. It renders on GitHub, GitLab and in most wikis.
@@ -126,7 +126,7 @@ func mdThreshold(b *bytes.Buffer, t result.Threshold) {
 	}
 }
 
-// mdDetails folds a terminal summary the way the seed does.
+// mdDetails folds a terminal summary the way the classic load-test report does.
 func mdDetails(b *bytes.Buffer, summary, body string) {
 	fmt.Fprintf(b, "<details>\n<summary>%s</summary>\n<pre>\n%s\n</pre>\n</details>\n\n", html.EscapeString(summary), html.EscapeString(body))
 }
@@ -163,7 +163,7 @@ var mdEscaper = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "\n", "
 
 func mdText(s string) string { return mdEscaper.Replace(s) }
 
-// mdLevels writes a multi-level run the way the seed's tables are laid
+// mdLevels writes a multi-level run the way the classic load-test report's tables are laid
 // out: one column per level, then each level's summary folded.
 func mdLevels(b *bytes.Buffer, r *result.Result) error {
 	if len(r.Levels) == 0 {

@@ -51,7 +51,7 @@ var connLabels = []struct {
 }
 
 // Text writes the terminal summary. Its fields, names and order start from
-// the seed's reports so results stay comparable with them; every latency
+// the classic load-test report's reports so results stay comparable with them; every latency
 // figure is recomputed from the histograms rather than read from the file.
 func Text(w io.Writer, r *result.Result) error {
 	v, err := recompute(r)
@@ -307,7 +307,7 @@ func requestTypes(b *bytes.Buffer, steps []result.Step, lat []result.Latency) {
 		}
 	}
 	// Group labels are padded to a common width so their figures line up,
-	// as the seed's Reads/Writes lines did.
+	// as the classic load-test report's Reads/Writes lines did.
 	width := 0
 	for _, g := range groups {
 		width = max(width, utf8.RuneCountInString(g.label))

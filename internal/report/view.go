@@ -12,7 +12,7 @@ import (
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
-// classTitles name failure classes in tables, in the seed's words where the
+// classTitles name failure classes in tables, in the classic load-test report's words where the
 // seed has them.
 var classTitles = map[sample.Class]string{
 	sample.RateLimited:   "Rate Limited (429)",
@@ -69,7 +69,7 @@ func presentClasses(maps ...map[string]int64) []string {
 	return append(out, unknown...)
 }
 
-// loadLabel names a run by its load the way the seed's column headers do
+// loadLabel names a run by its load the way the classic load-test report's column headers do
 // ("100 users"), falling back to the plan name; a run of several levels
 // by its levels.
 func loadLabel(r *result.Result) string {
@@ -199,7 +199,7 @@ func secondsLabel(s float64) string {
 	return (time.Duration(math.Round(s)) * time.Second).String()
 }
 
-// levelLabel names a level of a sweep or gates run as the seed's column
+// levelLabel names a level of a sweep or gates run as the classic load-test report's column
 // headers do: "100 users", "500/s", "50 tenants".
 func levelLabel(l result.Level) string {
 	v := number(l.Value)
@@ -217,7 +217,7 @@ func levelLabel(l result.Level) string {
 	return v + " " + l.Vary
 }
 
-// levelFigures are the seed's per-level rows for one level.
+// levelFigures are the classic load-test report's per-level rows for one level.
 type levelFigures struct {
 	label, p95, failed, rps string
 	pass                    string
@@ -247,7 +247,7 @@ func levelsOf(r *result.Result) ([]levelFigures, error) {
 	return out, nil
 }
 
-// levelsTable is the seed's table of a multi-level run: P95, requests
+// levelsTable is the classic load-test report's table of a multi-level run: P95, requests
 // failed and throughput, one column per level, and each level's SLO
 // verdict when any level was judged; nil for a run of one level.
 func levelsTable(r *result.Result) (*plainTable, error) {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// FormatDuration formats a latency in microseconds the way the seed's
+// FormatDuration formats a latency in microseconds the way the classic load-test report's
 // reports do: Go's time.Duration, exact below a second (818.663ms, 697µs)
 // and rounded to the millisecond above it (4.718s, 1m14s), because
 // microsecond digits on multi-second latencies are noise that hides the
