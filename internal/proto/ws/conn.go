@@ -145,9 +145,10 @@ type Conn struct {
 	wmu       sync.Mutex
 	lastRead  atomic.Int64 // clock() at the last frame of any kind
 	lastWrite atomic.Int64
-	due       int64       // clock() of the next keep-alive or silence check (sweep.go)
-	slot      int32       // index in sweep's queue; -1: not in it
-	closing   atomic.Bool // Close was called: the peer's close frame is expected
+	due       int64        // clock() of the next keep-alive or silence check (sweep.go)
+	slot      int32        // index in sweep's queue; -1: not in it
+	busy      atomic.Int32 // 1 while the reader counts and delivers a message (see handle)
+	closing   atomic.Bool  // Close was called: the peer's close frame is expected
 	ended     atomic.Bool
 	done      chan struct{}
 
@@ -314,6 +315,21 @@ func (c *Conn) handle(typ int, r io.Reader) bool {
 		return false
 	}
 	c.lastRead.Store(clock())
+	// Counting a message and delivering it are one unit, so a count read
+	// after Close or Abort returns agrees with what handlers saw: the
+	// reader marks itself busy, then skips a connection already ended
+	// (counting nothing), and Close and Abort wait for busy to clear
+	// (settle). Without this, a Close that gave up on the close handshake
+	// (the close frame stuck behind a flood) ended the connection between
+	// the MsgsIn add and the handler, and a push counted in MsgsIn was
+	// missing from the handler's counts. Both sides are sequentially
+	// consistent atomics, so either the reader sees ended or settle sees
+	// busy.
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
+	if c.ended.Load() {
+		return false
+	}
 	data := buf.Bytes()
 	if ct := c.o.Counters; ct != nil {
 		ct.MsgsIn.Add(1)
@@ -333,6 +349,20 @@ func (c *Conn) handle(typ int, r io.Reader) bool {
 		}
 	}
 	return true
+}
+
+// settle waits for a message being counted and delivered to be done (see
+// handle); the connection has ended, so no other will start. The wait is
+// bounded by CloseTimeout: were a handler to call Close or Abort on its own
+// connection, it would wait on itself.
+func (c *Conn) settle() {
+	if c.busy.Load() == 0 {
+		return
+	}
+	deadline := time.Now().Add(c.o.closeTimeout())
+	for c.busy.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func putBuf(b *bytes.Buffer) {
@@ -434,6 +464,7 @@ func (c *Conn) endedError(op string) error {
 func (c *Conn) Close(code int, reason string) error {
 	if c.ended.Load() || !c.closing.CompareAndSwap(false, true) {
 		<-c.done
+		c.settle()
 		return nil
 	}
 	err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(c.o.closeTimeout()))
@@ -447,6 +478,7 @@ func (c *Conn) Close(code int, reason string) error {
 	}
 	c.end(&Disconnect{Reason: ClientClose, Class: sample.OK}, false)
 	<-c.done
+	c.settle()
 	return nil
 }
 
@@ -454,6 +486,7 @@ func (c *Conn) Close(code int, reason string) error {
 func (c *Conn) Abort() {
 	c.closing.Store(true)
 	c.end(&Disconnect{Reason: ClientClose, Class: sample.OK}, false)
+	c.settle()
 }
 
 // Fail ends the connection with a reason a protocol layer decided on.
