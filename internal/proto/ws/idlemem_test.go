@@ -110,15 +110,25 @@ func TestSweepQueue(t *testing.T) {
 	sweep.mu.Lock()
 	before := len(sweep.q)
 	sweep.mu.Unlock()
-	var conns []*Conn
+	// Every connection joins the queue: counted while no keep-alive is
+	// due, since a connection whose check is running is off the queue
+	// until it reschedules (on a busy machine, for a while).
+	var idle []*Conn
 	for i := 0; i < 40; i++ {
-		conns = append(conns, dial(t, srv.URL, &Options{KeepAlive: time.Duration(5+i%7) * time.Millisecond, IdleTimeout: time.Minute}))
+		idle = append(idle, dial(t, srv.URL, &Options{KeepAlive: time.Hour, IdleTimeout: time.Hour}))
 	}
 	sweep.mu.Lock()
 	if got := len(sweep.q); got != before+40 {
 		t.Errorf("queue holds %d, want %d", got, before+40)
 	}
 	sweep.mu.Unlock()
+	for _, c := range idle {
+		c.Abort()
+	}
+	var conns []*Conn
+	for i := 0; i < 40; i++ {
+		conns = append(conns, dial(t, srv.URL, &Options{KeepAlive: time.Duration(5+i%7) * time.Millisecond, IdleTimeout: time.Minute}))
+	}
 	// Keep-alives are due every few ms, so ends race with checks.
 	for i, c := range conns {
 		switch i % 3 {

@@ -297,13 +297,16 @@ func TestReadLimit(t *testing.T) {
 func TestKeepAliveAndSilence(t *testing.T) {
 	noLeak(t)
 	srv := echoServer(t)
-	// WebSocket pings every 20ms; the server's pongs count as life, so
-	// the 150ms silence limit is never reached.
-	c := dial(t, srv.URL, &Options{KeepAlive: 20 * time.Millisecond, IdleTimeout: 150 * time.Millisecond})
+	// WebSocket pings every 50ms; the server's pongs count as life, so
+	// the 1s silence limit is never reached in 2.5s. The limit is 20
+	// pings long so a loaded machine's late wake-ups (a ping or its pong
+	// read 100ms+ late was seen in CI) cannot reach it; without pongs as
+	// life it is passed twice over.
+	c := dial(t, srv.URL, &Options{KeepAlive: 50 * time.Millisecond, IdleTimeout: time.Second})
 	select {
 	case <-c.Done():
 		t.Fatalf("ended: %v", c.Disconnect())
-	case <-time.After(400 * time.Millisecond):
+	case <-time.After(2500 * time.Millisecond):
 	}
 	c.Close(1000, "")
 
