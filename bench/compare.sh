@@ -17,6 +17,8 @@
 # variables of peers.sh (TOOLS, CONNS3, SECS3, ...) pass through. The
 # floor of issue 19 (≥ 1.0× wrk's req/s at ≤ wrk's CPU per request):
 #   REPEATS=5 TOOLS=wrk bench/compare.sh test3
+# ENGINE (auto, loop or goroutines; default auto) is stampede's --engine:
+# test3's plan runs the event-loop engine unless ENGINE=goroutines.
 # All traffic goes to 127.0.0.1.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,7 +40,7 @@ if [[ ${INSTALL_OHA:-0} == 1 ]] && ! command -v oha >/dev/null && command -v car
   cargo install oha --locked
 fi
 
-export CANDIDATE="$HERE/.bin/stampede url {url} -c {conns} -d {secs}s -r {rate} --format json"
+export CANDIDATE="$HERE/.bin/stampede url {url} -c {conns} -d {secs}s -r {rate} --format json --engine ${ENGINE:-auto}"
 export CANDIDATE_NAME=stampede CANDIDATE_PARSE=auto
 export CONNS3=${CONNS3:-64}
 export REPEATS=${REPEATS:-5}

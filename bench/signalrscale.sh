@@ -5,22 +5,37 @@
 #   bench/signalrscale.sh [TENANTS] [PER_TENANT...] [-- WORKERS [RAMP_S [HOLD_S]]]
 #
 #   bench/signalrscale.sh 2000 9                 18,000 from one process, one hub
+#   PROTOCOL=messagepack bench/signalrscale.sh 2000 9
 #   bench/signalrscale.sh 2000 8 6 5 -- 2        38,000 from 2 worker processes,
 #                                                three hubs (16,000 + 12,000 + 10,000)
 #
-# Each PER_TENANT is one scenario (one device kind) with its own
-# `stampede demo` hub process, because a hub process, like any process
-# here, may hold at most 20,000 open files. Every connection negotiates,
-# connects, handshakes and joins its restaurant's group (JoinRestaurant),
-# then stays idle, listening for OrderPlaced, through the hold.
+# Environment:
+#   HUB=sighub (default) | demo   the hub processes: bench/sighub (a lean
+#                                 hub on philippseith/signalr) or
+#                                 `stampede demo` (same library, ~2x the
+#                                 memory per connection: see docs/benchmarks.md)
+#   PROTOCOL=json (default) | messagepack
+#   TRANSPORT=websockets (default) | sse | long_polling   long polling is
+#                                 served by sighub -server sigtest (HUB=sighub only)
+#   SIGHUB_FLAGS="-max-message 32768"   more flags for sighub (go run ./bench/sighub -h)
+#   BASE_PORT=8200                hub i listens on 127.0.0.1:BASE_PORT+i
+#   RESULT_FILE=path              also write the figures there, one line
+#                                 (for bench/sigtransports.sh)
 #
-# Every 5 s it prints the connections each hub counts and the RSS of every
-# generator process; at the end, a table with the RSS taken at the last
-# sample of the hold (every connection open and idle): all of it, its
-# anonymous part (heap, stacks, histograms: what the process itself
-# allocated; the rest is the mapped program file, ~35 MB per process,
+# Each PER_TENANT is one scenario (one device kind) with its own hub
+# process, because a hub process, like any process here, may hold at most
+# 20,000 open files. Every connection negotiates, connects, handshakes and
+# joins its restaurant's group (JoinRestaurant), then stays idle,
+# listening for OrderPlaced, through the hold.
+#
+# Every 5 s it prints the connections the hubs count and the RSS of every
+# generator process and of the hubs; at the end, a table with the RSS taken
+# at the last sample of the hold (every connection open and idle): all of
+# it, its anonymous part (heap, stacks, histograms: what the process itself
+# allocated; the rest is the mapped program file, ~35-45 MB per process,
 # shared and not per connection), and the marginal cost over a baseline
-# run of the same plan with 1 tenant.
+# run of the same plan with 1 tenant. Everything it starts is bounded in
+# time and stopped on exit, Ctrl-C included.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -34,23 +49,73 @@ WORKERS=${1:-1}
 RAMP=${2:-60}
 HOLD=${3:-60}
 BASE_PORT=${BASE_PORT:-8200}
+HUB=${HUB:-sighub}
+PROTOCOL=${PROTOCOL:-json}
+TRANSPORT=${TRANSPORT:-websockets}
+case $HUB in sighub | demo) ;; *) echo "HUB must be sighub or demo" >&2; exit 2 ;; esac
+case $PROTOCOL in json | messagepack) ;; *) echo "PROTOCOL must be json or messagepack" >&2; exit 2 ;; esac
+case $TRANSPORT in websockets | sse | long_polling) ;; *) echo "TRANSPORT must be websockets, sse or long_polling" >&2; exit 2 ;; esac
+if [[ $TRANSPORT == long_polling && $HUB != sighub ]]; then
+  echo "long polling: only sighub -server sigtest serves it (philippseith/signalr does not)" >&2; exit 2
+fi
 export PATH="$PATH:/usr/local/go/bin"
-mkdir -p "$HERE/.bin"
-(cd "$ROOT" && go build -o "$HERE/.bin/stampede" ./cmd/stampede)
+mkdir -p "$HERE/.bin/sig"
+# NO_BUILD=1 runs the binaries already in bench/.bin/sig (bench/sigtransports.sh
+# builds them once for all its runs).
+[[ -n ${NO_BUILD:-} ]] || (cd "$ROOT" && go build -o "$HERE/.bin/sig/stampede" ./cmd/stampede && go build -o "$HERE/.bin/sig/sighub" ./bench/sighub)
 ulimit -n "$(ulimit -Hn)"
-BIN=$HERE/.bin/stampede
+BIN=$HERE/.bin/sig/stampede
 
 dir=$(mktemp -d /tmp/signalrscale.XXXXXX)
 hubs=()
-cleanup() { kill "${hubs[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"; }
+gen=""
+gens=""
+cleanup() {
+  trap - EXIT INT TERM
+  # The generator first (its workers are its children), then the hubs;
+  # background jobs of a script ignore Ctrl-C, so they are ended here.
+  if [[ -n $gen ]]; then
+    gens=$(tree "$gen")
+    kill -TERM $gens 2>/dev/null || true
+  fi
+  ((${#hubs[@]})) && kill -TERM "${hubs[@]}" 2>/dev/null || true
+  for _ in $(seq 50); do
+    local alive=0
+    for p in $gens "${hubs[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.2
+  done
+  for p in $gens "${hubs[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
 trap cleanup EXIT
+trap 'echo "interrupted" >&2; exit 130' INT TERM
+
 for i in "${!PER[@]}"; do
-  "$BIN" demo --addr "127.0.0.1:$((BASE_PORT + i))" >"$dir/hub$i.log" 2>&1 &
+  port=$((BASE_PORT + i))
+  if curl -fsS -m 2 "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
+    echo "127.0.0.1:$port already answers: another hub is running (set BASE_PORT)" >&2; exit 1
+  fi
+  case $HUB in
+  demo) "$BIN" demo --addr "127.0.0.1:$port" >"$dir/hub$i.log" 2>&1 & ;;
+  sighub)
+    server=philippseith
+    [[ $TRANSPORT == long_polling ]] && server=sigtest
+    "$HERE/.bin/sig/sighub" -addr "127.0.0.1:$port" -server $server -transports LongPolling ${SIGHUB_FLAGS:-} >"$dir/hub$i.log" 2>&1 &
+    ;;
+  esac
   hubs+=($!)
 done
 for i in "${!PER[@]}"; do
-  for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$((BASE_PORT + i))/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+  ok=0
+  for _ in $(seq 50); do
+    curl -fsS -m 2 "http://127.0.0.1:$((BASE_PORT + i))/healthz" >/dev/null 2>&1 && { ok=1; break; }
+    sleep 0.2
+  done
+  ((ok)) || { echo "hub $i did not come up:" >&2; cat "$dir/hub$i.log" >&2; exit 1; }
 done
+echo "hubs: $HUB ($(for i in "${!PER[@]}"; do printf '127.0.0.1:%d ' $((BASE_PORT + i)); done)), protocol $PROTOCOL, transport $TRANSPORT" >&2
 
 plan() { # tenants ramp hold -> plan on stdout
   echo "name: signalr-idle"
@@ -63,6 +128,8 @@ plan() { # tenants ramp hold -> plan on stdout
     per_tenant: ${PER[$i]}
     signalr:
       url: http://127.0.0.1:$((BASE_PORT + i))/hubs/kitchen
+      protocol: $PROTOCOL
+      transport: $TRANSPORT
       invoke: [{method: JoinRestaurant, args: ["{{ tenant }}"], timeout: 30s}]
       listen: [OrderPlaced]
 EOF
@@ -79,39 +146,66 @@ EOF
 hubconns() {
   local s=0 n
   for i in "${!PER[@]}"; do
-    n=$(curl -fsS "http://127.0.0.1:$((BASE_PORT + i))/__stats" 2>/dev/null | sed -n 's/.*"kitchen":{"connections":\([0-9]*\).*/\1/p')
+    n=$(curl -fsS -m 5 "http://127.0.0.1:$((BASE_PORT + i))/__stats" 2>/dev/null |
+      grep -o '"kitchen":{"connections":[0-9]*' | grep -o '[0-9]*$' || true)
     s=$((s + ${n:-0}))
   done
   echo "$s"
 }
 
-# run tenants ramp hold -> "hub_conns rss_kb anon_kb" at the last sample of
-# the hold, when every connection is open and idle.
+# tree PID: the process and its descendants (timeout(1), stampede, its
+# workers).
+tree() { echo "$1"; local c; for c in $(pgrep -P "$1" || true); do tree "$c"; done; }
+
+# sockets PORT...: established TCP connections to those ports (the
+# generator's side), e.g. two per long-polling connection.
+sockets() {
+  local f="" p
+  for p in "$@"; do f="$f${f:+ or }dport = :$p"; done
+  ss -Htn state established "( $f )" 2>/dev/null | wc -l
+}
+
+kb() { awk -v k="$2" '$1 == k":" {print $2; f=1} END {if (!f) print 0}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+# run NAME tenants ramp hold: writes "hub_conns rss_kb anon_kb hub_rss_kb
+# hub_anon_kb tcp_conns" at the last sample of the hold, when every connection is
+# open and idle, to $dir/NAME.
 run() {
-  plan "$1" "$2" "$3" >"$dir/plan.yaml"
-  local args=(run "$dir/plan.yaml" -q -o "$dir/run.json")
+  local name=$1
+  plan "$2" "$3" "$4" >"$dir/plan.yaml"
+  local args=(run "$dir/plan.yaml" -q -o "$dir/$name.json")
   ((WORKERS > 1)) && args+=(--workers "$WORKERS")
   local start; start=$(date +%s)
-  "$BIN" "${args[@]}" >"$dir/summary.txt" 2>"$dir/err.log" &
-  local parent=$! conns=0 rss=0 anon=0 per="" last=""
-  while kill -0 $parent 2>/dev/null; do
+  # Bounded: the plan ends at ramp + hold + grace; closing thousands of
+  # connections takes seconds more, never minutes.
+  timeout -k 10 $(($3 + $4 + 120)) "$BIN" "${args[@]}" >"$dir/$name.summary" 2>"$dir/$name.err" &
+  gen=$!
+  local conns=0 rss=0 anon=0 hrss=0 hanon=0 socks=0 per="" last="0 0 0 0 0 0"
+  while kill -0 "$gen" 2>/dev/null; do
     sleep 5
     local t=$(($(date +%s) - start))
-    ((t > $2 + $3 - 1)) && break   # the run is ending: connections close
+    ((t > $3 + $4 - 1)) && break # the run is ending: connections close
     conns=$(hubconns)
-    rss=0 anon=0 per=""
-    for k in $parent $(pgrep -P $parent || true); do
+    rss=0 anon=0 per="" hrss=0 hanon=0
+    # stampede and its workers; not timeout(1), which only waits.
+    for k in $(tree "$gen" | tail -n +2); do
       local r a
-      r=$(awk '/VmRSS/{print $2}' /proc/$k/status 2>/dev/null || echo 0)
-      a=$(awk '/RssAnon/{print $2}' /proc/$k/status 2>/dev/null || echo 0)
-      rss=$((rss + r)) anon=$((anon + a)); per="$per $((r / 1024))"
+      r=$(kb "$k" VmRSS) a=$(kb "$k" RssAnon)
+      ((r)) || continue
+      rss=$((rss + r)) anon=$((anon + a)) per="$per $((r / 1024))"
     done
-    printf 't=%3ds hub connections=%6d generator RSS=%7.1f MB, anonymous %7.1f MB (processes:%s MB)\n' "$t" "$conns" \
-      "$(awk -v r=$rss 'BEGIN{print r/1024}')" "$(awk -v r=$anon 'BEGIN{print r/1024}')" "$per" >&2
-    last="$conns $rss $anon"
+    socks=$(sockets $(for i in "${!PER[@]}"; do echo $((BASE_PORT + i)); done))
+    for k in "${hubs[@]}"; do hrss=$((hrss + $(kb "$k" VmRSS))) hanon=$((hanon + $(kb "$k" RssAnon))); done
+    printf 't=%3ds hub connections=%6d TCP=%6d generator RSS=%7.1f MB, anonymous %7.1f MB (processes:%s MB); hubs RSS %7.1f MB\n' "$t" "$conns" "$socks" \
+      "$(awk -v r=$rss 'BEGIN{print r/1024}')" "$(awk -v r=$anon 'BEGIN{print r/1024}')" "$per" \
+      "$(awk -v r=$hrss 'BEGIN{print r/1024}')" >&2
+    last="$conns $rss $anon $hrss $hanon $socks"
   done
-  wait $parent || echo "stampede exit $?" >&2
-  echo "$last"
+  local rc=0
+  wait "$gen" || rc=$?
+  gen=""
+  ((rc == 0)) || echo "stampede exit $rc$( ((rc == 124)) && echo ' (timed out)')" >&2
+  echo "$last" >"$dir/$name"
 }
 
 total=0
@@ -120,21 +214,36 @@ echo "baseline: 1 tenant ($((total / TENANTS)) connections)" >&2
 # The big run lowers its GC percent to 10 by itself (a population of
 # ≥ 1,000 connections); the baseline gets the same, so the difference is
 # the connections alone.
-read -r base_conns base_rss base_anon < <(GOGC=10 run 1 2 15)
+GOGC=10 run base 1 2 15
+read -r base_conns base_rss base_anon _ _ _ <"$dir/base"
 echo "$total connections: $TENANTS tenants × (${PER[*]}), $WORKERS generator process(es), ${#PER[@]} hub process(es)" >&2
-read -r conns rss anon < <(run "$TENANTS" "$RAMP" "$HOLD")
+run big "$TENANTS" "$RAMP" "$HOLD"
+read -r conns rss anon hrss hanon socks <"$dir/big"
+
 echo
-echo "| connections asked | open (hubs' count) | generator processes | generator RSS, all processes | RSS / connection | anonymous RSS / connection | marginal / connection (minus the ${base_conns}-connection baseline, $((base_rss / 1024)) MB) |"
-echo "|---|---|---|---|---|---|---|"
-if ((${conns:-0} == 0)); then echo "no connection was open at the last sample: see the log below"; else
-awk -v n="$total" -v e="$conns" -v w="$WORKERS" -v r="$rss" -v a="$anon" -v b="$base_rss" \
-  'BEGIN{printf "| %d | %d | %d | %.1f MB | %.2f KB | %.2f KB | %.2f KB |\n", n, e, w, r/1024, r/e, a/e, (r-b)/e}'
+echo "SignalR $PROTOCOL over $TRANSPORT, hub $HUB; $(date -u '+%Y-%m-%d %H:%M UTC'); load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+echo "stampede built $(date -u -r "$BIN" '+%H:%M UTC') from $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null) and the working tree then"
+echo
+echo "| connections asked | open (hubs' count) | generator processes | generator RSS, all processes | RSS / connection | anonymous RSS / connection | marginal / connection (minus the ${base_conns}-connection baseline, $((base_rss / 1024)) MB) | marginal anonymous / connection | hubs' RSS (/ connection) | TCP connections to the hubs |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+if ((${conns:-0} <= ${base_conns:-0})); then
+  echo "no connection was open at the last sample: see the log below"
+else
+  awk -v n="$total" -v e="$conns" -v w="$WORKERS" -v r="$rss" -v a="$anon" -v b="$base_rss" -v ba="$base_anon" -v bc="$base_conns" -v h="$hrss" -v s="$socks" \
+    'BEGIN{printf "| %d | %d | %d | %.1f MB | %.2f KB | %.2f KB | %.2f KB | %.2f KB | %.0f MB (%.1f KB) | %d |\n", n, e, w, r/1024, r/e, a/e, (r-b)/(e-bc), (a-ba)/(e-bc), h/1024, h/e, s}'
+fi
+if ((${conns:-0} < total)); then
+  echo
+  echo "WARNING: the hubs counted $conns of $total connections open at the last sample: the figures are a churn's, not $total idle connections'."
+fi
+if [[ -n ${RESULT_FILE:-} ]]; then
+  echo "$total $conns $rss $anon $base_conns $base_rss $base_anon $hrss $hanon $socks" >"$RESULT_FILE"
 fi
 echo
 for i in "${!PER[@]}"; do
-  echo "hub $i RSS: $(awk '/VmRSS/{printf "%.0f MB", $2/1024}' /proc/${hubs[$i]}/status 2>/dev/null)"
+  echo "hub $i at the end: $(awk '/VmRSS/{printf "RSS %.0f MB", $2/1024} /RssAnon/{printf ", anonymous %.0f MB", $2/1024}' "/proc/${hubs[$i]}/status" 2>/dev/null)"
 done
 echo
-cat "$dir/err.log" | tail -n 5
-sed -n '/Connections:/,/^$/p' "$dir/summary.txt"
-grep -E "Generator" "$dir/summary.txt" || true
+tail -n 5 "$dir/big.err"
+sed -n '/Connections:/,/^$/p' "$dir/big.summary"
+grep -E "Generator" "$dir/big.summary" || true

@@ -16,15 +16,19 @@ import (
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/report"
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
+	var dataDir string
+	cmd := &cobra.Command{
 		Use:   "validate PLAN",
 		Short: "Check a plan without sending traffic",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadPlan(args[0])
+			// Data files resolved as run --data-dir resolves them, so a
+			// plan whose data lives elsewhere validates as it runs.
+			p, err := session.Load(args[0], plan.LoadOptions{DataDir: dataDir})
 			if err != nil {
 				return err
 			}
@@ -50,6 +54,8 @@ func newValidateCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "read the plan's data files (relative paths) from this directory instead of the plan's, as run --data-dir does")
+	return cmd
 }
 
 func newReportCmd() *cobra.Command {

@@ -55,6 +55,7 @@ partial. A second Ctrl-C writes the partial result at once and exits.`,
 	cmd.Flags().StringArrayVar(&monitors, "monitor", nil, monitorFlagHelp)
 	dist.add(cmd.Flags()) // --segment, --start-at, --workers (segments.go)
 	errs.add(cmd.Flags()) // --error-messages, --keep-failures (errorflags.go)
+	addEngineFlag(cmd.Flags())
 	outputs.add(cmd.Flags())
 	return cmd
 }
@@ -133,7 +134,7 @@ func runPlan(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet boo
 	}
 	defer s.Close()
 
-	opts := run.Options{Version: version, TLS: tlsConf}
+	opts := run.Options{Version: version, TLS: tlsConf, Engine: engineChoice}
 	if err := dist.apply(&opts, stderr, p); err != nil {
 		return err
 	}

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/dist/segment"
+	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/report"
 	"github.com/stampede-load/stampede/internal/result"
@@ -166,7 +168,11 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 		return err
 	}
 	outputs.planStages(p.Load)
-	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(monitors)), Stderr: stderr, Sinks: sinks})
+	// Set once the workers are known; the second Ctrl-C during the
+	// coordinator's teardown merges before the process quits.
+	mergeFailures := func() {}
+	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(monitors)), Stderr: stderr, Sinks: sinks,
+		OnQuit: func() { mergeFailures() }})
 	if err != nil {
 		closeSinks(sinks)
 		return err
@@ -209,8 +215,42 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	if d.startAt == "" {
 		e.StartAfterSetup = dist.DefaultLead
 	}
+	e.Warn = func(msg string) { fmt.Fprintf(stderr, "stampede: warning: %s\n", msg) }
+	if keep, _ := fs.GetInt("keep-failures"); keep > 0 {
+		mergeFailures = workerFailures(stderr, l, out, keep)
+	}
 	oc := s.Run(e)
+	mergeFailures()
 	return printMerged(stdout, stderr, oc, e.Segments, out)
+}
+
+// workerFailures merges the failure samples each worker wrote
+// (--keep-failures, passed on to them) into the one file a run of one
+// process writes, RESULT.failures.jsonl, keeping up to keep per step for
+// the whole test, and says where it is. Once only.
+func workerFailures(stderr io.Writer, l dist.Local, out string, keep int) func() {
+	var once sync.Once
+	begun := time.Now()
+	return func() {
+		once.Do(func() {
+			var files []string
+			for i := range l.Workers {
+				f := metrics.FailuresPath(filepath.Join(l.Dir, fmt.Sprintf("seg-%d.json", i)))
+				// A file older than this test is a previous run's: the
+				// workers remove them as they start, unless none started.
+				if st, err := os.Stat(f); err == nil && !st.ModTime().Before(begun) {
+					files = append(files, f)
+				}
+			}
+			path := metrics.FailuresPath(out)
+			n, err := dist.MergeFailures(path, files, keep)
+			if err != nil {
+				fmt.Fprintf(stderr, "stampede: the workers' failure samples could not be merged into %s: %v; each worker's are in %s\n", path, err, l.Dir)
+				return
+			}
+			fmt.Fprintf(stderr, "%d failure %s saved to %s (the workers' earliest %d per step)\n", n, pluralWord(int(n), "sample"), path, keep)
+		})
+	}
 }
 
 // printMerged prints the merged result of --workers or k8s --apply and

@@ -73,7 +73,7 @@ requests in flight.`,
 				return err
 			}
 			defer s.Close()
-			oc := s.Run(&session.InProcess{Plan: p, Options: run.Options{Version: version}})
+			oc := s.Run(&session.InProcess{Plan: p, Options: run.Options{Version: version, Engine: engineChoice}})
 			if oc.Result == nil || oc.Quit {
 				return oc.Err()
 			}
@@ -103,6 +103,7 @@ requests in flight.`,
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "per-request timeout")
 	f.StringVarP(&out, "out", "o", "", "also save the result JSON here")
 	f.StringVar(&format, "format", "text", "summary format: text, or json (a one-line brief for scripts)")
+	addEngineFlag(f)
 	return cmd
 }
 

@@ -103,6 +103,8 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 		o.Log = filepath.Join(l.Dir, fmt.Sprintf("seg-%d.log", i))
 		o.ExitCode = -1
 		os.Remove(o.File) // a stale file must not pass for this run's
+		// Nor stale failure samples (--keep-failures), merged after the run.
+		os.Remove(strings.TrimSuffix(o.File, ".json") + ".failures.jsonl")
 		f, err := os.Create(o.Log)
 		if err != nil {
 			o.Err = err

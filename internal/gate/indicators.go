@@ -95,6 +95,10 @@ func Indicators(r *result.Result) []result.Indicator {
 		warn("generator_cpu", fmt.Sprintf("Generator CPU was at %.2f%%%s - the generator was CPU bound, so the target may have had more to give; use more cores or split the run into segments", g.CPUUtil*percent, cores),
 			map[string]float64{"cpu_util": g.CPUUtil, "cores": float64(g.Cores), "cpu_s": g.CPUSeconds})
 	}
+	if late := r.Run.LateStartS; late > 0 {
+		warn("late_start", fmt.Sprintf("The load began %s after its start time (--start-at), which the setup (or a late process) overran - it ran on the shared schedule, so the profile's first %s was not sent", formatDuration(int64(late*1e6)), formatDuration(int64(late*1e6))),
+			map[string]float64{"late_start_s": late})
+	}
 	out = append(out, monitorIndicators(r)...)
 	if r.Run.Partial {
 		reason := r.Run.PartialReason

@@ -229,6 +229,8 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 		// the whole; repeated whole runs add load the same way.
 		out.MaxUsers += run.MaxUsers
 		out.PeakRate += run.PeakRate
+		// The whole missed what the latest segment missed, at least.
+		out.LateStartS = max(out.LateStartS, run.LateStartS)
 		if run.Partial {
 			reason := run.PartialReason
 			if reason == "" {

@@ -31,15 +31,19 @@ type FailureLog struct {
 
 // Exchange is one failing request and what came back.
 type Exchange struct {
-	Time     time.Time      `json:"time"`
-	Scenario string         `json:"scenario"`
-	Step     string         `json:"step"`
-	Class    string         `json:"class"`
-	Message  string         `json:"message"`
-	Request  ExchangeReq    `json:"request"`
-	Response *ExchangeResp  `json:"response,omitempty"`
-	Error    string         `json:"error,omitempty"`
-	Timings  ExchangeTiming `json:"timings"`
+	Time     time.Time `json:"time"`
+	Scenario string    `json:"scenario"`
+	Step     string    `json:"step"`
+	// StepIndex is the step's place among the plan's request steps (the
+	// result's steps), which tells two steps of one name apart: merging
+	// the samples of several segments keeps up to N of each by it.
+	StepIndex int            `json:"step_index"`
+	Class     string         `json:"class"`
+	Message   string         `json:"message"`
+	Request   ExchangeReq    `json:"request"`
+	Response  *ExchangeResp  `json:"response,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Timings   ExchangeTiming `json:"timings"`
 }
 
 // ExchangeReq is the request as sent.
@@ -113,6 +117,7 @@ func (l *FailureLog) Add(step int, x *Exchange) {
 	if step >= len(l.taken) || l.taken[step].Add(1) > l.per {
 		return
 	}
+	x.StepIndex = step
 	l.clean(x)
 	var line bytes.Buffer
 	enc := json.NewEncoder(&line)

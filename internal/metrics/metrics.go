@@ -92,7 +92,9 @@ type stepStats struct {
 // window is a shard's failures in the current interval; its successes and
 // iteration starts are drained from the live histograms.
 type window struct {
-	completed, dropped int64 // completed: failures with a latency
+	// completed: failures that ended (all but dropped and interrupted
+	// ones), with a latency or, sent nothing, without.
+	completed, dropped int64
 	failed             [sample.NumClasses]int64
 }
 
@@ -235,6 +237,21 @@ func (s *Shard) message(step int, class sample.Class, status int, msg []byte, ms
 		s.key = append(s.key, defaultMessage(class)...)
 	}
 	t.count(s.key, class, status, s.key[3:], n, s.rec.tableCap, s.rec.redact)
+}
+
+// FailUnsent counts a failure of step before anything was sent: a
+// control step or script that failed ahead of it, or a request that could
+// not be built. It is one outcome of the step, in its class and messages,
+// and it completed (it was not dropped or cut off), but it has no
+// latency: a 0 µs sample would pull the step's and the run's percentiles
+// down. What was sent is what has a latency.
+func (s *Shard) FailUnsent(step int, class sample.Class, msg string) {
+	s.mu.Lock()
+	s.message(step, class, 0, nil, msg, 1)
+	s.steps[step].byClass[class]++
+	s.win.completed++
+	s.win.failed[class]++
+	s.mu.Unlock()
 }
 
 // RecordUnfinished counts a request that never produced a latency: an

@@ -167,6 +167,9 @@ func modelLine(r *result.Result) string {
 	if run.Paced {
 		parts = append(parts, "paced")
 	}
+	if run.Engine == "loop" {
+		parts = append(parts, "event-loop engine")
+	}
 	from := run.LatencyFrom
 	if from == "" {
 		from = "send"

@@ -113,6 +113,16 @@ type RunInfo struct {
 	// `seed: N` repeats them. Merged results keep it only when every part
 	// drew from the same one.
 	Seed *uint64 `json:"seed,omitempty"`
+	// Engine is what ran the HTTP users: "loop" (the event-loop engine,
+	// internal/evloop) or "goroutines"; empty in results from before it
+	// was recorded, and without HTTP users.
+	Engine string `json:"engine,omitempty"`
+	// LateStartS is how long after its start time (--start-at) the load
+	// began, when that is over 0.1 s: a setup that overran the instant,
+	// or a process that came up within --start-grace after it. The load
+	// runs on the shared schedule, so the profile's first LateStartS
+	// seconds were not sent. Merged results keep the latest segment's.
+	LateStartS float64 `json:"late_start_s,omitempty"`
 }
 
 // Totals sums every step.

@@ -42,6 +42,7 @@ type closedUser struct {
 func (r *runner) runClosed() {
 	stages := r.plan.Load.Stages
 	end := r.start.Add(r.plan.Load.Duration())
+	r.startEngine() // engine.go
 	var running []closedUser
 	tick := time.NewTicker(controlEvery)
 	defer tick.Stop()
@@ -54,6 +55,10 @@ func (r *runner) runClosed() {
 		for n := 1; len(running) < want; n++ {
 			if n%startBatch == 0 && !r.mayStart(end) {
 				break
+			}
+			if r.eng.loop != nil {
+				running = append(running, r.startLoopUser(make(chan struct{})))
+				continue
 			}
 			cu := closedUser{u: r.newUser(), quit: make(chan struct{})}
 			running = append(running, cu)

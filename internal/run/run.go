@@ -58,6 +58,10 @@ type Options struct {
 	// Handle, when set, gives the caller partial results of the run once
 	// its load has started (handle.go).
 	Handle *Handle
+	// OnPhase, when set, hears the run (or a Lifecycle's Setup and
+	// Teardown) enter its setup, return to the load after it, and enter
+	// its teardown (workflow.go), so a Ctrl-C can say what it does there.
+	OnPhase func(Phase)
 	// Monitors are the server-side collectors to run beside the load
 	// (monitors.go); nil means the plan's. The generator's own process is
 	// always recorded as well.
@@ -92,6 +96,9 @@ type Options struct {
 	// Errors says how many distinct failure messages each step keeps,
 	// how they are redacted, and where failing exchanges are sampled.
 	Errors metrics.ErrorOptions
+	// Engine picks what runs closed-model HTTP users (engine.go):
+	// "" or "auto", "loop" or "goroutines".
+	Engine string
 }
 
 // ErrUnreachable means the target refused or did not answer before any
@@ -147,6 +154,9 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		o.Carry.Adopt(prog)
 	}
 	prog.SetSegment(o.Segment.Norm().Index, o.Segment.Norm().Count)
+	if err := checkEngine(p, prog, o.Engine); err != nil { // engine.go
+		return nil, err
+	}
 	raiseFDLimit()
 	tuneGC(p)
 	if !o.SkipPreflight {
@@ -307,6 +317,11 @@ type runner struct {
 	schedOnce sync.Once
 	// inPlaceConns: the connection populations are in place (inplace.go).
 	inPlaceConns atomic.Bool
+	// late is how far into the shared schedule the load began (a setup
+	// that overran the start time): that part of the profile was skipped.
+	late time.Duration
+	// eng is the event-loop engine when it runs the users (engine.go).
+	eng engineState
 }
 
 // stop ends the starting of new work; the first reason given wins.
@@ -350,6 +365,7 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	r.start = r.loadStart(ctx)
 	if !r.opts.StartAt.IsZero() {
 		r.start = r.opts.StartAt // one global schedule for every segment
+		r.late = lateStart(r.start)
 	}
 	r.startConnections() // connections.go
 	total := r.plan.Load.Duration()
@@ -555,7 +571,8 @@ func (r *runner) build(checkpoint bool) *result.Result {
 			Model: r.plan.Load.Model.String(), Paced: r.plan.Load.Pace > 0,
 			Segment: r.resultSegment(),
 			Partial: partial != "", PartialReason: partial, StopReason: why,
-			Seed: &seed,
+			Seed: &seed, Engine: r.engineName(),
+			LateStartS: r.late.Seconds(),
 		},
 		Totals:     snap.Totals,
 		Steps:      snap.Steps,

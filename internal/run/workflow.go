@@ -23,6 +23,39 @@ var TeardownTimeout = 30 * time.Second
 // ErrSetup means the plan's setup failed; no load was sent.
 var ErrSetup = errors.New("setup failed")
 
+// Phase is the part of a test that runs. Ctrl-C does something else in
+// each: it cuts the setup off (no load is sent), stops the load
+// gracefully, and leaves the teardown going, within TeardownTimeout.
+type Phase int32
+
+const (
+	PhaseLoad Phase = iota
+	PhaseSetup
+	PhaseTeardown
+)
+
+// enter tells Options.OnPhase that phase p starts.
+func enter(o Options, p Phase) {
+	if o.OnPhase != nil {
+		o.OnPhase(p)
+	}
+}
+
+// LateStartTolerance is how late after its start time a load may begin
+// without a note in the result (RunInfo.LateStartS): a timer's wake-up on
+// a busy machine, not a setup that overran the start.
+const LateStartTolerance = 100 * time.Millisecond
+
+// lateStart is how far into its shared schedule, which started at start,
+// a load beginning now is; 0 within LateStartTolerance.
+func lateStart(start time.Time) time.Duration {
+	late := time.Since(start)
+	if late <= LateStartTolerance {
+		return 0
+	}
+	return late.Round(time.Millisecond)
+}
+
 // workflow holds the setup's and teardown's outcomes for the result.
 type workflow struct {
 	// mu guards setup and teardown against a partial result built while
@@ -182,7 +215,9 @@ func Setup(ctx context.Context, p *plan.Plan, o Options) (lc *Lifecycle, ph *res
 	if p.Setup != nil {
 		r := phaseRunner(p, o)
 		defer r.shared.Close()
+		enter(o, PhaseSetup)
 		ph, lc.globals, err = r.runPhase(ctx, p.Setup, nil)
+		enter(o, PhaseLoad)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -316,7 +351,9 @@ func (r *runner) setupPhase(ctx context.Context) error {
 		}
 	}
 	if r.plan.Setup != nil {
+		enter(r.opts, PhaseSetup)
 		ph, caps, err := r.runPhase(ctx, r.plan.Setup, nil)
+		enter(r.opts, PhaseLoad)
 		if err != nil {
 			return err
 		}
@@ -364,6 +401,8 @@ func (r *runner) tearDown() {
 	r.wf.tornDown = true
 	ctx, cancel := context.WithTimeout(context.Background(), TeardownTimeout)
 	defer cancel()
+	// No way back to the load: the teardown is the test's last part.
+	enter(r.opts, PhaseTeardown)
 	ph, _, err := r.runPhase(ctx, r.plan.Teardown, r.wf.globals)
 	if err != nil {
 		ph = &result.Phase{Error: err.Error()}

@@ -19,12 +19,14 @@ type InProcess struct {
 	Warn func(string)
 
 	h run.Handle
+	phaseOf
 }
 
 func (e *InProcess) Execute(ctx context.Context, c Control) (*result.Result, error) {
 	o := e.Options
 	o.Checkpoint = c.Checkpoint
 	o.Handle = &e.h
+	o.OnPhase = e.set
 	return run.Run(ctx, e.Plan, o)
 }
 

@@ -33,6 +33,8 @@ type Levels struct {
 	Outcome *levels.Outcome
 	Found   *levels.Capacity
 
+	phaseOf // the plan's setup (the first level's) and teardown
+
 	mu   sync.Mutex
 	done []result.Level
 	cur  result.Level
@@ -46,6 +48,7 @@ type Levels struct {
 
 func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error) {
 	o := e.Options
+	o.Run.OnPhase = e.set
 	o.LoadOver = func(out *levels.Outcome) {
 		e.mu.Lock()
 		e.Outcome = out
@@ -144,8 +147,10 @@ func (e *Levels) Snapshot(reason string) *result.Result {
 // Ctrl-C during the teardown saves it complete with the teardown cut off,
 // and a process killed then still leaves every level measured.
 func (e *Levels) loadOver(res *result.Result, checkpoint func(*result.Result)) {
+	// A copy of its own: package levels writes the teardown into res's
+	// workflow when it ends, outside this lock, while Snapshot copies.
 	e.mu.Lock()
-	e.load = res
+	e.load = withWorkflow(res)
 	e.mu.Unlock()
 	if checkpoint == nil {
 		return

@@ -38,11 +38,19 @@ type Workers struct {
 	// Starting, when set, hears the workers' start just before they are
 	// started: after the coordinator's setup, with the real start time.
 	Starting func(dist.Local)
+	// Warn, when set, hears what the user should know at once: a setup
+	// that overran the given start time.
+	Warn func(msg string)
 
-	live workersLive // the checkpoints Snapshot read (workers_live.go)
+	live    workersLive // the checkpoints Snapshot read (workers_live.go)
+	phaseOf             // the coordinator's setup and teardown
 
+	// mu guards load, and its workflow, which Execute completes with the
+	// teardown while a snapshot may be copying it.
 	mu   sync.Mutex
-	load *result.Result // the merged load while the teardown runs
+	load *result.Result // the merged load, once the workers are done
+	// tornDown: the coordinator's teardown is over and in load.
+	tornDown bool
 }
 
 func (e *Workers) ForwardsSignals() bool { return true }
@@ -57,28 +65,40 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 		lc    *run.Lifecycle
 		setup *result.Phase
 	)
+	var ro run.Options
+	if e.Run != nil {
+		ro = *e.Run
+		ro.OnPhase = e.set
+	}
 	if e.Run != nil && (e.Plan.Setup != nil || e.Plan.Teardown != nil) {
 		// Ctrl-C during the setup is the session's: it cancels ctx, which
 		// cuts the setup off, and no worker is started.
 		var err error
-		if lc, setup, err = run.Setup(ctx, e.Plan, *e.Run); err != nil {
+		if lc, setup, err = run.Setup(ctx, e.Plan, ro); err != nil {
 			return nil, err
 		}
 		env, done, err := lc.HandOff(e.Plan, l.Dir)
 		if err != nil {
-			lc.Teardown(e.Plan, *e.Run)
+			lc.Teardown(e.Plan, ro)
 			return nil, fmt.Errorf("handing the setup's captures to the workers: %w", err)
 		}
 		defer done()
 		l.Env = append(append([]string(nil), l.Env...), env...)
 		if e.StartAfterSetup > 0 {
 			l.StartAt = time.Now().Add(e.StartAfterSetup)
+		} else if over := time.Since(l.StartAt); setup != nil && over > run.LateStartTolerance && e.Warn != nil {
+			// The start time was the user's (--start-at), shared with
+			// whatever else keys on it, so it is kept rather than moved:
+			// the workers join its schedule late, and their results
+			// record how late (run.late_start_s, an indicator).
+			e.Warn(fmt.Sprintf("the setup ended %v after the start time %s (--start-at): the workers start on its schedule at once, so the profile's first %v is not sent",
+				over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), over.Round(time.Millisecond)))
 		}
 	}
 	if ctx.Err() != nil {
 		// Ctrl-C came before the workers could hear it: none is started.
 		if lc != nil {
-			lc.Teardown(e.Plan, *e.Run)
+			lc.Teardown(e.Plan, ro)
 		}
 		if setup != nil {
 			return nil, fmt.Errorf("%w as it ended; no worker was started, no load was sent", run.ErrSetupCut)
@@ -108,13 +128,17 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 	}
 	// Also after Ctrl-C, and when the workers failed: the setup's data is
 	// there either way.
-	teardown := lc.Teardown(e.Plan, *e.Run)
+	teardown := lc.Teardown(e.Plan, ro)
+	// Under the lock: a snapshot taken now (a second Ctrl-C as the
+	// teardown ends) copies this workflow, and keeps the load whole with
+	// the teardown as it ended, rather than finding no load and reading
+	// the workers' checkpoints back as a partial.
 	e.mu.Lock()
-	e.load = nil
-	e.mu.Unlock()
 	if res != nil {
 		res.Workflow.Teardown = teardown
 	}
+	e.tornDown = true
+	e.mu.Unlock()
 	return res, err
 }
 

@@ -338,7 +338,7 @@ func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan 
 			break
 		}
 		stopping = true
-		s.o.Note(s.o.StopNote)
+		s.o.Note(s.stopNote(e))
 		cancel()
 	}
 	if !s.claimFinal() {

@@ -34,17 +34,19 @@ type segCheckpoint struct {
 // that a segment is still filling. Nil until a checkpoint was written.
 func (e *Workers) Snapshot(reason string) *result.Result {
 	e.mu.Lock()
-	load := e.load
-	e.mu.Unlock()
-	if load != nil {
-		// The workers are done and merged; only the teardown runs. The
-		// load is whole, since every request of it was waited for.
-		cp := withWorkflow(load)
-		if reason != "" {
+	if e.load != nil {
+		// The workers are done and merged; only the teardown runs, or has
+		// just ended. The load is whole, since every request of it was
+		// waited for. Copied under the lock, as Execute writes the
+		// teardown into it.
+		cp := withWorkflow(e.load)
+		if reason != "" && !e.tornDown {
 			cp.Workflow.Teardown = &result.Phase{Error: "cut off before it finished: " + reason}
 		}
+		e.mu.Unlock()
 		return cp
 	}
+	e.mu.Unlock()
 	w := &e.live
 	w.mu.Lock()
 	defer w.mu.Unlock()

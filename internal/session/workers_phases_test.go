@@ -57,12 +57,16 @@ type hangingPhase struct {
 	srv     *httptest.Server
 	entered chan struct{}
 	release chan struct{}
+	rel     sync.Once
 	hits    atomic.Int32
 }
 
+// Release lets the hanging path answer.
+func (h *hangingPhase) Release() { h.rel.Do(func() { close(h.release) }) }
+
 func newHangingPhase(t *testing.T, path string) *hangingPhase {
 	h := &hangingPhase{entered: make(chan struct{}), release: make(chan struct{})}
-	var once, rel sync.Once
+	var once sync.Once
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != path {
 			return
@@ -75,7 +79,7 @@ func newHangingPhase(t *testing.T, path string) *hangingPhase {
 		case <-time.After(safety):
 		}
 	}))
-	t.Cleanup(func() { rel.Do(func() { close(h.release) }); h.srv.Close() })
+	t.Cleanup(func() { h.Release(); h.srv.Close() })
 	return h
 }
 

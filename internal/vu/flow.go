@@ -143,7 +143,7 @@ func (u *User) control(sc *Scenario, st *Step, pc int) (int, bool) {
 func (u *User) failControl(st *Step, msg string) {
 	u.flow.failed = true
 	if st.failID >= 0 {
-		u.shard.FailText(st.failID, sample.Check, 0, 0, msg)
+		u.shard.FailUnsent(st.failID, sample.Check, msg)
 	}
 }
 

@@ -61,7 +61,7 @@ func (u *User) runScript(st *Step) int {
 		return scriptStopped
 	}
 	if st.failID >= 0 {
-		u.shard.FailText(st.failID, sample.Check, 0, 0, st.Name+": "+msg)
+		u.shard.FailUnsent(st.failID, sample.Check, st.Name+": "+msg)
 	}
 	return scriptFailed
 }

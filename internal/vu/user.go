@@ -446,7 +446,7 @@ func (u *User) Think(d time.Duration, stop Stop) bool {
 // reading taken just before, when the caller has one (zero: read it now).
 func (u *User) do(st *Step, from, sent time.Time) bool {
 	if err := u.build(st); err != nil {
-		u.shard.FailText(st.ID, sample.Other, 0, 0, err.Error())
+		u.shard.FailUnsent(st.ID, sample.Other, err.Error())
 		return false
 	}
 	if sent.IsZero() {
@@ -460,7 +460,13 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 	u.inFlight.Add(1)
 	err := u.tr.RoundTrip(&u.req, &u.resp)
 	u.inFlight.Add(-1)
-	latency := time.Since(from)
+	return u.finish(st, err, sent, time.Since(from))
+}
+
+// finish judges and records the outcome of a request step sent at sent:
+// err is the transport's, else u.resp holds the answer. The event-loop
+// engine (evloop.go) records through it too, so both engines count alike.
+func (u *User) finish(st *Step, err error, sent time.Time, latency time.Duration) bool {
 	if err != nil {
 		class := httpc.Classify(err)
 		if u.interrupted.Load() {

@@ -56,12 +56,13 @@ func upgradeOnly(t *testing.T) (addr string, stop func()) {
 	}
 }
 
-// idleConnBytes is the heap each of n idle connections with keep-alive
-// and silence checks adds, the server's kept socket included.
-func idleConnBytes(t *testing.T, n int) float64 {
+// idleConnBytes is the heap and goroutine stack each of n idle
+// connections with keep-alive and silence checks adds, the server's kept
+// socket included.
+func idleConnBytes(t *testing.T, n int, goroutine bool) float64 {
 	addr, stop := upgradeOnly(t)
 	defer stop()
-	o := &Options{KeepAlive: time.Hour, IdleTimeout: 2 * time.Hour}
+	o := &Options{KeepAlive: time.Hour, IdleTimeout: 2 * time.Hour, goroutineReads: goroutine}
 	conns := make([]*Conn, n)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -80,24 +81,44 @@ func idleConnBytes(t *testing.T, n int) float64 {
 	for _, c := range conns {
 		c.Abort()
 	}
-	return float64(after.HeapAlloc-min(after.HeapAlloc, before.HeapAlloc)) / float64(n)
+	used := func(m *runtime.MemStats) float64 { return float64(m.HeapAlloc + m.StackInuse) }
+	return (used(&after) - used(&before)) / float64(n)
 }
 
 // TestIdleConnMemory: an idle connection with keep-alive on holds at most
-// 2,300 bytes of heap (its read goroutine's descriptor, gorilla's
-// connection and read buffer, ours, the socket; about 2,170 now, with
-// the server's socket). It held about 2,420 with a 256-byte read buffer
-// and a runtime timer per connection for keep-alive.
+// 2,100 bytes of heap and stack (gorilla's connection and read buffer,
+// ours, the readiness registration, the socket, the server's socket
+// included; about 1,810 now). With a goroutine parked in a read per
+// connection it held about 4,230: 2,170 of heap (the goroutine's
+// descriptor among it) and the goroutine's 2 KB stack; before that, 2,420 of heap with a 256-byte
+// read buffer and a runtime timer per connection for keep-alive. TLS
+// connections still read on a goroutine; the limit for those is the
+// heap part, checked here with the goroutine forced.
 func TestIdleConnMemory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes what allocations cost")
 	}
-	const limit = 2300
-	idleConnBytes(t, 100)
-	per := (idleConnBytes(t, 400)*400 - idleConnBytes(t, 100)*100) / 300
-	t.Logf("%.0f B of heap per idle connection", per)
-	if per > limit {
-		t.Errorf("an idle connection holds %.0f B, want at most %d", per, limit)
+	for _, tc := range []struct {
+		name      string
+		goroutine bool
+		limit     float64
+	}{
+		{"readiness", false, 2100},
+		{"goroutine", true, 2300 + 2048},
+	} {
+		if !readinessOn {
+			// Every connection reads on a goroutine here.
+			if tc.goroutine {
+				continue
+			}
+			tc.limit = 2300 + 2048
+		}
+		idleConnBytes(t, 100, tc.goroutine)
+		per := (idleConnBytes(t, 400, tc.goroutine)*400 - idleConnBytes(t, 100, tc.goroutine)*100) / 300
+		t.Logf("%s: %.0f B of heap and stack per idle connection", tc.name, per)
+		if per > tc.limit {
+			t.Errorf("%s: an idle connection holds %.0f B, want at most %.0f", tc.name, per, tc.limit)
+		}
 	}
 }
 

@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
+)
+
+// TestURLRunsLoopEngine: `stampede url` on plain http runs the event-loop
+// engine (Linux), says so in the result and the summary's header, and
+// counts exactly what the server answered; --engine goroutines runs the
+// other engine; --engine loop on a plan that thinks is a usage error that
+// names why.
+func TestURLRunsLoopEngine(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the event-loop engine is Linux's")
+	}
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	for _, c := range []struct{ flag, want, header string }{
+		{"", "loop", "event-loop engine"},
+		{"goroutines", "goroutines", ""},
+	} {
+		hits.Store(0)
+		out := filepath.Join(t.TempDir(), "r.json")
+		args := []string{"url", "-c", "4", "-d", "500ms", "-o", out, srv.URL + "/x"}
+		if c.flag != "" {
+			args = append(args, "--engine", c.flag)
+		}
+		o := e2etest.Stampede(t, 60*time.Second, "", args...)
+		if o.Code != 0 {
+			t.Fatalf("exit %d\n%s", o.Code, o)
+		}
+		res := e2etest.ReadResult(t, out)
+		if res.Run.Engine != c.want {
+			t.Errorf("--engine %q: run.engine = %q, want %q", c.flag, res.Run.Engine, c.want)
+		}
+		if res.Totals.Requests == 0 || res.Totals.Requests != hits.Load() || res.Totals.Failed != 0 {
+			t.Errorf("--engine %q: %d requests (%d failed), the server answered %d", c.flag, res.Totals.Requests, res.Totals.Failed, hits.Load())
+		}
+		checkSums(t, res)
+		if c.header != "" && !strings.Contains(o.Stdout, c.header) {
+			t.Errorf("summary does not say %q:\n%s", c.header, o.Stdout)
+		}
+		if c.header == "" && strings.Contains(o.Stdout, "event-loop") {
+			t.Errorf("goroutine run's summary names the loop:\n%s", o.Stdout)
+		}
+	}
+	plan := e2etest.WritePlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{get: /}, {think: 10ms}]}}
+load: {stages: [{duration: 1s, users: 1}]}
+`, nil)
+	o := e2etest.Stampede(t, 60*time.Second, "", "run", "-q", "--engine", "loop", "-o", filepath.Join(t.TempDir(), "r.json"), plan)
+	if o.Code == 0 || !strings.Contains(o.Stderr, "engine loop") || !strings.Contains(o.Stderr, "think") {
+		t.Errorf("--engine loop on a thinking plan: exit %d, want a failure naming the think\n%s", o.Code, o)
+	}
+}

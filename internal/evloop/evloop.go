@@ -1,0 +1,79 @@
+// Package evloop runs closed-model HTTP/1.1 users that do not think on
+// event loops of its own: one loop per GOMAXPROCS, each owning many
+// non-blocking sockets that Go's netpoller never sees, registered once
+// (edge-triggered), written to directly and read on readiness, with one
+// epoll_wait for all that are ready. A user costs no goroutine, no wake-up
+// through the scheduler and no epoll_ctl per request.
+//
+// Measurement truth is the goroutine engine's: requests are rendered by
+// vu, answers judged by httpc's own parser (httpc.Parser) and recorded by
+// vu.User.LoopDone, the code the goroutine engine records through, with
+// latency from the start of the request (connection included).
+package evloop
+
+import (
+	"errors"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/vu"
+)
+
+// Name is the engine's name in results and on the command line.
+const Name = "loop"
+
+// ErrUnavailable is New's error where the engine does not exist (not
+// Linux): the goroutine engine runs instead.
+var ErrUnavailable = errors.New("the event-loop engine exists on Linux only")
+
+// errThroughLoop is what a loop user's transport says if anything sends a
+// request through it: the loop sends them.
+var errThroughLoop = errors.New("evloop: a loop user's requests are sent by its loop")
+
+// Config is what an engine needs of its run.
+type Config struct {
+	Prog *vu.Program
+	// Rec is the run's recorder (the request bytes are rendered as a
+	// user of it would render them).
+	Rec *metrics.Recorder
+	// Soft is closed when no new iteration may start.
+	Soft <-chan struct{}
+	// Loops is the number of loops (0: GOMAXPROCS).
+	Loops int
+	// MaxHeader and MaxKept are the run's http limits (0: defaults).
+	MaxHeader, MaxKept int
+	// Hold is called once for each loop and each user when it begins and
+	// Release when it ends (the run's wait group), so the run's grace
+	// waits for them as for goroutine users.
+	Hold, Release func()
+	// Left is called when a user leaves (the Active gauge).
+	Left func()
+	// InFlight is the run's gauge of requests on the wire.
+	InFlight interface{ Add(int64) int64 }
+}
+
+// stepReq is a request step with the bytes every user sends for it.
+type stepReq struct {
+	st      *vu.Step
+	req     httpc.Request
+	bytes   []byte
+	timeout time.Duration
+}
+
+type scenario struct {
+	steps []stepReq
+}
+
+// Transport is a loop user's httpc.Transport: the runner's Interrupt at
+// the end of the grace reaches the user's loop through it.
+type Transport struct {
+	l *loop
+}
+
+// RoundTrip implements httpc.Transport; loop users never call it.
+func (t *Transport) RoundTrip(*httpc.Request, *httpc.Response) error { return errThroughLoop }
+
+// Close implements httpc.Transport: the loop closes a user's socket when
+// the user leaves.
+func (t *Transport) Close() {}

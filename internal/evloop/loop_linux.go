@@ -1,0 +1,655 @@
+//go:build linux
+
+package evloop
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/vu"
+)
+
+// Available says the engine can run here.
+const Available = true
+
+// Engine is the loops of one run.
+type Engine struct {
+	cfg    Config
+	scens  map[*vu.Scenario]*scenario
+	raddr  *net.TCPAddr
+	sa     unix.Sockaddr
+	family int
+	loops  []*loop
+	next   atomic.Uint64
+	// minTimeout bounds how late a deadline sweep may come (sweep).
+	minTimeout time.Duration
+	base       time.Time
+}
+
+// New prepares the loops of a run whose program the engine can run
+// (vu.Program.LoopIneligible is ""), and starts them.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Loops <= 0 {
+		cfg.Loops = runtime.GOMAXPROCS(0)
+	}
+	e := &Engine{cfg: cfg, scens: map[*vu.Scenario]*scenario{}, base: time.Now()}
+	var addr string
+	for _, sc := range cfg.Prog.Scenarios {
+		if sc.Connection != nil {
+			continue
+		}
+		s := &scenario{}
+		for _, st := range sc.LoopSteps() {
+			sr := stepReq{st: st, timeout: st.Timeout}
+			b, err := cfg.Prog.LoopRequest(st, &sr.req, cfg.Rec)
+			if err != nil {
+				return nil, err
+			}
+			sr.bytes = b
+			addr = sr.req.Endpoint.Addr
+			if e.minTimeout == 0 || st.Timeout < e.minTimeout {
+				e.minTimeout = st.Timeout
+			}
+			s.steps = append(s.steps, sr)
+		}
+		e.scens[sc] = s
+	}
+	if addr == "" {
+		return nil, fmt.Errorf("evloop: no request step")
+	}
+	ra, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("evloop: %w", err)
+	}
+	e.raddr = ra
+	if ip4 := ra.IP.To4(); ip4 != nil {
+		sa := &unix.SockaddrInet4{Port: ra.Port}
+		copy(sa.Addr[:], ip4)
+		e.sa, e.family = sa, unix.AF_INET
+	} else {
+		sa := &unix.SockaddrInet6{Port: ra.Port}
+		copy(sa.Addr[:], ra.IP.To16())
+		e.sa, e.family = sa, unix.AF_INET6
+	}
+	for i := 0; i < cfg.Loops; i++ {
+		l, err := newLoop(e)
+		if err != nil {
+			for _, l := range e.loops {
+				l.closeFDs()
+			}
+			return nil, err
+		}
+		e.loops = append(e.loops, l)
+	}
+	for _, l := range e.loops {
+		cfg.Hold()
+		go l.run()
+	}
+	go func() {
+		<-cfg.Soft
+		for _, l := range e.loops {
+			l.wake()
+		}
+	}()
+	return e, nil
+}
+
+// NewTransport returns the transport of a new user and so its loop:
+// users are spread over the loops in turn.
+func (e *Engine) NewTransport() *Transport {
+	return &Transport{l: e.loops[(e.next.Add(1)-1)%uint64(len(e.loops))]}
+}
+
+// Start runs u on its transport's loop, iteration after iteration, until
+// the run's soft stop, retire or an interrupt. It counts as held (Hold)
+// until it leaves.
+func (e *Engine) Start(u *vu.User, tr *Transport, sc *vu.Scenario, retire <-chan struct{}) {
+	e.cfg.Hold()
+	l := tr.l
+	c := &conn{fd: -1, u: u, sc: e.scens[sc], retire: retire, resp: u.LoopResponse()}
+	l.mu.Lock()
+	if l.exited {
+		l.mu.Unlock()
+		e.cfg.Left()
+		e.cfg.Release()
+		return
+	}
+	l.inbox = append(l.inbox, c)
+	l.pending.Store(true)
+	l.mu.Unlock()
+	l.wake()
+}
+
+// Interrupt implements httpc.Transport: the user's request in flight is
+// cut off (counted as interrupted) by its loop.
+func (t *Transport) Interrupt() {
+	t.l.interrupt.Store(true)
+	t.l.wake()
+}
+
+const (
+	stConnecting uint8 = iota + 1
+	stWriting
+	stReading
+)
+
+// conn is one user and its connection.
+type conn struct {
+	fd     int
+	slot   int32
+	gen    int32
+	state  uint8 // 0: no request in flight
+	reused bool
+	u      *vu.User
+	sc     *scenario
+	retire <-chan struct{}
+	resp   *httpc.Response
+	pc     int
+	// goOn says the finished step's iteration goes on to the next step.
+	goOn bool
+	// stream parses an answer that did not come in one read; out is
+	// what is left to write of a request the socket did not take at once.
+	stream *httpc.Stream
+	out    []byte
+	custom []byte // this user's own request bytes (cookies), if any
+	sent   time.Time
+	// deadline is the request's, in ns since the engine's base (0: none).
+	deadline int64
+}
+
+type loop struct {
+	e    *Engine
+	epfd int
+	evfd int
+	sa   unix.Sockaddr
+
+	mu      sync.Mutex
+	inbox   []*conn
+	exited  bool
+	pending atomic.Bool
+	// interrupt says Interrupt was called for some user of this loop.
+	interrupt atomic.Bool
+
+	conns  []*conn // by slot
+	free   []int32
+	users  int
+	events [128]unix.EpollEvent
+	rbuf   []byte
+	parser *httpc.Parser
+	// inflight is the loop's part of the run's gauge not yet published.
+	inflight int64
+	// busy is the number of requests in flight.
+	busy int
+	// runq holds users whose request finished, to go on from the main
+	// loop: going on at once from a failure that came at once (a refused
+	// connection) would recurse without bound.
+	runq []*conn
+	// nextSweep is when deadlines are next looked at (ns since base).
+	nextSweep int64
+	wakebuf   [8]byte
+}
+
+func newLoop(e *Engine) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("evloop: epoll_create: %w", err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("evloop: eventfd: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(evfd)
+		return nil, fmt.Errorf("evloop: epoll_ctl: %w", err)
+	}
+	// Each loop has its own copy of the address: Connect writes into it.
+	var sa unix.Sockaddr
+	switch a := e.sa.(type) {
+	case *unix.SockaddrInet4:
+		c := *a
+		sa = &c
+	case *unix.SockaddrInet6:
+		c := *a
+		sa = &c
+	}
+	return &loop{e: e, epfd: epfd, evfd: evfd, sa: sa, rbuf: make([]byte, 64<<10), parser: httpc.NewParser()}, nil
+}
+
+func (l *loop) closeFDs() {
+	unix.Close(l.epfd)
+	unix.Close(l.evfd)
+}
+
+// wake makes a loop blocked in epoll_wait look at its inbox and flags.
+func (l *loop) wake() {
+	one := uint64(1)
+	unix.Write(l.evfd, (*[8]byte)(unsafe.Pointer(&one))[:])
+}
+
+func (l *loop) softClosed() bool {
+	select {
+	case <-l.e.cfg.Soft:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *loop) nowNS(t time.Time) int64 { return int64(t.Sub(l.e.base)) }
+
+func (l *loop) run() {
+	defer l.e.cfg.Release()
+	defer l.closeFDs()
+	for {
+		if l.pending.Load() {
+			l.takeInbox()
+		}
+		if l.interrupt.Swap(false) {
+			l.cutOff()
+		}
+		l.drain()
+		if l.users == 0 && l.softClosed() {
+			l.mu.Lock()
+			if len(l.inbox) == 0 {
+				l.exited = true
+				l.mu.Unlock()
+				l.publish()
+				return
+			}
+			l.mu.Unlock()
+			continue
+		}
+		l.publish()
+		// A look that does not block first: with many users the answers
+		// to the last batch are often in already, and a blocking wait
+		// that finds events costs the scheduler's hand-off twice.
+		n := epollWaitNow(l.epfd, l.events[:])
+		if n == 0 {
+			n = l.waitBlocking()
+		}
+		now := time.Now()
+		for i := 0; i < n; i++ {
+			ev := &l.events[i]
+			if ev.Fd < 0 {
+				unix.Read(l.evfd, l.wakebuf[:])
+				continue
+			}
+			c := l.conns[ev.Fd]
+			if c == nil || c.gen != ev.Pad || c.fd < 0 {
+				continue // a socket closed earlier in this batch
+			}
+			l.ready(c, ev.Events, now)
+		}
+		if ns := l.nowNS(now); ns >= l.nextSweep {
+			l.sweep(time.Now())
+		}
+		l.drain()
+	}
+}
+
+// waitBlocking waits for events until the nearest deadline.
+func (l *loop) waitBlocking() int {
+	ms := -1
+	if l.busy > 0 {
+		d := time.Duration(l.nextSweep - l.nowNS(time.Now()))
+		ms = int((d + time.Millisecond - 1) / time.Millisecond)
+		if ms < 0 {
+			ms = 0
+		}
+	}
+	n, err := unix.EpollWait(l.epfd, l.events[:], ms)
+	if err != nil {
+		return 0 // EINTR
+	}
+	return n
+}
+
+// publish adds the loop's change of in-flight requests to the run's gauge:
+// once per wake-up rather than twice per request on a shared counter.
+func (l *loop) publish() {
+	if l.inflight != 0 {
+		l.e.cfg.InFlight.Add(l.inflight)
+		l.inflight = 0
+	}
+}
+
+func epollWaitNow(epfd int, events []unix.EpollEvent) int {
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if e != 0 {
+		return 0
+	}
+	return int(r)
+}
+
+func (l *loop) takeInbox() {
+	l.mu.Lock()
+	in := l.inbox
+	l.inbox = nil
+	l.pending.Store(false)
+	l.mu.Unlock()
+	for _, c := range in {
+		if n := len(l.free); n > 0 {
+			c.slot = l.free[n-1]
+			l.free = l.free[:n-1]
+		} else {
+			c.slot = int32(len(l.conns))
+			l.conns = append(l.conns, nil)
+		}
+		l.conns[c.slot] = c
+		l.users++
+		l.iterate(c)
+	}
+}
+
+// iterate starts the user's next iteration, or lets it leave: at the
+// run's stop, its retirement or an interrupt, as closedLoop does.
+func (l *loop) iterate(c *conn) {
+	if c.u.Interrupted() || l.softClosed() {
+		l.leave(c)
+		return
+	}
+	select {
+	case <-c.retire:
+		l.leave(c)
+		return
+	default:
+	}
+	c.u.LoopBegin()
+	c.pc = 0
+	l.send(c)
+}
+
+func (l *loop) leave(c *conn) {
+	l.closeConn(c)
+	l.conns[c.slot] = nil
+	l.free = append(l.free, c.slot)
+	l.users--
+	l.e.cfg.Left()
+	l.e.cfg.Release()
+}
+
+func (l *loop) closeConn(c *conn) {
+	if c.fd >= 0 {
+		// Closing removes it from the epoll set too.
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+	c.reused = false
+	l.endStream(c)
+}
+
+// send starts the request of the user's current step: on its connection,
+// or on a new one.
+func (l *loop) send(c *conn) {
+	sr := &c.sc.steps[c.pc]
+	c.sent = time.Now()
+	c.deadline = 0
+	if sr.timeout > 0 {
+		c.deadline = l.nowNS(c.sent) + int64(sr.timeout)
+	}
+	l.inflight++
+	l.busy++
+	out := sr.bytes
+	if b, err := c.u.LoopCustom(sr.st, c.custom); err != nil {
+		c.state = stWriting
+		l.finish(c, err, c.sent)
+		return
+	} else if b != nil {
+		c.custom, out = b, b
+	}
+	c.out = out
+	if c.fd < 0 {
+		l.dial(c)
+		return
+	}
+	c.state = stWriting
+	l.write(c)
+}
+
+func (l *loop) dial(c *conn) {
+	c.state = stConnecting
+	fd, err := unix.Socket(l.e.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		l.finish(c, l.opErr("dial", os.NewSyscallError("socket", err)), time.Now())
+		return
+	}
+	// As net's own TCP connections: no Nagle delay for a request written
+	// in two parts.
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	c.fd = fd
+	c.gen++
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		l.finish(c, l.opErr("dial", os.NewSyscallError("epoll_ctl", err)), time.Now())
+		return
+	}
+	err = unix.Connect(fd, l.sa)
+	switch err {
+	case nil:
+		l.connected(c)
+	case unix.EINPROGRESS, unix.EINTR, unix.EALREADY:
+		// Its end comes as EPOLLOUT (or an error).
+	default:
+		l.finish(c, l.opErr("dial", os.NewSyscallError("connect", err)), time.Now())
+	}
+}
+
+// connected stops watching for writability, which only a request the
+// socket does not take at once needs: one epoll_ctl per connection, none
+// per request.
+func (l *loop) connected(c *conn) {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+	c.state = stWriting
+	l.write(c)
+}
+
+func (l *loop) write(c *conn) {
+	for len(c.out) > 0 {
+		n, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&c.out[0])), uintptr(len(c.out)), unix.MSG_NOSIGNAL, 0, 0)
+		switch e {
+		case 0:
+			c.out = c.out[n:]
+		case unix.EINTR:
+		case unix.EAGAIN:
+			ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
+			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+			return
+		default:
+			l.finish(c, l.opErr("write", os.NewSyscallError("write", e)), time.Now())
+			return
+		}
+	}
+	c.out = nil
+	if c.state == stWriting {
+		c.state = stReading
+	}
+}
+
+// ready handles a socket's events.
+func (l *loop) ready(c *conn, events uint32, now time.Time) {
+	switch c.state {
+	case stConnecting:
+		if events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+			return
+		}
+		errno, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err == nil && errno != 0 {
+			err = unix.Errno(errno)
+		}
+		if err != nil {
+			l.finish(c, l.opErr("dial", os.NewSyscallError("connect", err)), now)
+			return
+		}
+		l.connected(c)
+	case stWriting:
+		if events&unix.EPOLLOUT != 0 {
+			l.write(c)
+			if len(c.out) == 0 && c.fd >= 0 {
+				ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
+				unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+			}
+		}
+		if c.state == stReading && events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			l.readable(c, events, now)
+		}
+	case stReading:
+		l.readable(c, events, now)
+	default:
+		// Bytes or a close between requests are found by the next
+		// answer's read, as after RoundTrip's look.
+	}
+}
+
+// readable reads what the socket holds (edge-triggered: until it is
+// drained) and judges the answer. An answer that one read holds whole is
+// parsed from the read buffer; one that is not goes to a Stream, which
+// parses it as its bytes come, in bounded memory.
+func (l *loop) readable(c *conn, events uint32, now time.Time) {
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&l.rbuf[0])), uintptr(len(l.rbuf)))
+		var end error
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e == unix.EAGAIN:
+			return
+		case e != 0:
+			end = l.opErr("read", os.NewSyscallError("read", e))
+			n = 0
+		case n == 0:
+			end = io.EOF
+		}
+		data := l.rbuf[:n]
+		sr := &c.sc.steps[c.pc]
+		var closeAfter bool
+		var err error
+		if c.stream == nil {
+			closeAfter, err = l.parser.Parse(data, end, &sr.req, c.resp, l.e.cfg.MaxHeader, l.e.cfg.MaxKept, c.reused)
+			if err == httpc.ErrNeedMore {
+				c.stream = httpc.NewStream(&sr.req, c.resp, l.e.cfg.MaxHeader, l.e.cfg.MaxKept, c.reused)
+				closeAfter, err = c.stream.Feed(data, end)
+			}
+		} else {
+			closeAfter, err = c.stream.Feed(data, end)
+		}
+		if err == httpc.ErrNeedMore {
+			continue // until the socket is drained (EAGAIN)
+		}
+		l.endStream(c)
+		// A close that came with the answer (EPOLLRDHUP) makes the
+		// connection unusable, as RoundTrip's look after an answer finds.
+		if err != nil || closeAfter || end != nil || events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			l.closeConn(c)
+		} else {
+			c.reused = true
+		}
+		l.finish(c, err, now)
+		return
+	}
+}
+
+func (l *loop) endStream(c *conn) {
+	if c.stream != nil {
+		c.stream.Close()
+		c.stream = nil
+	}
+}
+
+// finish records the current step's outcome and goes on: the next step,
+// or the next iteration. Any error leaves the connection closed, as
+// RoundTrip does.
+func (l *loop) finish(c *conn, err error, now time.Time) {
+	if err != nil {
+		l.closeConn(c)
+	}
+	c.state = 0
+	c.out = nil
+	l.inflight--
+	l.busy--
+	sr := &c.sc.steps[c.pc]
+	c.goOn = c.u.LoopDone(sr.st, err, c.sent, now.Sub(c.sent)) && c.pc+1 < len(c.sc.steps)
+	l.runq = append(l.runq, c)
+}
+
+// drain lets the users whose step finished go on.
+func (l *loop) drain() {
+	for i := 0; i < len(l.runq); i++ {
+		c := l.runq[i]
+		l.runq[i] = nil
+		if c.goOn {
+			c.pc++
+			l.send(c)
+			continue
+		}
+		c.u.LoopEnd()
+		l.iterate(c)
+	}
+	l.runq = l.runq[:0]
+}
+
+func (l *loop) opErr(op string, err error) error {
+	return &net.OpError{Op: op, Net: "tcp", Addr: l.e.raddr, Err: err}
+}
+
+// errTimeout is a request past its deadline, as net reports one.
+func (l *loop) timeoutErr(c *conn) error {
+	op := "read"
+	if c.state == stConnecting {
+		op = "dial"
+	} else if c.state == stWriting {
+		op = "write"
+	}
+	return l.opErr(op, os.ErrDeadlineExceeded)
+}
+
+// sweep fails the requests past their deadline and sets when to look
+// next: at the nearest deadline, and no later than the shortest timeout
+// from now, before which no request started later can be due.
+func (l *loop) sweep(now time.Time) {
+	ns := l.nowNS(now)
+	next := ns + int64(l.e.minTimeout)
+	if l.e.minTimeout <= 0 {
+		next = ns + int64(time.Hour)
+	}
+	for _, c := range l.conns {
+		if c == nil || c.state == 0 || c.deadline == 0 {
+			continue
+		}
+		if c.deadline <= ns {
+			l.finish(c, l.timeoutErr(c), now)
+			continue
+		}
+		if c.deadline < next {
+			next = c.deadline
+		}
+	}
+	l.nextSweep = next
+}
+
+// cutOff ends the requests of interrupted users, as Interrupt ends a
+// goroutine user's: counted as interrupted, and the user leaves.
+func (l *loop) cutOff() {
+	now := time.Now()
+	for _, c := range l.conns {
+		if c == nil || !c.u.Interrupted() {
+			continue
+		}
+		if c.state != 0 {
+			l.finish(c, httpc.ErrInterrupted, now)
+		}
+	}
+}

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package evloop
+
+import "github.com/stampede-load/stampede/internal/vu"
+
+// Available says the engine can run here.
+const Available = false
+
+// Engine does not exist here: New says so, and the goroutine engine runs.
+type Engine struct{}
+
+// New reports ErrUnavailable.
+func New(Config) (*Engine, error) { return nil, ErrUnavailable }
+
+// NewTransport is never reached here.
+func (e *Engine) NewTransport() *Transport { return &Transport{} }
+
+// Start is never reached here.
+func (e *Engine) Start(*vu.User, *Transport, *vu.Scenario, <-chan struct{}) {}
+
+// Interrupt implements httpc.Transport.
+func (t *Transport) Interrupt() {}
+
+type loop struct{}

@@ -1,0 +1,620 @@
+//go:build linux
+
+package ws
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The servers here write frames byte by byte as the test decides, so
+// that frames split anywhere, bytes sent with the 101 answer and frames
+// that race the client's re-arming can all be staged.
+
+// rawServer upgrades every connection, writing first(i) for the i-th in
+// the same write as the 101 answer, and hands the server's side on.
+func rawServer(t *testing.T, first func(i int) []byte) (url string, peers chan net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers = make(chan net.Conn, 1024)
+	var mu sync.Mutex
+	var all []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// The client sends its request and waits, so this reader
+			// cannot take bytes that are not the request's.
+			req, err := http.ReadRequest(bufio.NewReader(nc))
+			if err != nil {
+				nc.Close()
+				continue
+			}
+			h := sha1.Sum([]byte(req.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+			resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+				base64.StdEncoding.EncodeToString(h[:]) + "\r\n\r\n"
+			var b []byte
+			if first != nil {
+				b = first(i)
+			}
+			nc.Write(append([]byte(resp), b...))
+			mu.Lock()
+			all = append(all, nc)
+			mu.Unlock()
+			peers <- nc
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, nc := range all {
+			nc.Close()
+		}
+		mu.Unlock()
+	})
+	return "ws://" + ln.Addr().String() + "/", peers
+}
+
+// frame is one unmasked frame as a server sends it.
+func frame(op byte, fin bool, payload []byte) []byte {
+	b0 := op
+	if fin {
+		b0 |= 0x80
+	}
+	var b []byte
+	switch n := len(payload); {
+	case n < 126:
+		b = []byte{b0, byte(n)}
+	case n < 1<<16:
+		b = []byte{b0, 126, byte(n >> 8), byte(n)}
+	default:
+		b = []byte{b0, 127, 0, 0, 0, 0, 0, 0, 0, 0}
+		binary.BigEndian.PutUint64(b[2:], uint64(n))
+	}
+	return append(b, payload...)
+}
+
+// clientFrames reads the client's (masked) frames until the socket ends,
+// calling f with each frame's opcode and unmasked payload.
+func clientFrames(nc net.Conn, f func(op byte, payload []byte)) {
+	br := bufio.NewReader(nc)
+	for {
+		var h [2]byte
+		if _, err := io.ReadFull(br, h[:]); err != nil {
+			return
+		}
+		n := uint64(h[1] & 0x7f)
+		switch n {
+		case 126:
+			var e [2]byte
+			if _, err := io.ReadFull(br, e[:]); err != nil {
+				return
+			}
+			n = uint64(binary.BigEndian.Uint16(e[:]))
+		case 127:
+			var e [8]byte
+			if _, err := io.ReadFull(br, e[:]); err != nil {
+				return
+			}
+			n = binary.BigEndian.Uint64(e[:])
+		}
+		var key [4]byte
+		if _, err := io.ReadFull(br, key[:]); err != nil {
+			return
+		}
+		p := make([]byte, n)
+		if _, err := io.ReadFull(br, p); err != nil {
+			return
+		}
+		for i := range p {
+			p[i] ^= key[i%4]
+		}
+		f(h[0]&0x0f, p)
+	}
+}
+
+// seqHandler checks that messages come in order and whole: each is
+// "<conn>:<seq>:" followed by filler that depends on both.
+type seqHandler struct {
+	id    int
+	next  atomic.Int64
+	bad   atomic.Value // string: the first mistake
+	total *atomic.Int64
+}
+
+func payloadOf(id, seq, size int) []byte {
+	p := []byte(fmt.Sprintf("%d:%d:", id, seq))
+	for i := 0; len(p) < size; i++ {
+		p = append(p, byte('a'+(id+seq+i)%26))
+	}
+	return p
+}
+
+func (h *seqHandler) Message(_ *Conn, _ MessageType, data []byte) error {
+	parts := strings.SplitN(string(data), ":", 3)
+	seq := h.next.Load()
+	if len(parts) != 3 {
+		h.bad.CompareAndSwap(nil, fmt.Sprintf("conn %d: message %d is %.40q", h.id, seq, data))
+	} else if want := payloadOf(h.id, int(seq), len(data)); string(want) != string(data) {
+		h.bad.CompareAndSwap(nil, fmt.Sprintf("conn %d: message %d is %.40q, want %.40q", h.id, seq, data, want))
+	}
+	h.next.Add(1)
+	h.total.Add(1)
+	return nil
+}
+
+func (h *seqHandler) Closed(*Conn, *Disconnect) *Disconnect { return nil }
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited in vain: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func waitCount(t *testing.T, what string, got func() int64, want int64) {
+	t.Helper()
+	// A safety net only: the counts are what is checked.
+	deadline := time.Now().Add(60 * time.Second)
+	for got() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d, want %d", what, got(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestIdleConnsHoldNoGoroutine: idle connections read on readiness add
+// no goroutine each (with a goroutine per reader, 200 connections added
+// 200), and pushes that arrive afterwards, in any order across them, are
+// all delivered, each connection's in order.
+func TestIdleConnsHoldNoGoroutine(t *testing.T) {
+	const n, per = 200, 5
+	url, peers := rawServer(t, nil)
+	var total atomic.Int64
+	o := &Options{KeepAlive: time.Hour, IdleTimeout: 2 * time.Hour}
+	base := runtime.NumGoroutine()
+	conns := make([]*Conn, n)
+	hs := make([]*seqHandler, n)
+	srv := make([]net.Conn, n)
+	for i := range conns {
+		hs[i] = &seqHandler{id: i, total: &total}
+		c, err := Dial(context.Background(), url, nil, o, hs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+		srv[i] = <-peers
+	}
+	added := runtime.NumGoroutine() - base
+	t.Logf("%d idle connections added %d goroutines", n, added)
+	if added > n/20 {
+		t.Errorf("%d idle connections added %d goroutines, want about none", n, added)
+	}
+	var order []int
+	for i := range n {
+		for range per {
+			order = append(order, i)
+		}
+	}
+	rand.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+	sent := make([]int, n)
+	for _, i := range order {
+		if _, err := srv[i].Write(frame(1, true, payloadOf(i, sent[i], 20+sent[i]*300))); err != nil {
+			t.Fatal(err)
+		}
+		sent[i]++
+	}
+	waitCount(t, "messages delivered", total.Load, n*per)
+	for _, h := range hs {
+		if b := h.bad.Load(); b != nil {
+			t.Error(b)
+		}
+		if got := h.next.Load(); got != per {
+			t.Errorf("conn %d got %d messages, want %d", h.id, got, per)
+		}
+	}
+	waitUntil(t, "the goroutines that handled the pushes end", func() bool { return runtime.NumGoroutine()-base <= n/20 })
+	for _, c := range conns {
+		c.Abort()
+	}
+}
+
+// bothModes runs f with reads on readiness and with a reading goroutine.
+func bothModes(t *testing.T, f func(t *testing.T, goroutine bool)) {
+	t.Run("readiness", func(t *testing.T) { f(t, false) })
+	t.Run("goroutine", func(t *testing.T) { f(t, true) })
+}
+
+// TestHostileOrder: a server sends messages split at random bytes, at
+// random instants, so that data keeps arriving while a connection
+// re-arms; messages in several frames with pings between them; messages
+// far larger than a read; the first message in the 101 answer's own
+// packet. Every message arrives once, whole, in order, and every ping is
+// answered.
+func TestHostileOrder(t *testing.T) {
+	bothModes(t, func(t *testing.T, goroutine bool) {
+		const n, per = 12, 150
+		seed := rand.Uint64()
+		t.Logf("seed %d", seed)
+		url, peers := rawServer(t, func(i int) []byte { return frame(1, true, payloadOf(i, 0, 40)) })
+		var total atomic.Int64
+		o := &Options{goroutineReads: goroutine, ReadLimit: 1 << 20}
+		hs := make([]*seqHandler, n)
+		conns := make([]*Conn, n)
+		var pings, pongs atomic.Int64
+		var wg sync.WaitGroup
+		for i := range n {
+			hs[i] = &seqHandler{id: i, total: &total}
+			c, err := Dial(context.Background(), url, nil, o, hs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+			nc := <-peers
+			go clientFrames(nc, func(op byte, p []byte) {
+				if op == 0xA && strings.HasPrefix(string(p), "ping") {
+					pongs.Add(1)
+				}
+			})
+			wg.Add(1)
+			go func(i int, nc net.Conn) {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(seed, uint64(i)))
+				var stream []byte
+				ping := func() {
+					stream = append(stream, frame(9, true, []byte("ping"+strconv.Itoa(r.IntN(1000))))...)
+					pings.Add(1)
+				}
+				for seq := 1; seq <= per; seq++ {
+					size := r.IntN(3000)
+					if r.IntN(10) == 0 {
+						size = 5000 + r.IntN(70000)
+					}
+					p := payloadOf(i, seq, size)
+					switch k := r.IntN(10); {
+					case k < 3:
+						// In several frames, pings and pongs between them.
+						parts := 2 + r.IntN(3)
+						op := byte(1)
+						for j := range parts {
+							lo, hi := len(p)*j/parts, len(p)*(j+1)/parts
+							stream = append(stream, frame(op, j == parts-1, p[lo:hi])...)
+							op = 0
+							if r.IntN(2) == 0 {
+								ping()
+							} else {
+								stream = append(stream, frame(10, true, nil)...)
+							}
+						}
+					case k < 4:
+						ping()
+						fallthrough
+					default:
+						stream = append(stream, frame(1, true, p)...)
+					}
+				}
+				for len(stream) > 0 {
+					m := min(len(stream), 1+r.IntN(3000))
+					if _, err := nc.Write(stream[:m]); err != nil {
+						return
+					}
+					stream = stream[m:]
+					if r.IntN(3) == 0 {
+						time.Sleep(time.Duration(r.IntN(300)) * time.Microsecond)
+					}
+				}
+			}(i, nc)
+		}
+		wg.Wait()
+		waitCount(t, "messages delivered", total.Load, n*(per+1))
+		waitCount(t, "pings answered", pongs.Load, pings.Load())
+		for _, h := range hs {
+			if b := h.bad.Load(); b != nil {
+				t.Error(b)
+			}
+			if got := h.next.Load(); got != per+1 {
+				t.Errorf("conn %d got %d messages, want %d", h.id, got, per+1)
+			}
+		}
+		for _, c := range conns {
+			if d := c.Disconnect(); d != nil {
+				t.Errorf("ended: %v", d)
+			}
+			c.Close(1000, "")
+		}
+	})
+}
+
+// countHandler counts messages and keeps their text.
+type countHandler struct {
+	mu   sync.Mutex
+	msgs []string
+	n    atomic.Int64
+}
+
+func (h *countHandler) Message(_ *Conn, _ MessageType, data []byte) error {
+	h.mu.Lock()
+	h.msgs = append(h.msgs, string(data))
+	h.mu.Unlock()
+	h.n.Add(1)
+	return nil
+}
+
+func (h *countHandler) Closed(*Conn, *Disconnect) *Disconnect { return nil }
+
+// TestFramingErrorsAsGorilla: reading on readiness parses frames itself;
+// every bad frame and every end is classified as gorilla's reader
+// classifies it (same reason, class, code and text), and the client
+// answers with the same frames.
+func TestFramingErrorsAsGorilla(t *testing.T) {
+	closeFrame := func(code int, text string) []byte {
+		p := []byte{byte(code >> 8), byte(code)}
+		return frame(8, true, append(p, text...))
+	}
+	cat := func(bs ...[]byte) []byte {
+		var out []byte
+		for _, b := range bs {
+			out = append(out, b...)
+		}
+		return out
+	}
+	ok := frame(1, true, []byte("fine"))
+	cases := []struct {
+		name  string
+		send  []byte
+		after string // "": wait for the client to end; "eof": close; "rst": reset
+	}{
+		{"rsv1", cat(ok, []byte{0xC1, 0}), ""},
+		{"rsv2 and rsv3", []byte{0xB1, 0}, ""},
+		{"bad opcode", []byte{0x83, 0}, ""},
+		{"masked", []byte{0x81, 0x81, 1, 2, 3, 4, 'x'}, ""},
+		{"long control", frame(9, true, make([]byte, 126)), ""},
+		{"control without FIN", frame(9, false, nil), ""},
+		{"continuation after FIN", frame(0, true, []byte("x")), ""},
+		{"data before FIN", cat(frame(1, false, []byte("a")), frame(1, true, []byte("b"))), ""},
+		{"bad close code", closeFrame(1005, ""), ""},
+		{"close reason not UTF-8", closeFrame(1000, "\xff"), ""},
+		{"close going away", cat(ok, closeFrame(1001, "bye")), ""},
+		{"close try again", closeFrame(1013, ""), ""},
+		{"close 4000", closeFrame(4000, "app"), ""},
+		{"close empty", frame(8, true, nil), ""},
+		{"close one byte", frame(8, true, []byte{3}), ""},
+		{"over the read limit", frame(2, true, make([]byte, 1001)), ""},
+		{"over the read limit in fragments", cat(frame(2, false, make([]byte, 600)), frame(0, true, make([]byte, 600))), ""},
+		{"length with top bit", []byte{0x81, 127, 0x80, 0, 0, 0, 0, 0, 0, 1}, ""},
+		{"ping then close", cat(frame(9, true, []byte("hi")), ok, closeFrame(1000, "")), ""},
+		{"end in a frame", cat(ok, []byte{0x81, 10, 'a', 'b'}), "eof"},
+		{"end in a header", cat(ok, []byte{0x81, 126, 0}), "eof"},
+		{"end between frames", cat(ok, frame(2, true, []byte("x"))), "eof"},
+		{"reset", cat(ok, ok), "rst"},
+	}
+	addr := regexp.MustCompile(`127\.0\.0\.1:\d+`)
+	type outcome struct {
+		disc   string
+		msgs   int64
+		frames []string
+	}
+	run := func(t *testing.T, goroutine bool, send []byte, after string) outcome {
+		url, peers := rawServer(t, nil)
+		h := &countHandler{}
+		c, err := Dial(context.Background(), url, nil, &Options{goroutineReads: goroutine, ReadLimit: 1000, CloseTimeout: 100 * time.Millisecond}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc := <-peers
+		var frames []string
+		got := make(chan struct{})
+		go func() {
+			defer close(got)
+			clientFrames(nc, func(op byte, p []byte) { frames = append(frames, fmt.Sprintf("%d %q", op, p)) })
+		}()
+		nc.Write(send)
+		switch after {
+		case "eof":
+			nc.(*net.TCPConn).CloseWrite()
+		case "rst":
+			nc.(*net.TCPConn).SetLinger(0)
+			// The reset must come after the client has read the frames,
+			// or it may discard them unread.
+			waitCount(t, "messages before the reset", h.n.Load, 2)
+			nc.Close()
+		}
+		select {
+		case <-c.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the connection did not end")
+		}
+		<-got
+		d := c.Disconnect()
+		return outcome{
+			disc:   fmt.Sprintf("%s %s code=%d text=%q", d.Reason, d.Class, d.Code, addr.ReplaceAllString(d.Text, "ADDR")),
+			msgs:   h.n.Load(),
+			frames: frames,
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := run(t, false, tc.send, tc.after)
+			gr := run(t, true, tc.send, tc.after)
+			t.Logf("%s; %d messages; client sent %v", ev.disc, ev.msgs, ev.frames)
+			if ev.disc != gr.disc {
+				t.Errorf("on readiness: %s\nwith a goroutine: %s", ev.disc, gr.disc)
+			}
+			if ev.msgs != gr.msgs {
+				t.Errorf("messages: %d on readiness, %d with a goroutine", ev.msgs, gr.msgs)
+			}
+			if fmt.Sprint(ev.frames) != fmt.Sprint(gr.frames) {
+				t.Errorf("client sent %v on readiness, %v with a goroutine", ev.frames, gr.frames)
+			}
+		})
+	}
+}
+
+// TestCloseWhileDispatching: Close and Abort land while messages of a
+// flood are being handled; once they return, the messages counted and
+// the messages handed to the handler agree, and none is handed on later.
+func TestCloseWhileDispatching(t *testing.T) {
+	const n = 30
+	url, peers := rawServer(t, nil)
+	var floods sync.WaitGroup
+	type one struct {
+		c  *Conn
+		h  *countHandler
+		ct *Counters
+	}
+	all := make([]one, n)
+	for i := range all {
+		ct := &Counters{}
+		h := &countHandler{}
+		c, err := Dial(context.Background(), url, nil, &Options{Counters: ct, CloseTimeout: 50 * time.Millisecond}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all[i] = one{c, h, ct}
+		nc := <-peers
+		floods.Add(1)
+		go func() {
+			defer floods.Done()
+			go io.Copy(io.Discard, nc)
+			f := frame(1, true, []byte("flood"))
+			// Bounded: the client ends long before.
+			for range 200000 {
+				if _, err := nc.Write(f); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	for i, o := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			waitCount(t, "messages before the end", func() int64 { return min(o.h.n.Load(), int64(1+i)) }, int64(1+i))
+			if i%2 == 0 {
+				o.c.Close(1000, "")
+			} else {
+				o.c.Abort()
+			}
+			in, got := o.ct.MsgsIn.Load(), o.h.n.Load()
+			if in != got {
+				t.Errorf("conn %d: %d messages counted, %d handed on", i, in, got)
+			}
+			if d := o.c.Disconnect(); d == nil || d.Reason != ClientClose {
+				t.Errorf("conn %d: disconnect %v", i, d)
+			}
+		}()
+	}
+	wg.Wait()
+	floods.Wait()
+	for i, o := range all {
+		if in, got := o.ct.MsgsIn.Load(), o.h.n.Load(); in != got {
+			t.Errorf("conn %d, later: %d messages counted, %d handed on", i, in, got)
+		}
+	}
+}
+
+func fdOf(t *testing.T, c *Conn) int {
+	sc, ok := c.ws.NetConn().(*hsConn).Conn.(syscall.Conn)
+	if !ok {
+		t.Fatal("no descriptor")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := -1
+	rc.Control(func(f uintptr) { fd = int(f) })
+	return fd
+}
+
+// TestDescriptorReuse: a connection closed in the middle of a flood and
+// a new one opened at once, usually on the same descriptor number: the
+// new one gets only its own messages and the old one none after its end.
+func TestDescriptorReuse(t *testing.T) {
+	url, peers := rawServer(t, nil)
+	reused := 0
+	for i := range 150 {
+		ha := &countHandler{}
+		a, err := Dial(context.Background(), url, nil, &Options{}, ha)
+		if err != nil {
+			t.Fatal(err)
+		}
+		na := <-peers
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f := frame(1, true, []byte("A"+strconv.Itoa(i)))
+			for range 100000 {
+				if _, err := na.Write(f); err != nil {
+					return
+				}
+			}
+		}()
+		waitCount(t, "old connection's messages", func() int64 { return min(ha.n.Load(), 3) }, 3)
+		fd := fdOf(t, a)
+		a.Abort()
+		nA := ha.n.Load()
+		hb := &countHandler{}
+		b, err := Dial(context.Background(), url, nil, &Options{}, hb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fdOf(t, b) == fd {
+			reused++
+		}
+		nb := <-peers
+		for range 3 {
+			nb.Write(frame(1, true, []byte("B"+strconv.Itoa(i))))
+		}
+		waitCount(t, "new connection's messages", hb.n.Load, 3)
+		na.Close()
+		<-done
+		b.Abort()
+		nb.Close()
+		if got := ha.n.Load(); got != nA {
+			t.Fatalf("round %d: the old connection got %d messages after its end", i, got-nA)
+		}
+		hb.mu.Lock()
+		for _, m := range hb.msgs {
+			if m != "B"+strconv.Itoa(i) {
+				t.Fatalf("round %d: the new connection got %q", i, m)
+			}
+		}
+		hb.mu.Unlock()
+	}
+	t.Logf("descriptor reused in %d of 150 rounds", reused)
+	if reused == 0 {
+		t.Error("no descriptor was reused: the test did not test reuse")
+	}
+}

@@ -1,0 +1,115 @@
+package run
+
+import (
+	"fmt"
+
+	"github.com/stampede-load/stampede/internal/evloop"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/vu"
+)
+
+// Engine names, as the --engine flag and run.engine in a result say them.
+const (
+	EngineAuto       = "auto"
+	EngineLoop       = evloop.Name
+	EngineGoroutines = "goroutines"
+)
+
+// engineState is the event-loop engine of a run that uses it.
+type engineState struct {
+	want string // the resolved choice: EngineLoop or EngineGoroutines
+	loop *evloop.Engine
+}
+
+// loopIneligible says why the event-loop engine cannot run p's users (""
+// when it can): it runs closed-model users that never wait, whose
+// requests are the same bytes every time (vu.Program.LoopIneligible).
+func loopIneligible(p *plan.Plan, prog *vu.Program) string {
+	switch {
+	case !evloop.Available:
+		return evloop.ErrUnavailable.Error()
+	case !prog.HasRequests():
+		return "the plan sends no requests"
+	case p.Load.Model != plan.Closed:
+		return "the open model's arrivals are not users"
+	case p.Load.Pace > 0:
+		return "users are paced"
+	case len(p.Waves) > 0:
+		return "the plan has waves"
+	}
+	return prog.LoopIneligible()
+}
+
+// checkEngine resolves the engine choice: auto takes the loop where it
+// can run, and a forced loop it cannot run is an error that says why.
+func checkEngine(p *plan.Plan, prog *vu.Program, choice string) error {
+	switch choice {
+	case "", EngineAuto, EngineLoop, EngineGoroutines:
+	default:
+		return fmt.Errorf("engine %q: want auto, loop or goroutines", choice)
+	}
+	if choice == EngineLoop {
+		if why := loopIneligible(p, prog); why != "" {
+			return fmt.Errorf("engine loop cannot run this plan: %s (--engine auto runs goroutines for it)", why)
+		}
+	}
+	return nil
+}
+
+// startEngine starts the event-loop engine when the choice and the plan
+// allow it; otherwise users run as goroutines.
+func (r *runner) startEngine() {
+	r.eng.want = EngineGoroutines
+	choice := r.opts.Engine
+	if choice == EngineGoroutines || loopIneligible(r.plan, r.prog) != "" {
+		return
+	}
+	e, err := evloop.New(evloop.Config{
+		Prog:      r.prog,
+		Rec:       r.rec,
+		Soft:      r.soft,
+		MaxHeader: r.plan.HTTP.MaxHeaderBytes,
+		MaxKept:   r.plan.HTTP.MaxKeptBodyBytes,
+		Hold:      func() { r.wg.Add(1) },
+		Release:   r.wg.Done,
+		Left:      func() { r.rec.Active.Add(-1) },
+		InFlight:  &r.rec.InFlight,
+	})
+	if err != nil {
+		// The address did not resolve, or no epoll: the goroutine
+		// engine reports what a request then meets.
+		return
+	}
+	r.eng.want, r.eng.loop = EngineLoop, e
+}
+
+// engineName is what ran the HTTP users, for the result.
+func (r *runner) engineName() string {
+	if !r.prog.HasRequests() {
+		return ""
+	}
+	if r.eng.want == "" {
+		return EngineGoroutines
+	}
+	return r.eng.want
+}
+
+// startLoopUser makes the next user as newUser does, on a transport of
+// the loop engine, and runs it there.
+func (r *runner) startLoopUser(quit chan struct{}) closedUser {
+	tr := r.eng.loop.NewTransport()
+	id := r.userID(r.nextID.Add(1))
+	u := r.prog.NewUser(id, tr, r.rec)
+	if tenant := r.plan.TenantOf(id); tenant > 0 {
+		u.SetTenant(tenant)
+	}
+	if r.opts.Carry != nil {
+		r.opts.Carry.Number(u)
+	}
+	r.usersMu.Lock()
+	r.users = append(r.users, u)
+	r.usersMu.Unlock()
+	r.rec.Active.Add(1)
+	r.eng.loop.Start(u, tr, r.prog.ScenarioFor(u.ID-1), quit)
+	return closedUser{u: u, quit: quit}
+}
