@@ -4,7 +4,7 @@
 # transport in a generator run of its own against a hub of its own, with a
 # baseline run of the same plan holding 1 connection.
 #
-#   bench/sigtransports.sh [N [RAMP_S [HOLD_S]]]     default 1000 20 30
+#   bench/sigtransports.sh [N [RAMP_S [HOLD_S]]]     default 1000 20 40
 #   CASES="sse/json long_polling/messagepack" bench/sigtransports.sh 500
 #
 # Cases are TRANSPORT/PROTOCOL (default: websockets/json
@@ -31,7 +31,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 N=${1:-1000}
 RAMP=${2:-20}
-HOLD=${3:-30}
+HOLD=${3:-40}
 read -r -a cases <<<"${CASES:-websockets/json websockets/messagepack sse/json long_polling/json}"
 export PATH="$PATH:/usr/local/go/bin"
 mkdir -p "$HERE/.bin/sig"
@@ -56,6 +56,9 @@ for c in "${cases[@]}"; do
   NO_BUILD=1 RESULT_FILE="$dir/result" TRANSPORT=$t PROTOCOL=$p HUB=sighub \
     "$HERE/signalrscale.sh" "$N" 1 -- 1 "$RAMP" "$HOLD" >"$dir/$t-$p.out" 2>"$dir/$t-$p.err" &
   child=$!
+  # Waiting a second at a time: a TERM that lands as bash starts waiting
+  # for a long child can go unnoticed until the child ends.
+  while kill -0 "$child" 2>/dev/null; do sleep 1; done
   rc=0
   wait "$child" || rc=$?
   child=""

@@ -50,7 +50,8 @@ func main() {
 	server := flag.String("server", "philippseith", "hub implementation: philippseith (WebSockets, SSE) or sigtest (long polling, SSE)")
 	transports := flag.String("transports", "LongPolling", "sigtest only: transports its negotiate offers, comma-separated negotiate names")
 	maxMsg := flag.Uint("max-message", 4096, "philippseith only: largest hub message accepted, bytes; the library keeps a receive buffer this size per connection")
-	timeout := flag.Duration("timeout", 30*time.Second, "philippseith only: a client silent this long is gone (ASP.NET Core's default)")
+	timeout := flag.Duration("timeout", 30*time.Second, "philippseith only: a client silent this long is gone (ASP.NET Core's default); "+
+		"raise it for idle MessagePack clients (bench/signalrscale.sh does): this library parses their pings late")
 	pprof := flag.Bool("pprof", false, "serve /debug/pprof/ as well")
 	flag.Parse()
 

@@ -53,6 +53,10 @@ func (f *errorFlags) apply(opts *run.Options, out string, stderr io.Writer) (fun
 				fmt.Fprintf(stderr, "stampede: failure samples in %s are incomplete: %v\n", path, err)
 				return
 			}
+			if n == 0 {
+				// No file either: there was nothing to keep.
+				return
+			}
 			fmt.Fprintf(stderr, "%d failure %s saved to %s\n", n, pluralWord(int(n), "sample"), path)
 		})
 	}, nil

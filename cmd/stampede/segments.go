@@ -217,7 +217,17 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 	}
 	e.Warn = func(msg string) { fmt.Fprintf(stderr, "stampede: warning: %s\n", msg) }
 	if keep, _ := fs.GetInt("keep-failures"); keep > 0 {
-		mergeFailures = workerFailures(stderr, l, out, keep)
+		// The coordinator's own setup and teardown are sampled too, into
+		// a file of its own beside the workers', merged with theirs.
+		if err := os.MkdirAll(l.Dir, 0o755); err != nil {
+			return fail(exitUsage, fmt.Errorf("--keep-failures: %v", err))
+		}
+		own, err := metrics.OpenFailureLog(filepath.Join(l.Dir, "coordinator.failures.jsonl"), keep)
+		if err != nil {
+			return fail(exitUsage, fmt.Errorf("--keep-failures: %v", err))
+		}
+		e.Run.Errors.Failures = own
+		mergeFailures = workerFailures(stderr, l, out, keep, own)
 	}
 	oc := s.Run(e)
 	mergeFailures()
@@ -228,12 +238,17 @@ func runWorkers(stdout, stderr io.Writer, planPath, out, demoOpts string, quiet 
 // (--keep-failures, passed on to them) into the one file a run of one
 // process writes, RESULT.failures.jsonl, keeping up to keep per step for
 // the whole test, and says where it is. Once only.
-func workerFailures(stderr io.Writer, l dist.Local, out string, keep int) func() {
+func workerFailures(stderr io.Writer, l dist.Local, out string, keep int, own *metrics.FailureLog) func() {
 	var once sync.Once
 	begun := time.Now()
 	return func() {
 		once.Do(func() {
-			var files []string
+			if err := own.Close(); err != nil {
+				fmt.Fprintf(stderr, "stampede: the coordinator's failure samples in %s are incomplete: %v\n", own.Path(), err)
+			}
+			// The coordinator's file exists only when its setup or
+			// teardown failed (OpenFailureLog removed any older one).
+			files := []string{own.Path()}
 			for i := range l.Workers {
 				f := metrics.FailuresPath(filepath.Join(l.Dir, fmt.Sprintf("seg-%d.json", i)))
 				// A file older than this test is a previous run's: the
@@ -248,7 +263,10 @@ func workerFailures(stderr io.Writer, l dist.Local, out string, keep int) func()
 				fmt.Fprintf(stderr, "stampede: the workers' failure samples could not be merged into %s: %v; each worker's are in %s\n", path, err, l.Dir)
 				return
 			}
-			fmt.Fprintf(stderr, "%d failure %s saved to %s (the workers' earliest %d per step)\n", n, pluralWord(int(n), "sample"), path, keep)
+			if n == 0 {
+				return // no file: nothing failed, or nothing ran
+			}
+			fmt.Fprintf(stderr, "%d failure %s saved to %s (the earliest %d per step)\n", n, pluralWord(int(n), "sample"), path, keep)
 		})
 	}
 }

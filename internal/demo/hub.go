@@ -22,12 +22,18 @@ import (
 // HubPath is where the kitchen hub is served.
 const HubPath = "/hubs/kitchen"
 
+// clientSilence is how long a WebSocket client may send nothing before
+// the hub drops it: ASP.NET Core's ClientTimeoutInterval, twice the
+// clients' 15 s keep-alive. A variable for tests, read when a hub starts.
+var clientSilence = 30 * time.Second
+
 // kitchen owns the hub server and the bookkeeping the e2e tests compare
 // stampede's counts with: every push addressed to a joined connection.
 type kitchen struct {
 	srv     signalr.Server
 	cancel  context.CancelFunc
 	handler http.Handler
+	silence time.Duration // clientSilence when the hub started
 
 	// mu orders joins, leaves and group sends, so Pushes counts exactly
 	// the group members each OrderPlaced was sent to.
@@ -118,15 +124,21 @@ func (h *kitchenHub) OnDisconnected(id string) {
 }
 
 func newKitchen() (*kitchen, error) {
-	k := &kitchen{members: map[string]int{}, joined: map[string][]string{}}
+	k := &kitchen{members: map[string]int{}, joined: map[string][]string{}, silence: clientSilence}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := signalr.NewServer(ctx,
 		signalr.HubFactory(func() signalr.HubInterface { return &kitchenHub{k: k} }),
 		signalr.Logger(kitlog.NewNopLogger(), false),
-		// The ASP.NET Core defaults: a ping every 15 s, a client silent
-		// for 30 s is gone.
+		// The ASP.NET Core default: a ping every 15 s.
 		signalr.KeepAliveInterval(15*time.Second),
-		signalr.TimeoutInterval(30*time.Second),
+		// The library's own client timeout stays out of the way: v0.11.0
+		// parses a MessagePack Ping (a 3-byte frame) only when later
+		// bytes arrive, and ever later, so an idle MessagePack client's
+		// pings stop counting and it would be closed after the timeout
+		// however long. A client silent for clientSilence is dropped at
+		// its socket instead (pushConn.Read), where a Ping counts on
+		// arrival in either protocol.
+		signalr.TimeoutInterval(24*time.Hour),
 		// The library answers 429 once 1,000 negotiations are pending
 		// (negotiated, not yet connected); a ramp of thousands of kitchen
 		// displays has more than that in flight.

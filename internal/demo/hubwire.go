@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The hub library sends a group's pushes from goroutines of their own, and
@@ -52,13 +53,14 @@ func (m *markCounter) wrote(b []byte) {
 // countWritten wraps the hub's handler.
 func (k *kitchen) countWritten(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&pushWriter{ResponseWriter: w, m: &markCounter{n: &k.written}}, r)
+		next.ServeHTTP(&pushWriter{ResponseWriter: w, m: &markCounter{n: &k.written}, silence: k.silence}, r)
 	})
 }
 
 type pushWriter struct {
 	http.ResponseWriter
-	m *markCounter
+	m       *markCounter
+	silence time.Duration
 }
 
 func (w *pushWriter) Write(b []byte) (int, error) {
@@ -80,14 +82,22 @@ func (w *pushWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		c.Close()
 		return nil, nil, err
 	}
-	cc := &pushConn{Conn: c, m: w.m}
+	cc := &pushConn{Conn: c, m: w.m, silence: w.silence}
 	return cc, bufio.NewReadWriter(rw.Reader, bufio.NewWriterSize(cc, rw.Writer.Size())), nil
 }
 
 // pushConn is a hijacked connection whose writes are counted.
 type pushConn struct {
 	net.Conn
-	m *markCounter
+	m       *markCounter
+	silence time.Duration
+}
+
+// Read drops a client silent for clientSilence (see newKitchen): every
+// read, a Ping's included, moves the deadline on.
+func (c *pushConn) Read(b []byte) (int, error) {
+	c.Conn.SetReadDeadline(time.Now().Add(c.silence))
+	return c.Conn.Read(b)
 }
 
 func (c *pushConn) Write(b []byte) (int, error) {

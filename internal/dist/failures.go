@@ -18,7 +18,9 @@ import (
 // earliest perStep of each step across the segments, in time order, so the
 // whole test keeps what one process would have kept, not perStep per
 // segment. A segment that wrote no file (it failed nothing, or did not
-// run) adds nothing. It returns how many samples dst holds.
+// run) adds nothing; with no sample at all there is no dst. Samples are
+// told apart by (phase, step_index): the setup's and teardown's steps are
+// numbered apart from the load's. It returns how many samples dst holds.
 func MergeFailures(dst string, srcs []string, perStep int) (int64, error) {
 	type line struct {
 		at   time.Time
@@ -45,16 +47,23 @@ func MergeFailures(dst string, srcs []string, perStep int) (int64, error) {
 				Time      time.Time `json:"time"`
 				Scenario  string    `json:"scenario"`
 				Step      string    `json:"step"`
+				Phase     string    `json:"phase"`
 				StepIndex *int      `json:"step_index"`
 			}
 			if err := json.Unmarshal(text, &x); err != nil {
 				return 0, fmt.Errorf("%s: %v", filepath.Base(src), err)
 			}
-			// The step's index tells same-named steps apart; a file from
-			// before it was written has only the names.
-			key := x.Scenario + "\x00" + x.Step
+			// The step's index tells same-named steps apart within its
+			// phase (the setup's step 0 is not the load's); a file from
+			// before the index was written has only the names, one from
+			// before the phase only the load's indexes.
+			phase := x.Phase
+			if phase == "" {
+				phase = "load"
+			}
+			key := phase + "\x00" + x.Scenario + "\x00" + x.Step
 			if x.StepIndex != nil {
-				key = fmt.Sprint(*x.StepIndex)
+				key = phase + "\x00" + fmt.Sprint(*x.StepIndex)
 			}
 			lines = append(lines, line{at: x.Time, key: key, text: append([]byte(nil), text...)})
 		}
@@ -74,6 +83,14 @@ func MergeFailures(dst string, srcs []string, perStep int) (int64, error) {
 		out.Write(l.text)
 		out.WriteByte('\n')
 		n++
+	}
+	if n == 0 {
+		// No file for no sample, as one process leaves none; nor an
+		// older one that would pass for this test's.
+		if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+		return 0, nil
 	}
 	tmp := dst + ".tmp"
 	if err := os.WriteFile(tmp, out.Bytes(), 0o644); err != nil {

@@ -45,3 +45,40 @@ func TestMergeFailuresPerStep(t *testing.T) {
 		t.Errorf("%d samples:\n%s\nwant 6:\n%s", n, got, want)
 	}
 }
+
+// The setup's, teardown's and load's step 0 are three steps: the merge
+// keeps perStep of each (phase, step_index), a line without a phase being
+// the load's. Before, it keyed on step_index alone, so a teardown's
+// samples took the load's step 0's share. With no sample at all there is
+// no file, not an empty one, and an older one is removed.
+func TestMergeFailuresByPhase(t *testing.T) {
+	dir := t.TempDir()
+	line := func(sec, phase string) string {
+		s := `{"time":"2026-01-01T00:00:0` + sec + `Z","scenario":"s","step":"x"`
+		if phase != "" {
+			s += `,"phase":"` + phase + `"`
+		}
+		return s + `,"step_index":0,"class":"server_error"}`
+	}
+	src := filepath.Join(dir, "seg-0.failures.jsonl")
+	lines := []string{line("1", ""), line("2", "load"), line("3", "setup"), line("4", "teardown"), line("5", "teardown")}
+	if err := os.WriteFile(src, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "r.failures.jsonl")
+	n, err := MergeFailures(dst, []string{src}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(dst)
+	want := strings.Join([]string{line("1", ""), line("3", "setup"), line("4", "teardown")}, "\n") + "\n"
+	if n != 3 || string(got) != want {
+		t.Errorf("%d samples:\n%s\nwant 3:\n%s", n, got, want)
+	}
+	if n, err := MergeFailures(dst, []string{filepath.Join(dir, "none.jsonl")}, 1); err != nil || n != 0 {
+		t.Fatalf("no samples: %d, %v", n, err)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		t.Errorf("%s is there with no sample", dst)
+	}
+}

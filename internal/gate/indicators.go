@@ -96,7 +96,7 @@ func Indicators(r *result.Result) []result.Indicator {
 			map[string]float64{"cpu_util": g.CPUUtil, "cores": float64(g.Cores), "cpu_s": g.CPUSeconds})
 	}
 	if late := r.Run.LateStartS; late > 0 {
-		warn("late_start", fmt.Sprintf("The load began %s after its start time (--start-at), which the setup (or a late process) overran - it ran on the shared schedule, so the profile's first %s was not sent", formatDuration(int64(late*1e6)), formatDuration(int64(late*1e6))),
+		warn("late_start", fmt.Sprintf("The load began %s after its start time (--start-at), which the setup (or a late process) overran - it kept to the shared schedule, so what the profile's first %s held was neither sent nor counted; duration and throughput are over the time the load ran", formatDuration(int64(late*1e6)), formatDuration(int64(late*1e6))),
 			map[string]float64{"late_start_s": late})
 	}
 	out = append(out, monitorIndicators(r)...)

@@ -207,7 +207,7 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 		Segment:     result.Segment{Index: 0, Count: 1},
 		Seed:        first.Seed,
 	}
-	var measuredEnd time.Time
+	var measuredEnd, began time.Time
 	var partial, stops []string
 	for i, r := range rs {
 		run := r.Run
@@ -217,7 +217,13 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 		if run.Ended.After(out.Ended) {
 			out.Ended = run.Ended
 		}
-		end := run.Started.Add(seconds(run.DurationS))
+		// A segment that began late (late_start_s) measured its duration
+		// from when it began, not from the shared start time.
+		b := run.Started.Add(seconds(run.LateStartS))
+		if began.IsZero() || b.Before(began) {
+			began = b
+		}
+		end := b.Add(seconds(run.DurationS))
 		if end.After(measuredEnd) {
 			measuredEnd = end
 		}
@@ -242,7 +248,7 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 			stops = append(stops, o.name(i)+": "+run.StopReason)
 		}
 	}
-	out.DurationS = measuredEnd.Sub(out.Started).Seconds()
+	out.DurationS = max(measuredEnd.Sub(began), 0).Seconds()
 	if first.Segment.Count > 1 {
 		var missing []string
 		for idx := 0; idx < first.Segment.Count; idx++ {

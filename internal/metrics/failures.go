@@ -21,22 +21,44 @@ type FailureLog struct {
 	per    int64
 	taken  []atomic.Int64
 	redact func(string) string
+	// phase is what the samples' steps index: "load" (the result's
+	// steps), "setup" or "teardown" (the workflow's).
+	phase string
+	out   *failureFile
+}
 
+// failureFile is the file the logs of a run's phases share. It is created
+// with the first sample: a run that failed nothing leaves none.
+type failureFile struct {
+	path    string
 	mu      sync.Mutex
 	f       *os.File
 	w       *bufio.Writer
 	err     error
 	written int64
+	closed  bool // no sample is kept after Close
 }
+
+// Phases of a failure sample (Exchange.Phase).
+const (
+	PhaseLoad     = "load"
+	PhaseSetup    = "setup"
+	PhaseTeardown = "teardown"
+)
 
 // Exchange is one failing request and what came back.
 type Exchange struct {
 	Time     time.Time `json:"time"`
 	Scenario string    `json:"scenario"`
 	Step     string    `json:"step"`
-	// StepIndex is the step's place among the plan's request steps (the
-	// result's steps), which tells two steps of one name apart: merging
-	// the samples of several segments keeps up to N of each by it.
+	// Phase is the part of the test the request was sent in: "load",
+	// "setup" or "teardown".
+	Phase string `json:"phase"`
+	// StepIndex is the step's place among its phase's request steps (the
+	// result's steps for the load, workflow.setup.steps or
+	// workflow.teardown.steps), which tells two steps of one name apart:
+	// merging the samples of several segments keeps up to N of each
+	// (phase, step_index).
 	StepIndex int            `json:"step_index"`
 	Class     string         `json:"class"`
 	Message   string         `json:"message"`
@@ -89,21 +111,32 @@ func FailuresPath(resultPath string) string {
 	return strings.TrimSuffix(resultPath, ".json") + ".failures.jsonl"
 }
 
-// OpenFailureLog creates path for up to perStep exchanges per step.
+// OpenFailureLog is the log for up to perStep exchanges per step in path.
+// A file left there (a previous run's) is removed at once, so it cannot
+// pass for this run's; the file is created with the first sample.
 func OpenFailureLog(path string, perStep int) (*FailureLog, error) {
+	// Checked now, so an unwritable place fails before the run, not at
+	// its first failure.
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	return &FailureLog{per: int64(perStep), f: f, w: bufio.NewWriter(f), redact: RedactURLCredentials}, nil
+	f.Close()
+	os.Remove(path)
+	return &FailureLog{per: int64(perStep), redact: RedactURLCredentials, phase: PhaseLoad, out: &failureFile{path: path}}, nil
 }
 
-// setup sizes the log for the recorder's steps and takes its redaction.
-func (l *FailureLog) setup(steps int, redact func(string) string) {
-	l.taken = make([]atomic.Int64, steps)
-	if redact != nil {
-		l.redact = redact
+// forRecorder is the log of one recorder: its own count per step of its
+// own steps, in its phase, writing to l's file.
+func (l *FailureLog) forRecorder(phase string, steps int, redact func(string) string) *FailureLog {
+	v := &FailureLog{per: l.per, taken: make([]atomic.Int64, steps), redact: l.redact, phase: phase, out: l.out}
+	if v.phase == "" {
+		v.phase = PhaseLoad
 	}
+	if redact != nil {
+		v.redact = redact
+	}
+	return v
 }
 
 // Want reports whether step still takes samples; it is cheap, so a caller
@@ -118,40 +151,60 @@ func (l *FailureLog) Add(step int, x *Exchange) {
 		return
 	}
 	x.StepIndex = step
+	x.Phase = l.phase
 	l.clean(x)
 	var line bytes.Buffer
 	enc := json.NewEncoder(&line)
 	// Bodies are often HTML; escaped as \u003c they would be unreadable.
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(x)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err == nil {
-		_, err = l.w.Write(line.Bytes())
+	o := l.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
 	}
-	if err != nil && l.err == nil {
-		l.err = err
+	if err == nil && o.f == nil && o.err == nil {
+		if o.f, err = os.Create(o.path); err == nil {
+			o.w = bufio.NewWriter(o.f)
+		}
 	}
-	l.written++
+	if err == nil && o.w != nil {
+		_, err = o.w.Write(line.Bytes())
+	}
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	o.written++
 }
+
+// Path is the file the samples go to; there is none before the first.
+func (l *FailureLog) Path() string { return l.out.path }
 
 // Written is how many samples the log holds.
 func (l *FailureLog) Written() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.written
+	l.out.mu.Lock()
+	defer l.out.mu.Unlock()
+	return l.out.written
 }
 
-// Close flushes the file; it returns the first write error.
+// Close flushes the file, if a sample made one; it returns the first
+// write error.
 func (l *FailureLog) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	err := l.w.Flush()
-	if cerr := l.f.Close(); err == nil {
-		err = cerr
+	o := l.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	var err error
+	if o.f != nil {
+		err = o.w.Flush()
+		if cerr := o.f.Close(); err == nil {
+			err = cerr
+		}
+		o.f, o.w = nil, nil
 	}
-	if l.err != nil {
-		return l.err
+	if o.err != nil {
+		return o.err
 	}
 	return err
 }

@@ -143,6 +143,10 @@ type ErrorOptions struct {
 	Redact func(string) string
 	// Failures, when set, receives samples of failing exchanges.
 	Failures *FailureLog
+	// Phase is what the recorder's steps are: "" or PhaseLoad the run's
+	// load, PhaseSetup or PhaseTeardown the workflow's; failure samples
+	// say it, since their step_index is into that phase's steps.
+	Phase string
 }
 
 // Configure sets the error options; call it before recording starts.
@@ -154,9 +158,9 @@ func (r *Recorder) Configure(o ErrorOptions) {
 	if o.Redact != nil {
 		r.redact = func(s string) string { return o.Redact(RedactURLCredentials(s)) }
 	}
-	r.failures = o.Failures
-	if r.failures != nil {
-		r.failures.setup(len(r.steps), r.redact)
+	r.failures = nil
+	if o.Failures != nil {
+		r.failures = o.Failures.forRecorder(o.Phase, len(r.steps), r.redact)
 	}
 }
 

@@ -15,9 +15,13 @@ const minSteadyIntervals = 3
 // monitor figures are summarised over: from the first to the last interval
 // at the peak target (users or arrivals per second), so a ramp's idle start
 // and the drain after the last stage do not dilute them. Without a plateau
-// of a few intervals it is the whole measured run, [0, DurationS].
+// of a few intervals it is the whole measured run, [LateStartS,
+// LateStartS+DurationS].
 func (r *Result) SteadyWindow() (from, to float64) {
-	whole := func() (float64, float64) { return 0, max(r.Run.DurationS, 0) }
+	// A late start (LateStartS) measured nothing before it began.
+	began := max(r.Run.LateStartS, 0)
+	end := began + max(r.Run.DurationS, 0)
+	whole := func() (float64, float64) { return began, end }
 	s := r.Series
 	n := min(len(s.T), len(s.Target))
 	if n == 0 || s.IntervalS <= 0 {
@@ -43,9 +47,9 @@ func (r *Result) SteadyWindow() (from, to float64) {
 	if count < minSteadyIntervals {
 		return whole()
 	}
-	from, to = s.T[first], s.T[last]+s.IntervalS
+	from, to = max(s.T[first], began), s.T[last]+s.IntervalS
 	if r.Run.DurationS > 0 {
-		to = min(to, r.Run.DurationS)
+		to = min(to, end)
 	}
 	if to <= from {
 		return whole()

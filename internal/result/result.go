@@ -121,7 +121,10 @@ type RunInfo struct {
 	// began, when that is over 0.1 s: a setup that overran the instant,
 	// or a process that came up within --start-grace after it. The load
 	// runs on the shared schedule, so the profile's first LateStartS
-	// seconds were not sent. Merged results keep the latest segment's.
+	// seconds were not sent (arrivals and users due then are skipped, not
+	// counted), and DurationS is the time from Started+LateStartS on.
+	// Rounded to the millisecond. Merged results keep the latest
+	// segment's.
 	LateStartS float64 `json:"late_start_s,omitempty"`
 }
 

@@ -491,8 +491,9 @@ func (p *population) call(ctx context.Context, c *signalr.Conn, call plan.HubCal
 	var raw []json.RawMessage
 	if err := json.Unmarshal(call.Args.Append(nil, env), &raw); err != nil {
 		// The template renders valid JSON by construction; a bad one is
-		// still counted rather than dropped.
-		p.rec.Record(callOp(call), sample.Other, 0, err)
+		// still counted rather than dropped, with no latency: nothing
+		// was sent.
+		p.rec.Unsent(callOp(call), sample.Other, err)
 		return err
 	}
 	args := make([]any, len(raw))

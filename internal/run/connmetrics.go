@@ -114,6 +114,18 @@ func (a *connRecorder) RecordWS(op ws.Op, class sample.Class, d time.Duration, e
 	a.record(op.String(), class, d, err)
 }
 
+// Unsent counts a failure of op before anything was sent (its call's
+// arguments could not be built): a failure without a latency, as
+// metrics.Shard.FailUnsent counts one, not a 0 µs sample.
+func (a *connRecorder) Unsent(op signalr.Op, class sample.Class, err error) {
+	id, ok := a.steps[op.String()]
+	if !ok {
+		a.unlisted.Add(1)
+		return
+	}
+	a.rec.Shard(a.next.Add(1)).FailUnsent(id, class, metrics.ErrorText(err))
+}
+
 // record counts one outcome. Connections have no user of their own to
 // keep a shard, so records go round the shards.
 func (a *connRecorder) record(name string, class sample.Class, d time.Duration, err error) {

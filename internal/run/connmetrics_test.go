@@ -1,6 +1,7 @@
 package run
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -75,5 +76,25 @@ func TestConnRecorderCountsUnlistedOps(t *testing.T) {
 	a.Record(signalr.InvokeOp("Join"), sample.Other, 0, nil)
 	if n := a.unlisted.Load(); n != 2 {
 		t.Errorf("unlisted = %d, want 2", n)
+	}
+}
+
+// A call whose arguments could not be built counts as a failure of its
+// step with its message but no latency sample: nothing was sent. Before,
+// it was recorded with a 0 µs latency, which pulled latency_all down.
+func TestConnRecorderUnsentHasNoLatency(t *testing.T) {
+	names := []string{"invoke Join", "session"}
+	ids := map[string]int{}
+	var infos []metrics.StepInfo
+	for i, n := range names {
+		ids[n] = i
+		infos = append(infos, metrics.StepInfo{Scenario: "s", Name: n, Group: "signalr"})
+	}
+	rec := metrics.New(infos, 1)
+	a := newConnRecorder(rec, ids)
+	a.Unsent(signalr.InvokeOp("Join"), sample.Other, errors.New("bad args"))
+	st := rec.Snapshot().Steps[0]
+	if st.Requests != 1 || st.Failed != 1 || st.LatencyAll.Count != 0 || len(st.Errors) != 1 || st.Errors[0].Message != "bad args" {
+		t.Errorf("step %+v: want one failure, its message, no latency", st)
 	}
 }

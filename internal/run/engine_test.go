@@ -385,3 +385,64 @@ load: {stages: [{duration: 300ms, users: 3}]}
 		}
 	}
 }
+
+// Ctrl-C with every user held by the server: no new request starts, the
+// grace runs out, each held request counts as interrupted and the result
+// is partial, with either engine.
+func TestEnginesCtrlCAlike(t *testing.T) {
+	needLoop(t)
+	for _, engine := range []string{EngineGoroutines, EngineLoop} {
+		bs := newBudgetServer(t, map[string]int64{"/h": 20})
+		p := mustPlan(t, `
+target: `+bs.srv.URL+`
+scenarios: {s: {steps: [{get: /h}]}}
+load: {grace: 100ms, stages: [{duration: 120s, users: 4}]}
+`)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for bs.stalled.Load() < 4 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+		}()
+		res, err := Run(ctx, p, Options{Engine: engine})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, res)
+		s := res.Steps[0]
+		if res.Run.Engine != engine || !res.Run.Partial || s.Requests != 24 || s.ByClass["interrupted"] != 4 {
+			t.Errorf("%s: engine %q partial %v, %d requests, by class %v: want 24 requests, 4 interrupted, partial",
+				engine, res.Run.Engine, res.Run.Partial, s.Requests, s.ByClass)
+		}
+	}
+}
+
+// A request too big for the socket's buffer is written as the socket
+// takes it, and the answer read after, with either engine.
+func TestEnginesSendBigBodiesAlike(t *testing.T) {
+	needLoop(t)
+	const size = 8 << 20
+	for _, engine := range []string{EngineGoroutines, EngineLoop} {
+		var whole atomic.Int64
+		srv, seen := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if n, _ := io.Copy(io.Discard, r.Body); n == size {
+				whole.Add(1)
+			}
+			io.WriteString(w, "ok")
+		})
+		p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{post: /, body: "`+strings.Repeat("x", size)+`"}]}}
+load: {stages: [{duration: 300ms, users: 2}]}
+`)
+		res, err := Run(context.Background(), p, Options{Engine: engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Run.Engine != engine || res.Totals.Requests == 0 || res.Totals.Failed != 0 || res.Totals.Requests != seen.Load() || whole.Load() != seen.Load() {
+			t.Errorf("%s: engine %q, %d requests (%d failed), server saw %d, %d whole", engine, res.Run.Engine, res.Totals.Requests, res.Totals.Failed, seen.Load(), whole.Load())
+		}
+	}
+}

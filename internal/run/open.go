@@ -100,7 +100,7 @@ func (r *runner) runOpen() {
 	}
 	// A segment fires arrivals k ≡ index (mod count) of the one global
 	// schedule, at that schedule's times (segment.go).
-	for k := r.seg().First(); ; k += r.seg().Step() {
+	for k := r.firstArrival(sch); ; k += r.seg().Step() {
 		at, ok := sch.Time(k)
 		if !ok {
 			// Wait out the rest of the last stage.
@@ -133,6 +133,18 @@ func (r *runner) runOpen() {
 		}
 		dropShard.RecordUnfinished(a.sc.FirstRequestStep(), sample.Dropped)
 	}
+}
+
+// firstArrival is this segment's first arrival to fire. A load that began
+// late on its shared schedule (a setup that overran --start-at) skips the
+// arrivals due before it began: that part of the profile was missed, and
+// is said so (late_start_s), not sent as a burst or counted as dropped.
+func (r *runner) firstArrival(sch *sched.Arrivals) int64 {
+	k, step := r.seg().First(), r.seg().Step()
+	if skip := sch.Before(r.late); skip > k {
+		k += (skip - k + step - 1) / step * step
+	}
+	return k
 }
 
 // maxCatchUp is how late the dispatcher still starts an arrival. Past it

@@ -367,8 +367,11 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 		r.start = r.opts.StartAt // one global schedule for every segment
 		r.late = lateStart(r.start)
 	}
-	r.startConnections() // connections.go
 	total := r.plan.Load.Duration()
+	if r.late >= total { // workflow.go
+		r.stop(missedProfile(r.late, total), true)
+	}
+	r.startConnections() // connections.go
 	if r.opts.Handle != nil {
 		r.opts.Handle.attach(r)
 	}
@@ -558,7 +561,8 @@ func (r *runner) build(checkpoint bool) *result.Result {
 	if measuredEnd.IsZero() || checkpoint {
 		measuredEnd = now
 	}
-	dur := measuredEnd.Sub(r.start).Seconds()
+	// Over the time the load ran: a late start's missed part sent nothing.
+	dur := max(measuredEnd.Sub(r.start.Add(r.late)), 0).Seconds()
 	sum := sha256.Sum256(r.plan.Source)
 	seed := r.prog.Seed
 	res := &result.Result{
@@ -572,7 +576,7 @@ func (r *runner) build(checkpoint bool) *result.Result {
 			Segment: r.resultSegment(),
 			Partial: partial != "", PartialReason: partial, StopReason: why,
 			Seed: &seed, Engine: r.engineName(),
-			LateStartS: r.late.Seconds(),
+			LateStartS: float64(r.late.Milliseconds()) / 1000,
 		},
 		Totals:     snap.Totals,
 		Steps:      snap.Steps,

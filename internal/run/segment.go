@@ -52,9 +52,21 @@ func checkLate(o Options) error {
 	if grace <= 0 {
 		grace = DefaultStartGrace
 	}
-	if late := time.Since(o.StartAt); late > grace {
-		return fmt.Errorf("%w: segment %s came up %v after the start time %s (grace %v), before its setup; it did not run, so its share is missing rather than shifted",
-			ErrLateStart, o.Segment.Norm(), late.Round(time.Millisecond), o.StartAt.Format(time.RFC3339Nano), grace)
+	from, what := o.StartAt, "the start time"
+	if lc := o.Lifecycle; lc != nil && lc.handed.After(from) {
+		// The coordinator's setup overran the start time: that is not
+		// this process's lateness (the coordinator said so, and the
+		// result records it as late_start_s), as a run's own setup
+		// overrunning it is not. Its own is since the hand-off.
+		from, what = lc.handed, "the coordinator's setup ended, after the start time"
+	}
+	if late := time.Since(from); late > grace {
+		before := ""
+		if o.Lifecycle == nil || !o.Lifecycle.given {
+			before = ", before its setup"
+		}
+		return fmt.Errorf("%w: segment %s came up %v after %s %s (grace %v)%s; it did not run, so its share is missing rather than shifted",
+			ErrLateStart, o.Segment.Norm(), late.Round(time.Millisecond), what, from.Format(time.RFC3339Nano), grace, before)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,9 @@ const (
 	PhaseLoad Phase = iota
 	PhaseSetup
 	PhaseTeardown
+	// PhaseCleanup is the teardown when no load was sent: the setup
+	// failed or was cut off, or the run ended before its load began.
+	PhaseCleanup
 )
 
 // enter tells Options.OnPhase that phase p starts.
@@ -56,6 +60,12 @@ func lateStart(start time.Time) time.Duration {
 	return late.Round(time.Millisecond)
 }
 
+// missedProfile is the partial reason of a load that began after its
+// whole profile was over on the shared schedule: nothing was sent.
+func missedProfile(late, total time.Duration) string {
+	return fmt.Sprintf("the load began %v after its start time (--start-at), past the end of the %v profile: nothing was sent", late, total)
+}
+
 // workflow holds the setup's and teardown's outcomes for the result.
 type workflow struct {
 	// mu guards setup and teardown against a partial result built while
@@ -66,6 +76,9 @@ type workflow struct {
 	// tornDown: the teardown has run, on the way out of the run or, when
 	// the run failed to start after its setup, from Run's defer.
 	tornDown bool
+	// noLoad: no load was sent before the teardown (a Lifecycle's whose
+	// setup did not succeed), so it runs as PhaseCleanup.
+	noLoad bool
 }
 
 // runPhase runs setup or teardown as one user with a recorder of its own,
@@ -84,7 +97,13 @@ func (r *runner) runPhase(ctx context.Context, s *plan.Scenario, globals []strin
 	}
 	ph.SetSeed(seed, s == r.plan.Teardown)
 	rec := metrics.New(ph.Steps, r.opts.Interval.Seconds())
-	rec.Configure(r.opts.Errors)
+	eo := r.opts.Errors
+	// Its failure samples index the phase's steps, not the load's.
+	eo.Phase = metrics.PhaseSetup
+	if s == r.plan.Teardown {
+		eo.Phase = metrics.PhaseTeardown
+	}
+	rec.Configure(eo)
 	caps, failed := ph.Run(ctx, r.shared.NewTransport(), rec, globals)
 	snap := rec.Snapshot()
 	out := &result.Phase{Requests: snap.Totals.Requests, Failed: snap.Totals.Failed, Steps: snap.Steps}
@@ -158,6 +177,10 @@ type Lifecycle struct {
 	// which also tears down.
 	given    bool
 	tornDown bool
+	// handed is when the coordinator's setup handed its captures over
+	// (HandOff; zero when not known): a segment's own lateness is
+	// judged from it when the setup ended after the start time.
+	handed time.Time
 }
 
 // GivenSetup is the lifecycle of a run whose setup ran elsewhere, in the
@@ -192,6 +215,7 @@ func (lc *Lifecycle) Teardown(p *plan.Plan, o Options) *result.Phase {
 	r := phaseRunner(p, o)
 	defer r.shared.Close()
 	r.wf.globals = globals
+	r.wf.noLoad = !lc.setUp
 	r.tearDown()
 	return r.wf.teardown
 }
@@ -204,6 +228,11 @@ func (lc *Lifecycle) Teardown(p *plan.Plan, o Options) *result.Phase {
 const (
 	SetupEnv     = "STAMPEDE_SETUP_CAPTURES"
 	SetupFileEnv = "STAMPEDE_SETUP_CAPTURES_FILE"
+	// SetupEndedEnv is when the coordinator handed the captures over
+	// (Unix nanoseconds), so that a segment started after a setup that
+	// overran the start time does not take the setup's lateness for its
+	// own (checkLate).
+	SetupEndedEnv = "STAMPEDE_SETUP_ENDED"
 )
 
 // Setup runs p's setup on its own, before any load, for a process that
@@ -222,11 +251,15 @@ func Setup(ctx context.Context, p *plan.Plan, o Options) (lc *Lifecycle, ph *res
 			return nil, nil, err
 		}
 		if ph.Error != "" {
+			// Judged before the teardown: a Ctrl-C during the teardown
+			// (which cancels ctx) must not turn a setup that failed into
+			// one that was cut off, and hide why it failed.
+			err := setupErr(ctx, ph)
 			// What the setup's first steps created is cleaned up here:
 			// no segment will run to be torn down after.
 			lc.begun = createdSome(ph)
 			lc.Teardown(p, o)
-			return nil, ph, setupErr(ctx, ph)
+			return nil, ph, err
 		}
 	}
 	lc.setUp = true
@@ -280,8 +313,9 @@ func (lc *Lifecycle) HandOff(p *plan.Plan, dir string) (env []string, done func(
 	if err != nil {
 		return nil, nil, err
 	}
+	ended := fmt.Sprintf("%s=%d", SetupEndedEnv, time.Now().UnixNano())
 	if len(text) <= maxSetupEnv {
-		return []string{SetupEnv + "=" + string(text)}, func() {}, nil
+		return []string{SetupEnv + "=" + string(text), ended}, func() {}, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
@@ -299,7 +333,7 @@ func (lc *Lifecycle) HandOff(p *plan.Plan, dir string) (env []string, done func(
 		os.Remove(name)
 		return nil, nil, werr
 	}
-	return []string{SetupFileEnv + "=" + name}, func() { os.Remove(name) }, nil
+	return []string{SetupFileEnv + "=" + name, ended}, func() { os.Remove(name) }, nil
 }
 
 // Received is the lifecycle a coordinator handed this process (HandOff):
@@ -321,7 +355,14 @@ func Received(p *plan.Plan) (*Lifecycle, error) {
 	if err := json.Unmarshal([]byte(text), &caps); err != nil {
 		return nil, fmt.Errorf("the coordinator's setup captures (%s): %v", SetupEnv, err)
 	}
-	return GivenCaptures(p, caps)
+	lc, err := GivenCaptures(p, caps)
+	if err != nil {
+		return nil, err
+	}
+	if ns, err := strconv.ParseInt(os.Getenv(SetupEndedEnv), 10, 64); err == nil {
+		lc.handed = time.Unix(0, ns)
+	}
+	return lc, nil
 }
 
 // phaseRunner is what running a setup or teardown outside a run needs.
@@ -402,7 +443,12 @@ func (r *runner) tearDown() {
 	ctx, cancel := context.WithTimeout(context.Background(), TeardownTimeout)
 	defer cancel()
 	// No way back to the load: the teardown is the test's last part.
-	enter(r.opts, PhaseTeardown)
+	// A run's load began when its clock started (run).
+	if r.wf.noLoad || (r.prog != nil && r.start.IsZero()) {
+		enter(r.opts, PhaseCleanup)
+	} else {
+		enter(r.opts, PhaseTeardown)
+	}
 	ph, _, err := r.runPhase(ctx, r.plan.Teardown, r.wf.globals)
 	if err != nil {
 		ph = &result.Phase{Error: err.Error()}

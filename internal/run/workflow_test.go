@@ -208,12 +208,15 @@ func TestSetupCapturesHandedToSegments(t *testing.T) {
 		t.Fatalf("setup: %+v, %v", ph, err)
 	}
 	env, done, err := lc.HandOff(p, t.TempDir())
-	if err != nil || len(env) != 1 {
+	// The captures, and when the setup ended (SetupEndedEnv).
+	if err != nil || len(env) != 2 {
 		t.Fatalf("handoff %v, %v", env, err)
 	}
 	defer done()
-	name, value, _ := strings.Cut(env[0], "=")
-	t.Setenv(name, value)
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		t.Setenv(name, value)
+	}
 	got, err := Received(p)
 	if err != nil || got == nil {
 		t.Fatalf("received %v, %v", got, err)

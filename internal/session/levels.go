@@ -39,6 +39,9 @@ type Levels struct {
 	done []result.Level
 	cur  result.Level
 	h    *run.Handle
+	// tornDown: the run and its teardown are over, and load is their
+	// result (tearDownOver).
+	tornDown bool
 	// load is the whole run while the plan's teardown runs (LoadOver),
 	// and quits are the snapshots of it the second Ctrl-C took, judged
 	// as the run they are.
@@ -85,7 +88,8 @@ func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error)
 		}
 		c, err := levels.SearchCapacity(ctx, e.Plan, co)
 		e.mu.Lock()
-		e.Found, e.load = c, nil
+		e.Found = c
+		e.tearDownOver(c != nil && c.Result != nil, func() *result.Result { return c.Result })
 		e.mu.Unlock()
 		if c == nil || c.Result == nil {
 			if err == nil {
@@ -97,7 +101,8 @@ func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error)
 	}
 	outc, err := levels.Run(ctx, e.Plan, e.Vary, e.Values, o)
 	e.mu.Lock()
-	e.Outcome, e.load = outc, nil
+	e.Outcome = outc
+	e.tearDownOver(outc != nil && outc.Result != nil, func() *result.Result { return outc.Result })
 	e.mu.Unlock()
 	if outc == nil || outc.Result == nil {
 		if err == nil {
@@ -113,10 +118,13 @@ func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error)
 func (e *Levels) Snapshot(reason string) *result.Result {
 	e.mu.Lock()
 	if e.load != nil {
-		// Every level ended; only the teardown runs. The levels are whole.
+		// Every level ended; only the teardown runs, or has just ended.
+		// The levels are whole.
 		cp := withWorkflow(e.load)
 		if reason != "" {
-			cp.Workflow.Teardown = &result.Phase{Error: "cut off before it finished: " + reason}
+			if !e.tornDown {
+				cp.Workflow.Teardown = &result.Phase{Error: "cut off before it finished: " + reason}
+			}
 			if e.quits == nil {
 				e.quits = map[*result.Result]bool{}
 			}
@@ -140,6 +148,18 @@ func (e *Levels) Snapshot(reason string) *result.Result {
 	res := levels.Combine(e.Plan, lvs)
 	res.Run.Partial, res.Run.PartialReason = true, reason
 	return res
+}
+
+// tearDownOver keeps, once the run and its teardown are over, the whole
+// result with its teardown for a second Ctrl-C that comes before the
+// session has it (as Workers does): not the levels read back as a
+// partial, nor a teardown said to be cut off that finished. Under e.mu.
+func (e *Levels) tearDownOver(ok bool, res func() *result.Result) {
+	e.load = nil
+	if ok {
+		e.load = withWorkflow(res())
+		e.tornDown = true
+	}
 }
 
 // loadOver keeps the whole run for the time of the plan's teardown and

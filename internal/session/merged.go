@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/dist"
@@ -66,9 +67,17 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 		setup *result.Phase
 	)
 	var ro run.Options
+	// started: the workers were started, so a teardown follows a load;
+	// before, it cleans up after a setup with no load sent.
+	var started atomic.Bool
 	if e.Run != nil {
 		ro = *e.Run
-		ro.OnPhase = e.set
+		ro.OnPhase = func(p run.Phase) {
+			if p == run.PhaseTeardown && !started.Load() {
+				p = run.PhaseCleanup
+			}
+			e.set(p)
+		}
 	}
 	if e.Run != nil && (e.Plan.Setup != nil || e.Plan.Teardown != nil) {
 		// Ctrl-C during the setup is the session's: it cancels ctx, which
@@ -86,13 +95,22 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 		l.Env = append(append([]string(nil), l.Env...), env...)
 		if e.StartAfterSetup > 0 {
 			l.StartAt = time.Now().Add(e.StartAfterSetup)
-		} else if over := time.Since(l.StartAt); setup != nil && over > run.LateStartTolerance && e.Warn != nil {
+		} else if over := time.Since(l.StartAt); setup != nil && over > run.LateStartTolerance {
 			// The start time was the user's (--start-at), shared with
 			// whatever else keys on it, so it is kept rather than moved:
-			// the workers join its schedule late, and their results
-			// record how late (run.late_start_s, an indicator).
-			e.Warn(fmt.Sprintf("the setup ended %v after the start time %s (--start-at): the workers start on its schedule at once, so the profile's first %v is not sent",
-				over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), over.Round(time.Millisecond)))
+			// the workers join its schedule late (they judge their own
+			// lateness from the hand-off, not from the start time), and
+			// their results record how late (run.late_start_s).
+			total := e.Plan.Load.Duration()
+			if over >= total {
+				lc.Teardown(e.Plan, ro)
+				return nil, fmt.Errorf("%w: the setup ended %v after the start time %s (--start-at), past the end of the %v profile: no worker was started, no load was sent; give a later --start-at",
+					run.ErrLateStart, over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), total)
+			}
+			if e.Warn != nil {
+				e.Warn(fmt.Sprintf("the setup ended %v after the start time %s (--start-at): the workers start on its schedule at once, so the first %v of the %v profile is not sent",
+					over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), over.Round(time.Millisecond), total))
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -108,6 +126,7 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 	if e.Starting != nil {
 		e.Starting(l)
 	}
+	started.Store(true)
 	forward(true)
 	outs, err := l.Run(ctx, c.Signals)
 	forward(false)

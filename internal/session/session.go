@@ -22,6 +22,7 @@ import (
 	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/output"
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/run"
 )
 
 // Executor runs a test. The session owns everything around the run;
@@ -118,6 +119,8 @@ type Session struct {
 
 	mu    sync.Mutex
 	final bool // the result was judged and written: nothing else may be
+	// stopping: a first Ctrl-C was heard (or passed on to the workers).
+	stopping atomic.Bool
 }
 
 // Open sets aside the result file's open files and disk space before any
@@ -241,6 +244,15 @@ func (s *Session) Run(e Executor) *Outcome {
 		fw = &forwarding{to: make(chan os.Signal, 2)}
 		c.Signals, c.Forward = fw.to, fw.on.Store
 	}
+	if w, ok := e.(phaseWatcher); ok {
+		// A teardown that begins after a Ctrl-C stopped the setup or the
+		// load says so: it goes on, and a second Ctrl-C cuts it off.
+		w.watchPhase(func(p run.Phase) {
+			if s.stopping.Load() && (p == run.PhaseTeardown || p == run.PhaseCleanup) {
+				s.o.Note(teardownStartNote(p == run.PhaseCleanup))
+			}
+		})
+	}
 	go s.interrupts(sigs, fw, watchDone, cancel, e, quit, pumpDone)
 
 	type ran struct {
@@ -332,12 +344,16 @@ func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan 
 			// The executor's processes stop on their own; ctx stays, since
 			// cancelling it would kill them before they write.
 			stopping = true
+			s.stopping.Store(true)
 			continue
 		}
 		if stopping {
 			break
 		}
 		stopping = true
+		// Before the note and the cancel: a teardown that the cancel
+		// leads to says it starts (Run's phase watch).
+		s.stopping.Store(true)
 		s.o.Note(s.stopNote(e))
 		cancel()
 	}
@@ -381,6 +397,10 @@ func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan 
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; no result file was asked for (-o), so the partial result is not saved\n")
 	case snap != nil:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; partial result in %s\n", s.Path())
+	case tearingDown(e):
+		// No load was measured, but the setup may have made something
+		// that the cut-off teardown did not remove.
+		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; the teardown was cut off, so what the setup made may be left on the target; nothing was measured, no result written\n")
 	default:
 		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; nothing was measured yet, no result written\n")
 	}

@@ -329,7 +329,8 @@ const maxPooled = 64 << 10
 // readLoop reads one message and hands it on; see handle for why each
 // message gets a fresh goroutine. Its frame is kept tiny (the work is in
 // functions that are not inlined into it) because this is the frame that
-// sits parked in the netpoller on every idle connection.
+// sits parked in the netpoller on every idle connection read this way
+// (TLS; evread.go reads the others without one).
 func (c *Conn) readLoop() {
 	typ, r, err := c.ws.NextReader()
 	if err != nil {

@@ -91,6 +91,7 @@ func (c *Conn) ready() {
 			return
 		}
 		st.room()
+		space := cap(st.in) - len(st.in)
 		n, err := c.reg.Read(st.in[len(st.in):cap(st.in)])
 		if err != nil {
 			if err == readiness.ErrWouldBlock {
@@ -110,6 +111,15 @@ func (c *Conn) ready() {
 			return
 		}
 		st.in = st.in[:len(st.in)+n]
+		if n < space {
+			// The socket is drained (a read that would block saves
+			// nothing: arming again reports bytes that came since).
+			if !c.frames(st) {
+				c.dropEv()
+				return
+			}
+			break
+		}
 	}
 	if st.off == len(st.in) && !st.inMsg {
 		c.dropEv()
