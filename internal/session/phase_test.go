@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +82,23 @@ func TestStopNoteNamesThePhase(t *testing.T) {
 				t.Errorf("teardown %+v: want its one request, done", td)
 			}
 		})
+	}
+}
+
+// The first Ctrl-C during a teardown says how much of its time limit is
+// left, not the whole limit once part has run; during a teardown with no
+// load sent it says so rather than "the load is over". Before, it always
+// said "30s at most" and "the load is over".
+func TestTeardownNoteSaysTheTimeLeft(t *testing.T) {
+	s := &Session{o: Options{StopNote: DefaultStopNote}}
+	e := &InProcess{}
+	e.set(run.PhaseTeardown)
+	e.since.Store(time.Now().Add(-run.TeardownTimeout + 10*time.Second).UnixNano())
+	if got, want := s.stopNote(e), TeardownStopNote(10*time.Second); got != want || !strings.Contains(got, "for 10s at most") {
+		t.Errorf("note %q, want %q", got, want)
+	}
+	e.set(run.PhaseCleanup)
+	if got := s.stopNote(e); !strings.HasPrefix(got, "no load was sent;") || !strings.Contains(got, fmt.Sprintf("for %v at most", run.TeardownTimeout)) {
+		t.Errorf("note during a teardown with no load: %q", got)
 	}
 }

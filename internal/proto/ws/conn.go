@@ -126,8 +126,9 @@ type Counters struct {
 	MsgsIn, MsgsOut, BytesIn, BytesOut atomic.Int64
 }
 
-// Handler receives every data message on the connection's read goroutine.
-// data is valid only during the call. Returning an error ends the
+// Handler receives every data message on the goroutine reading the
+// connection: one message at a time, in order, though not always on the
+// same goroutine (evread.go). data is valid only during the call. Returning an error ends the
 // connection; a *Disconnect keeps its reason and class, anything else is
 // a protocol error.
 type Handler interface {
