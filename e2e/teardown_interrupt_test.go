@@ -72,7 +72,8 @@ load:
 
 	p.Signal(t, os.Interrupt)
 	// Two signals sent at once may reach the process as one.
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.Stderr(), "stopping:") && time.Now().Before(deadline); {
+	// The first one's note during the teardown says it goes on.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.Stderr(), "the teardown goes on") && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.Signal(t, os.Interrupt)

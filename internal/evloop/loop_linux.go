@@ -157,6 +157,8 @@ type conn struct {
 	pc     int
 	// goOn says the finished step's iteration goes on to the next step.
 	goOn bool
+	// again: the socket may hold more than its last turn read (l.again).
+	again bool
 	// stream parses an answer that did not come in one read; out is
 	// what is left to write of a request the socket did not take at once.
 	stream *httpc.Stream
@@ -194,6 +196,9 @@ type loop struct {
 	// loop: going on at once from a failure that came at once (a refused
 	// connection) would recurse without bound.
 	runq []*conn
+	// again holds sockets whose reading was cut short to let the others
+	// have their turn; the next wait does not block while there are any.
+	again, again2 []*conn
 	// nextSweep is when deadlines are next looked at (ns since base).
 	nextSweep int64
 	wakebuf   [8]byte
@@ -303,6 +308,9 @@ func (l *loop) run() {
 			}
 			l.ready(c, ev.Events, now)
 		}
+		if len(l.again) > 0 {
+			l.readAgain(now)
+		}
 		if ns := l.nowNS(now); ns >= l.nextSweep {
 			l.sweep(time.Now())
 		}
@@ -315,7 +323,9 @@ func (l *loop) run() {
 // goroutine never waits for it.
 func (l *loop) wait() int {
 	ms := -1
-	if l.busy > 0 {
+	if len(l.again) > 0 {
+		ms = 0
+	} else if l.busy > 0 {
 		d := time.Duration(l.nextSweep - l.nowNS(time.Now()))
 		ms = int((d + time.Millisecond - 1) / time.Millisecond)
 		if ms < 0 {
@@ -392,6 +402,7 @@ func (l *loop) closeConn(c *conn) {
 		c.fd = -1
 	}
 	c.reused = false
+	c.again = false
 	l.endStream(c)
 }
 
@@ -524,12 +535,26 @@ func (l *loop) ready(c *conn, events uint32, now time.Time) {
 	}
 }
 
+// maxReadsPerTurn bounds the reads of one socket per turn of the loop
+// (64 KiB each).
+const maxReadsPerTurn = 16
+
 // readable reads what the socket holds (edge-triggered: until it is
 // drained) and judges the answer. An answer that one read holds whole is
 // parsed from the read buffer; one that is not goes to a Stream, which
 // parses it as its bytes come, in bounded memory.
 func (l *loop) readable(c *conn, events uint32, now time.Time) {
-	for {
+	for reads := 0; ; reads++ {
+		if reads == maxReadsPerTurn {
+			// A server that sends faster than this loop reads would keep
+			// it here for good, past the deadlines and the end of the
+			// run: the rest is read on the loop's next turn.
+			if !c.again {
+				c.again = true
+				l.again = append(l.again, c)
+			}
+			return
+		}
 		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&l.rbuf[0])), uintptr(len(l.rbuf)))
 		var end error
 		switch {
@@ -569,6 +594,23 @@ func (l *loop) readable(c *conn, events uint32, now time.Time) {
 		}
 		l.finish(c, err, now)
 		return
+	}
+}
+
+// readAgain gives the sockets cut short last turn another turn.
+func (l *loop) readAgain(now time.Time) {
+	// Two lists in turn: a socket cut short again goes on the other.
+	again := l.again
+	l.again, l.again2 = l.again2[:0], again
+	for i, c := range again {
+		again[i] = nil
+		if !c.again {
+			continue // read to the end meanwhile, or gone
+		}
+		c.again = false
+		if c.state == stReading && c.fd >= 0 {
+			l.readable(c, 0, now)
+		}
 	}
 }
 

@@ -104,8 +104,8 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 			total := e.Plan.Load.Duration()
 			if over >= total {
 				lc.Teardown(e.Plan, ro)
-				return nil, fmt.Errorf("%w: the setup ended %v after the start time %s (--start-at), past the end of the %v profile: no worker was started, no load was sent; give a later --start-at",
-					run.ErrLateStart, over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), total)
+				return nil, fmt.Errorf("the setup ended %v after the start time %s (--start-at), past the end of the %v profile: no worker was started, no load was sent; give a later --start-at",
+					over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), total)
 			}
 			if e.Warn != nil {
 				e.Warn(fmt.Sprintf("the setup ended %v after the start time %s (--start-at): the workers start on its schedule at once, so the first %v of the %v profile is not sent",
