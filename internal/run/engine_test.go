@@ -446,3 +446,24 @@ load: {stages: [{duration: 300ms, users: 2}]}
 		}
 	}
 }
+
+// Answers much bigger than one read are parsed as they come, over several
+// turns of the loop, and succeed with either engine.
+func TestEnginesReadBigAnswersAlike(t *testing.T) {
+	needLoop(t)
+	for _, engine := range []string{EngineGoroutines, EngineLoop} {
+		srv := hostile.BigBody(t, 4<<20, "the end")
+		p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{get: /, timeout: 60s}]}}
+load: {grace: 60s, stages: [{duration: 300ms, users: 2}]}
+`)
+		res, err := Run(context.Background(), p, Options{Engine: engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Run.Engine != engine || res.Totals.Requests == 0 || res.Totals.Failed != 0 || res.Totals.Requests != srv.Requests() {
+			t.Errorf("%s: engine %q, %d requests (%d failed, %v), server read %d", engine, res.Run.Engine, res.Totals.Requests, res.Totals.Failed, res.Totals.ByClass, srv.Requests())
+		}
+	}
+}
