@@ -51,6 +51,37 @@ type Config struct {
 	Left func()
 	// InFlight is the run's gauge of requests on the wire.
 	InFlight interface{ Add(int64) int64 }
+	// Open, when set, makes the engine serve an open model's arrivals
+	// (see Open) instead of users that iterate on their own.
+	Open *Open
+}
+
+// Open is an open model run on the loop: each arrival takes an idle
+// kept-alive connection (a slot with its own user), or a new one while
+// fewer than Max exist, or is dropped (Arrivals.Drop), as the goroutine
+// open model does. One loop serves every arrival, in one epoll_wait for
+// the next arrival's time (a timerfd) and the answers that are ready.
+type Open struct {
+	Arrivals Arrivals
+	// Max is how many slots (connections, users) this run may hold.
+	Max int
+	// NewUser makes the user of a new slot, on tr.
+	NewUser func(tr *Transport) *vu.User
+	// Active is the run's gauge of iterations under way.
+	Active func(delta int64)
+}
+
+// Arrivals is an open run's schedule, taken by the loop on its own
+// goroutine.
+type Arrivals interface {
+	// Take returns the next arrival due by now (ok false: none is),
+	// having counted as dropped those too far behind to start.
+	Take(now time.Time) (sc *vu.Scenario, due time.Time, ok bool)
+	// Next is when the next arrival is due (ok false: the schedule is
+	// over).
+	Next() (due time.Time, ok bool)
+	// Drop counts an arrival no slot was free for.
+	Drop(sc *vu.Scenario)
 }
 
 // stepReq is a request step with the bytes every user sends for it.

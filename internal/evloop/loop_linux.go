@@ -42,6 +42,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Loops <= 0 {
 		cfg.Loops = runtime.GOMAXPROCS(0)
 	}
+	if cfg.Open != nil {
+		// One schedule, one loop: the goroutine model's dispatcher is
+		// one goroutine too, and one loop keeps 20,000 arrivals/s on a
+		// small part of one core (docs/benchmarks.md).
+		cfg.Loops = 1
+	}
 	e := &Engine{cfg: cfg, scens: map[*vu.Scenario]*scenario{}, base: time.Now()}
 	var addr string
 	for _, sc := range cfg.Prog.Scenarios {
@@ -165,6 +171,9 @@ type conn struct {
 	out    []byte
 	custom []byte // this user's own request bytes (cookies), if any
 	sent   time.Time
+	// from is when the current step's latency counts from, when not its
+	// send: an arrival's first request counts from when it was due.
+	from time.Time
 	// deadline is the request's, in ns since the engine's base (0: none).
 	deadline int64
 }
@@ -203,6 +212,16 @@ type loop struct {
 	nextSweep int64
 	wakebuf   [8]byte
 	gen       int32
+
+	// The open model's (Config.Open): tfd is a timerfd set to the next
+	// arrival's time, tick says it fired (or the loop just began), idle
+	// holds the slots whose connection waits for an arrival, last in
+	// first out, as the goroutine model's idle stack.
+	open  *Open
+	tfd   int
+	tick  bool
+	idle  []*conn
+	tspec unix.ItimerSpec
 }
 
 func newLoop(e *Engine) (*loop, error) {
@@ -215,7 +234,7 @@ func newLoop(e *Engine) (*loop, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("evloop: eventfd: %w", err)
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: fdWake}
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
 		unix.Close(epfd)
 		unix.Close(evfd)
@@ -231,12 +250,38 @@ func newLoop(e *Engine) (*loop, error) {
 		c := *a
 		sa = &c
 	}
-	return &loop{e: e, epfd: epfd, evfd: evfd, sa: sa, rbuf: make([]byte, 64<<10), parser: httpc.NewParser()}, nil
+	l := &loop{e: e, epfd: epfd, evfd: evfd, sa: sa, rbuf: make([]byte, 64<<10), parser: httpc.NewParser(), tfd: -1}
+	if e.cfg.Open != nil {
+		// epoll_wait's own timeout is in milliseconds; arrivals 50 µs
+		// apart need the timerfd's nanoseconds.
+		tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+		if err != nil {
+			l.closeFDs()
+			return nil, fmt.Errorf("evloop: timerfd_create: %w", err)
+		}
+		l.tfd = tfd
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: fdTimer}
+		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, tfd, &ev); err != nil {
+			l.closeFDs()
+			return nil, fmt.Errorf("evloop: epoll_ctl: %w", err)
+		}
+		l.open, l.tick = e.cfg.Open, true
+	}
+	return l, nil
 }
+
+// The epoll data of the loop's own files (a socket's is its slot, ≥ 0).
+const (
+	fdWake  = -1
+	fdTimer = -2
+)
 
 func (l *loop) closeFDs() {
 	unix.Close(l.epfd)
 	unix.Close(l.evfd)
+	if l.tfd >= 0 {
+		unix.Close(l.tfd)
+	}
 }
 
 // wake makes a loop blocked in epoll_wait look at its inbox and flags.
@@ -275,6 +320,13 @@ func (l *loop) run() {
 		if l.interrupt.Swap(false) {
 			l.cutOff()
 		}
+		if l.open != nil {
+			if l.softClosed() {
+				l.closeIdle()
+			} else if l.tick {
+				l.arrive()
+			}
+		}
 		l.drain()
 		if l.users == 0 && l.softClosed() {
 			l.mu.Lock()
@@ -298,8 +350,13 @@ func (l *loop) run() {
 		now := time.Now()
 		for i := 0; i < n; i++ {
 			ev := &l.events[i]
-			if ev.Fd < 0 {
+			switch ev.Fd {
+			case fdWake:
 				unix.Read(l.evfd, l.wakebuf[:])
+				continue
+			case fdTimer:
+				unix.Read(l.tfd, l.wakebuf[:])
+				l.tick = true
 				continue
 			}
 			c := l.conns[ev.Fd]
@@ -355,17 +412,22 @@ func (l *loop) takeInbox() {
 	l.pending.Store(false)
 	l.mu.Unlock()
 	for _, c := range in {
-		if n := len(l.free); n > 0 {
-			c.slot = l.free[n-1]
-			l.free = l.free[:n-1]
-		} else {
-			c.slot = int32(len(l.conns))
-			l.conns = append(l.conns, nil)
-		}
-		l.conns[c.slot] = c
-		l.users++
+		l.add(c)
 		l.iterate(c)
 	}
+}
+
+// add gives a new user its slot.
+func (l *loop) add(c *conn) {
+	if n := len(l.free); n > 0 {
+		c.slot = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		c.slot = int32(len(l.conns))
+		l.conns = append(l.conns, nil)
+	}
+	l.conns[c.slot] = c
+	l.users++
 }
 
 // iterate starts the user's next iteration, or lets it leave: at the
@@ -633,7 +695,11 @@ func (l *loop) finish(c *conn, err error, now time.Time) {
 	l.inflight--
 	l.busy--
 	sr := &c.sc.steps[c.pc]
-	c.goOn = c.u.LoopDone(sr.st, err, c.sent, now.Sub(c.sent)) && c.pc+1 < len(c.sc.steps)
+	from := c.sent
+	if !c.from.IsZero() {
+		from, c.from = c.from, time.Time{}
+	}
+	c.goOn = c.u.LoopDone(sr.st, err, c.sent, now.Sub(from)) && c.pc+1 < len(c.sc.steps)
 	l.runq = append(l.runq, c)
 }
 
@@ -648,6 +714,10 @@ func (l *loop) drain() {
 			continue
 		}
 		c.u.LoopEnd()
+		if l.open != nil {
+			l.arrived(c)
+			continue
+		}
 		l.iterate(c)
 	}
 	l.runq = l.runq[:0]
@@ -704,4 +774,83 @@ func (l *loop) cutOff() {
 			l.finish(c, httpc.ErrInterrupted, now)
 		}
 	}
+}
+
+// arrive starts every arrival that is due, each on an idle slot, a new
+// one, or none (dropped), and sets the timer to the next.
+func (l *loop) arrive() {
+	l.tick = false
+	for {
+		now := time.Now()
+		for {
+			sc, due, ok := l.open.Arrivals.Take(now)
+			if !ok {
+				break
+			}
+			l.start(sc, due)
+		}
+		due, ok := l.open.Arrivals.Next()
+		if !ok {
+			return // the run's end closes Soft
+		}
+		if d := time.Until(due); d > 0 {
+			l.tspec.Value = unix.NsecToTimespec(int64(d))
+			if err := unix.TimerfdSettime(l.tfd, 0, &l.tspec, nil); err != nil {
+				l.tick = true // look again next turn rather than never
+			}
+			return
+		}
+	}
+}
+
+// start runs an arrival's iteration on a slot, as openWorker does.
+func (l *loop) start(sc *vu.Scenario, due time.Time) {
+	var c *conn
+	if n := len(l.idle); n > 0 {
+		c = l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+	} else if l.users < l.open.Max {
+		c = &conn{fd: -1}
+		tr := &Transport{l: l}
+		c.u = l.open.NewUser(tr)
+		c.resp = c.u.LoopResponse()
+		l.add(c)
+	} else {
+		l.open.Arrivals.Drop(sc)
+		return
+	}
+	c.sc = l.e.scens[sc]
+	c.pc = 0
+	c.from = due
+	l.open.Active(1)
+	c.u.LoopBeginAt(due)
+	l.send(c)
+}
+
+// arrived ends an arrival's iteration: its slot waits for the next, or
+// leaves at the run's stop or an interrupt.
+func (l *loop) arrived(c *conn) {
+	l.open.Active(-1)
+	if c.u.Interrupted() || l.softClosed() {
+		l.leaveSlot(c)
+		return
+	}
+	l.idle = append(l.idle, c)
+}
+
+func (l *loop) leaveSlot(c *conn) {
+	l.closeConn(c)
+	l.conns[c.slot] = nil
+	l.free = append(l.free, c.slot)
+	l.users--
+}
+
+// closeIdle lets the idle slots leave at the run's stop.
+func (l *loop) closeIdle() {
+	for i, c := range l.idle {
+		l.idle[i] = nil
+		l.leaveSlot(c)
+	}
+	l.idle = l.idle[:0]
 }

@@ -57,34 +57,37 @@ type poller struct {
 }
 
 var (
-	pollOnce sync.Once
-	thePoll  *poller
-	pollErr  error
+	pollMu  sync.Mutex
+	thePoll *poller
 )
 
+// getPoller makes the process's epoll set on first use. A failure (say at
+// the open-file limit) is not kept: the next connection tries again, so a
+// process that was short of descriptors for a moment does not hold every
+// later connection on a reading goroutine of its own.
 func getPoller() (*poller, error) {
-	pollOnce.Do(func() {
-		fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-		if err != nil {
-			pollErr = os.NewSyscallError("epoll_create1", err)
-			return
-		}
-		wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-		if err != nil {
-			unix.Close(fd)
-			pollErr = os.NewSyscallError("eventfd", err)
-			return
-		}
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
-		if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
-			unix.Close(fd)
-			unix.Close(wake)
-			pollErr = os.NewSyscallError("epoll_ctl", err)
-			return
-		}
-		thePoll = &poller{epfd: fd, wake: wake}
-	})
-	return thePoll, pollErr
+	pollMu.Lock()
+	defer pollMu.Unlock()
+	if thePoll != nil {
+		return thePoll, nil
+	}
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
+		unix.Close(fd)
+		unix.Close(wake)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	thePoll = &poller{epfd: fd, wake: wake}
+	return thePoll, nil
 }
 
 const events = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT
@@ -173,9 +176,10 @@ func (r *Reg) Rearm() error {
 	return cerr
 }
 
-// Unregister stops watching. Call it before closing the socket; after it
-// returns, no Ready starts for this registration (one already running
-// finishes on its own).
+// Unregister stops watching. Call it before closing the socket. A Ready
+// the waiter claimed just before may still start after it returns; it
+// then reads a closed socket, which the handler must take as the end it
+// already knows (ending twice does nothing).
 func (r *Reg) Unregister() {
 	if r.gone.Swap(true) {
 		return

@@ -2,9 +2,13 @@ package run
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/stampede-load/stampede/internal/evloop"
+	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/sample"
+	"github.com/stampede-load/stampede/internal/sched"
 	"github.com/stampede-load/stampede/internal/vu"
 )
 
@@ -30,8 +34,6 @@ func loopIneligible(p *plan.Plan, prog *vu.Program) string {
 		return evloop.ErrUnavailable.Error()
 	case !prog.HasRequests():
 		return "the plan sends no requests"
-	case p.Load.Model != plan.Closed:
-		return "the open model's arrivals are not users"
 	case p.Load.Pace > 0:
 		return "users are paced"
 	case len(p.Waves) > 0:
@@ -98,6 +100,14 @@ func (r *runner) engineName() string {
 // the loop engine, and runs it there.
 func (r *runner) startLoopUser(quit chan struct{}) closedUser {
 	tr := r.eng.loop.NewTransport()
+	u := r.newLoopUser(tr)
+	r.rec.Active.Add(1)
+	r.eng.loop.Start(u, tr, r.prog.ScenarioFor(u.ID-1), quit)
+	return closedUser{u: u, quit: quit}
+}
+
+// newLoopUser makes the next user as newUser does, on tr.
+func (r *runner) newLoopUser(tr *evloop.Transport) *vu.User {
 	id := r.userID(r.nextID.Add(1))
 	u := r.prog.NewUser(id, tr, r.rec)
 	if tenant := r.plan.TenantOf(id); tenant > 0 {
@@ -109,7 +119,81 @@ func (r *runner) startLoopUser(quit chan struct{}) closedUser {
 	r.usersMu.Lock()
 	r.users = append(r.users, u)
 	r.usersMu.Unlock()
-	r.rec.Active.Add(1)
-	r.eng.loop.Start(u, tr, r.prog.ScenarioFor(u.ID-1), quit)
-	return closedUser{u: u, quit: quit}
+	return u
+}
+
+// runOpenLoop runs the open model's arrivals on the event-loop engine
+// when the choice and the plan allow it, until the schedule's end or the
+// run's stop; false means it did not start (runOpen runs goroutines).
+func (r *runner) runOpenLoop() bool {
+	r.eng.want = EngineGoroutines
+	if r.opts.Engine == EngineGoroutines || loopIneligible(r.plan, r.prog) != "" {
+		return false
+	}
+	a := &openArrivals{r: r, sch: sched.NewArrivals(r.plan.Load.Stages), step: r.seg().Step(), shard: r.rec.Shard(0)}
+	a.k = r.firstArrival(a.sch)
+	e, err := evloop.New(evloop.Config{
+		Prog:      r.prog,
+		Rec:       r.rec,
+		Soft:      r.soft,
+		MaxHeader: r.plan.HTTP.MaxHeaderBytes,
+		MaxKept:   r.plan.HTTP.MaxKeptBodyBytes,
+		Hold:      func() { r.wg.Add(1) },
+		Release:   r.wg.Done,
+		Left:      func() {},
+		InFlight:  &r.rec.InFlight,
+		Open: &evloop.Open{
+			Arrivals: a,
+			Max:      r.segShare(r.plan.Load.MaxInFlight),
+			NewUser:  r.newLoopUser,
+			Active:   func(d int64) { r.rec.Active.Add(d) },
+		},
+	})
+	if err != nil {
+		return false // as startEngine
+	}
+	r.eng.want, r.eng.loop = EngineLoop, e
+	r.sleepUntil(r.start.Add(r.plan.Load.Duration()))
+	return true
+}
+
+// openArrivals is runOpen's schedule as the loop takes it: the same
+// arrivals of this segment (firstArrival, then every step-th), the same
+// bound on lateness (maxCatchUp, dropOverdue) and the same dropped count.
+type openArrivals struct {
+	r     *runner
+	sch   *sched.Arrivals
+	k     int64
+	step  int64
+	shard *metrics.Shard
+}
+
+func (a *openArrivals) Take(now time.Time) (*vu.Scenario, time.Time, bool) {
+	r := a.r
+	for {
+		at, ok := a.sch.Time(a.k)
+		if !ok {
+			return nil, time.Time{}, false
+		}
+		el := now.Sub(r.start)
+		if el-at > maxCatchUp {
+			a.k = r.dropOverdue(a.k, a.sch.Before(el-maxCatchUp), a.shard)
+			continue
+		}
+		if at > el {
+			return nil, time.Time{}, false
+		}
+		sc := r.prog.ScenarioFor(a.k)
+		a.k += a.step
+		return sc, r.start.Add(at), true
+	}
+}
+
+func (a *openArrivals) Next() (time.Time, bool) {
+	at, ok := a.sch.Time(a.k)
+	return a.r.start.Add(at), ok
+}
+
+func (a *openArrivals) Drop(sc *vu.Scenario) {
+	a.shard.RecordUnfinished(sc.FirstRequestStep(), sample.Dropped)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -464,6 +465,210 @@ load: {grace: 60s, stages: [{duration: 300ms, users: 2}]}
 		}
 		if res.Run.Engine != engine || res.Totals.Requests == 0 || res.Totals.Failed != 0 || res.Totals.Requests != srv.Requests() {
 			t.Errorf("%s: engine %q, %d requests (%d failed, %v), server read %d", engine, res.Run.Engine, res.Totals.Requests, res.Totals.Failed, res.Totals.ByClass, srv.Requests())
+		}
+	}
+}
+
+// openBudget runs an open plan against bs until max slots are held by the
+// server and at least one arrival found none free (dropped), then ends it.
+func openBudget(t *testing.T, bs *budgetServer, src string, max int64, engine string) *result.Result {
+	t.Helper()
+	p := mustPlan(t, src)
+	end := make(chan struct{})
+	var once sync.Once
+	res, err := Run(context.Background(), p, Options{Engine: engine, End: end, Interval: 50 * time.Millisecond,
+		Progress: func(pr Progress) {
+			if bs.stalled.Load() >= max && pr.Dropped > 0 {
+				once.Do(func() { close(end) })
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	if res.Run.Engine != engine {
+		t.Fatalf("run.engine = %q, want %q", res.Run.Engine, engine)
+	}
+	return res
+}
+
+// An open plan gives the same counts per step, status and class with
+// either engine: a two-step scenario runs its steps in turn on one slot,
+// a failed first step ends the arrival's iteration, the slots held at the
+// end are cut off as interrupted, and arrivals past max_in_flight are
+// dropped on the first step. Only how many were dropped depends on time.
+func TestEnginesOpenCountAlike(t *testing.T) {
+	needLoop(t)
+	src := func(url string) string {
+		return `
+target: ` + url + `
+scenarios:
+  z: {steps: [{get: /z1}, {get: /z2}]}
+load: {max_in_flight: 4, grace: 200ms, stages: [{duration: 120s, rate: 2000/s}]}
+`
+	}
+	var got [2]map[string]stepCounts
+	for i, engine := range []string{EngineGoroutines, EngineLoop} {
+		bs := newBudgetServer(t, map[string]int64{"/z1": 60})
+		res := openBudget(t, bs, src(bs.srv.URL), 4, engine)
+		c := countsOf(res)
+		z1 := c["z/GET /z1"]
+		dropped := z1.ByClass["dropped"]
+		if dropped == 0 {
+			t.Fatalf("%s: no arrival dropped: %+v", engine, z1)
+		}
+		// Every arrival that started was counted as started, with its
+		// lateness: the lag histogram has one per iteration.
+		if res.Generator.Lag.Count != res.Totals.Iterations || res.Totals.Iterations != z1.Requests-dropped {
+			t.Errorf("%s: lag count %d, iterations %d, z1 sent %d", engine, res.Generator.Lag.Count, res.Totals.Iterations, z1.Requests-dropped)
+		}
+		z1.Requests -= dropped
+		delete(z1.ByClass, "dropped")
+		c["z/GET /z1"] = z1
+		got[i] = c
+	}
+	g, l := got[0], got[1]
+	if fmt.Sprint(g) != fmt.Sprint(l) {
+		t.Errorf("per-step counts differ (less the dropped)\ngoroutines: %v\nloop:       %v", g, l)
+	}
+	// 60 answers (12 × 500, 7 × 404, 4 × 429, 37 ok) and the 4 slots held.
+	z1, z2 := g["z/GET /z1"], g["z/GET /z2"]
+	if z1.Requests != 64 || z1.ByClass["interrupted"] != 4 || z1.Statuses["500"] != 12 || z1.Successful != 37 {
+		t.Errorf("z1 = %+v, want 64 sent, 4 interrupted, 12 × 500, 37 ok", z1)
+	}
+	if z2.Requests != 37 {
+		t.Errorf("z2 sent %d, want one after each of z1's 37 successes", z2.Requests)
+	}
+}
+
+// Failures of an open plan's arrivals are classified alike by both
+// engines: refused, reset, and a timeout.
+func TestEnginesOpenClassifyAlike(t *testing.T) {
+	needLoop(t)
+	cases := []struct {
+		name string
+		srv  func(t testing.TB) *hostile.Server // nil: refused
+		want []string
+	}{
+		{name: "refused", want: []string{"conn_refused"}},
+		{name: "reset mid-response", srv: hostile.ResetMidBody, want: []string{"conn_reset"}},
+		{name: "partial headers then stall", srv: func(t testing.TB) *hostile.Server {
+			return serveEach(t, func(s *hostile.Server, c net.Conn) bool {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Le")
+				<-s.Quit()
+				return false
+			})
+		}, want: []string{"timeout"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, engine := range []string{EngineGoroutines, EngineLoop} {
+				url := "http://" + hostile.Refused(t)
+				if tc.srv != nil {
+					url = tc.srv(t).URL
+				}
+				// Few arrivals, slots for all of them, and a grace that
+				// outlasts the timeout: nothing is dropped or cut off.
+				p := mustPlan(t, `
+target: `+url+`
+scenarios: {s: {steps: [{get: /, timeout: 300ms}]}}
+load: {max_in_flight: 50, grace: 3s, stages: [{duration: 400ms, rate: 20/s}]}
+`)
+				res, err := Run(context.Background(), p, Options{Engine: engine, SkipPreflight: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkInvariants(t, res)
+				if res.Run.Engine != engine {
+					t.Fatalf("run.engine = %q, want %q", res.Run.Engine, engine)
+				}
+				if got := classes(res); !slices.Equal(got, tc.want) || res.Totals.Requests == 0 {
+					t.Errorf("%s: classes %v of %d requests, want %v (%v)", engine, got, res.Totals.Requests, tc.want, res.Steps[0].Errors)
+				}
+			}
+		})
+	}
+}
+
+// An open run's end waits out the grace for the arrivals in flight: a
+// request answered within the grace counts as answered; one held past it
+// is cut off as interrupted, with either engine.
+func TestEnginesOpenGraceAlike(t *testing.T) {
+	needLoop(t)
+	for _, engine := range []string{EngineGoroutines, EngineLoop} {
+		// /slow is answered once the run has stopped starting arrivals:
+		// within the grace of the first plan, long after the second's.
+		for _, c := range []struct {
+			grace string
+			want  string
+		}{{"60s", "ok"}, {"100ms", "interrupted"}} {
+			release := make(chan struct{})
+			var seen atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen.Add(1)
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+				io.WriteString(w, "ok")
+			}))
+			p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{get: /slow}]}}
+load: {max_in_flight: 3, grace: `+c.grace+`, stages: [{duration: 60s, rate: 1000/s}]}
+`)
+			end := make(chan struct{})
+			go func() {
+				for seen.Load() < 3 {
+					time.Sleep(5 * time.Millisecond)
+				}
+				close(end)
+				if c.want == "ok" {
+					// Answer after the stop: the grace is what waits.
+					time.Sleep(50 * time.Millisecond)
+					close(release)
+				}
+			}()
+			res, err := Run(context.Background(), p, Options{Engine: engine, End: end})
+			if c.want != "ok" {
+				close(release)
+			}
+			srv.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, res)
+			s := res.Steps[0]
+			sent := s.Requests - s.ByClass["dropped"]
+			if res.Run.Engine != engine || sent != 3 || (c.want == "ok" && s.Successful != 3) || (c.want == "interrupted" && s.ByClass["interrupted"] != 3) {
+				t.Errorf("%s grace %s: engine %q, %d sent, %d ok, classes %v: want 3 sent, all %s", engine, c.grace, res.Run.Engine, sent, s.Successful, s.ByClass, c.want)
+			}
+		}
+	}
+}
+
+// A late start (--start-at past) skips the arrivals it missed with the
+// loop engine as with goroutines: none dropped, the rest sent.
+func TestEnginesOpenLateStartAlike(t *testing.T) {
+	needLoop(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	for _, engine := range []string{EngineGoroutines, EngineLoop} {
+		p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{get: /}]}}
+load: {max_in_flight: 50, stages: [{duration: 3s, rate: 20/s}]}
+`)
+		res, err := Run(context.Background(), p, Options{Engine: engine, StartAt: time.Now().Add(-1500 * time.Millisecond), StartGrace: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, res)
+		s := res.Steps[0]
+		late := res.Run.LateStartS
+		skipped := int64(math.Ceil(late * 20))
+		if want := 60 - skipped; res.Run.Engine != engine || late < 1.5 || s.ByClass["dropped"] != 0 || s.Requests < want-1 || s.Requests > want+1 {
+			t.Errorf("%s: engine %q, late %v, %d requests %v: want %d, none dropped", engine, res.Run.Engine, late, s.Requests, s.ByClass, want)
 		}
 	}
 }

@@ -82,6 +82,9 @@ func (s *idleStack[J]) push(w *worker[J]) bool {
 // intended time, so timer coarseness shows up as measured lag instead of
 // shifting the schedule.
 func (r *runner) runOpen() {
+	if r.runOpenLoop() { // engine.go
+		return
+	}
 	sch := sched.NewArrivals(r.plan.Load.Stages)
 	maxWorkers := r.segShare(r.plan.Load.MaxInFlight)
 	var idle idleStack[arrival]

@@ -141,3 +141,11 @@ func (u *User) Interrupted() bool { return u.interrupted.Load() }
 
 // LoopSteps are the request steps of sc, in order.
 func (sc *Scenario) LoopSteps() []*Step { return sc.Steps }
+
+// LoopBeginAt counts the start of an open-model arrival's iteration the
+// engine runs, due at intended: its lateness, as Begin counts it.
+func (u *User) LoopBeginAt(intended time.Time) {
+	u.env.Iter = u.iter
+	u.iter++
+	u.shard.Started(time.Since(intended))
+}

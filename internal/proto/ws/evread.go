@@ -129,8 +129,8 @@ func (c *Conn) ready() {
 	}
 }
 
-// room makes space for the next read: the frame at off whole, when its
-// length is known, and a chunk at least.
+// room makes space for the next read: at least a byte, and when the
+// buffer is full, twice as much (no more than the frame at off needs).
 func (st *evState) room() {
 	if st.off == len(st.in) {
 		st.in, st.off = st.in[:0], 0
@@ -140,8 +140,15 @@ func (st *evState) room() {
 		copy(st.in, st.in[st.off:])
 		st.in, st.off = st.in[:pending], 0
 	}
-	if st.need > cap(st.in)-st.off || len(st.in) == cap(st.in) {
-		in := make([]byte, pending, max(st.need, 2*cap(st.in)))
+	if len(st.in) == cap(st.in) {
+		// Grow with the bytes that came, never by what a header announces:
+		// a hostile server announcing 1 MiB frames and sending 3 bytes of
+		// each would otherwise make every connection reserve its limit.
+		c := max(2*cap(st.in), evChunk)
+		if st.need > pending && st.need < c {
+			c = st.need
+		}
+		in := make([]byte, pending, c)
 		copy(in, st.in[st.off:])
 		st.in, st.off = in, 0
 	}

@@ -624,3 +624,30 @@ func TestDescriptorReuse(t *testing.T) {
 		t.Error("no descriptor was reused: the test did not test reuse")
 	}
 }
+
+// A header announcing a big frame reserves nothing until its bytes come:
+// a hostile server that announces 1 MiB frames and sends 3 bytes of each
+// made every connection reserve the whole read limit.
+func TestRoomGrowsWithTheBytesNotTheAnnouncement(t *testing.T) {
+	st := &evState{in: make([]byte, 0, evChunk)}
+	st.in = append(st.in, 0x82, 127, 0, 0, 0, 0, 0, 0x0f, 0xff, 0xf0, 1, 2, 3)
+	st.need = 10 + 0xffff0
+	st.room()
+	if cap(st.in) > evChunk {
+		t.Fatalf("3 bytes of an announced 1 MiB frame reserved %d bytes", cap(st.in))
+	}
+	for grows := 0; len(st.in) < st.need; grows++ {
+		if grows > 20 {
+			t.Fatalf("the buffer stopped growing at %d of %d bytes", cap(st.in), st.need)
+		}
+		st.in = st.in[:cap(st.in)] // the socket filled it
+		st.room()
+		if cap(st.in) > st.need {
+			t.Fatalf("grew to %d bytes for a %d-byte frame", cap(st.in), st.need)
+		}
+		if cap(st.in) == len(st.in) && len(st.in) < st.need {
+			t.Fatalf("no room made at %d bytes", len(st.in))
+		}
+		st.in = st.in[:min(cap(st.in), st.need)]
+	}
+}
