@@ -118,7 +118,7 @@ func TestWorkersCtrlCTwiceDuringCoordinatorTeardown(t *testing.T) {
 	}
 
 	p.Signal(t, os.Interrupt)
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.Stderr(), "stopping:") && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.Stderr(), "the teardown goes on") && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.Signal(t, os.Interrupt)

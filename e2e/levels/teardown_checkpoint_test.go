@@ -61,7 +61,7 @@ load:
 	}
 
 	p.Signal(t, os.Interrupt)
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.Stderr(), "stopping:") && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.Stderr(), "the teardown goes on") && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.Signal(t, os.Interrupt)
