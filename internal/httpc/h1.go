@@ -346,6 +346,11 @@ func (hc *h1conn) write(ob *outBuf, p []byte) error {
 	ob.left, ob.errno = p, 0
 	err := hc.rc.Write(ob.fn)
 	ob.left = nil
+	if oe, ok := err.(*net.OpError); ok && oe.Op == "raw-write" {
+		// A deadline that fires during the raw write: say "write", as a
+		// plain Write (and the event-loop engine) says for the same end.
+		oe.Op = "write"
+	}
 	if err == nil && ob.errno != 0 {
 		err = &net.OpError{Op: "write", Net: "tcp", Source: hc.nc.LocalAddr(), Addr: hc.nc.RemoteAddr(), Err: os.NewSyscallError("write", ob.errno)}
 	}

@@ -185,3 +185,43 @@ func TestH1LateStrayBytesNotBlamedOnNext(t *testing.T) {
 		t.Errorf("%d connections, want 2 (the first replaced)", n)
 	}
 }
+
+// A write cut off by the request's deadline says "write", as a plain
+// Write and the event-loop engine say: it said "raw-write" (Go's name for
+// RawConn.Write), so one failure showed as two error rows when the
+// engines' results were merged or compared.
+func TestWriteTimeoutSaysWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			held <- c // accepted, never read
+		}
+	}()
+	defer func() {
+		select {
+		case c := <-held:
+			c.Close()
+		default:
+		}
+	}()
+	c := NewH1()
+	defer c.Close()
+	req := get(&Endpoint{Scheme: "http", Addr: ln.Addr().String(), Host: "x"}, "/")
+	req.Method = "POST"
+	req.Body = bytes.Repeat([]byte("x"), 64<<20)
+	req.Timeout = 300 * time.Millisecond
+	var resp Response
+	err = c.RoundTrip(req, &resp)
+	if err == nil || Classify(err) != sample.Timeout {
+		t.Fatalf("err %v (class %v), want a timeout", err, Classify(err))
+	}
+	if msg := err.Error(); strings.Contains(msg, "raw-write") || !strings.Contains(msg, "write tcp") {
+		t.Errorf("message %q, want the write's own words (\"write tcp …\")", msg)
+	}
+}

@@ -206,6 +206,7 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 		LatencyFrom: latencyFrom(first),
 		Segment:     result.Segment{Index: 0, Count: 1},
 		Seed:        first.Seed,
+		Engine:      first.Engine,
 	}
 	var measuredEnd, began time.Time
 	var partial, stops []string
@@ -228,6 +229,9 @@ func (o Options) run(rs []*result.Result) (result.RunInfo, error) {
 			measuredEnd = end
 		}
 		out.Paced = out.Paced || run.Paced
+		if run.Engine != out.Engine {
+			out.Engine = result.EngineMixed
+		}
 		if out.Seed != nil && (run.Seed == nil || *run.Seed != *out.Seed) {
 			out.Seed = nil
 		}

@@ -394,3 +394,30 @@ func TestMergeKeepsSameNamedStepsApart(t *testing.T) {
 		}
 	}
 }
+
+// The engine that ran the users survives a merge (it was dropped: merged
+// `--workers` results and every gates/sweep top level lost it), and a
+// merge of parts that ran different engines says so.
+func TestMergeKeepsTheEngine(t *testing.T) {
+	mk := func(idx int, engine string) *result.Result {
+		return resultOf(t, []req{{0, sample.OK, 500}}, func(r *result.Result) {
+			r.Run.Segment = result.Segment{Index: idx, Count: 2}
+			r.Run.Engine = engine
+		})
+	}
+	for _, tc := range []struct{ a, b, want string }{
+		{"loop", "loop", "loop"},
+		{"goroutines", "goroutines", "goroutines"},
+		{"loop", "goroutines", result.EngineMixed},
+		{"", "loop", result.EngineMixed},
+		{"", "", ""},
+	} {
+		m, err := Options{}.Results([]*result.Result{mk(0, tc.a), mk(1, tc.b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Run.Engine != tc.want {
+			t.Errorf("%q + %q merged to engine %q, want %q", tc.a, tc.b, m.Run.Engine, tc.want)
+		}
+	}
+}

@@ -167,8 +167,11 @@ func modelLine(r *result.Result) string {
 	if run.Paced {
 		parts = append(parts, "paced")
 	}
-	if run.Engine == "loop" {
+	switch run.Engine {
+	case "loop":
 		parts = append(parts, "event-loop engine")
+	case result.EngineMixed:
+		parts = append(parts, "parts on different engines")
 	}
 	from := run.LatencyFrom
 	if from == "" {

@@ -115,7 +115,8 @@ type RunInfo struct {
 	Seed *uint64 `json:"seed,omitempty"`
 	// Engine is what ran the HTTP users: "loop" (the event-loop engine,
 	// internal/evloop) or "goroutines"; empty in results from before it
-	// was recorded, and without HTTP users.
+	// was recorded, and without HTTP users. A merge of parts that ran
+	// different engines says EngineMixed.
 	Engine string `json:"engine,omitempty"`
 	// LateStartS is how long after its start time (--start-at) the load
 	// began, when that is over 0.1 s: a setup that overran the instant,
@@ -244,3 +245,7 @@ type ErrorSample struct {
 	Message string `json:"message"`
 	Count   int64  `json:"count"`
 }
+
+// EngineMixed is RunInfo.Engine of a merge whose parts ran different
+// engines (or some recorded none).
+const EngineMixed = "mixed"
