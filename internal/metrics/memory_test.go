@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,6 +43,10 @@ func stepCost(n int, sent sendMode) (retained, snapshot uint64) {
 		steps[i] = StepInfo{Scenario: "s", Name: fmt.Sprintf("GET /page/%d", i)}
 	}
 	var before, after runtime.MemStats
+	// Twice: the first GC moves sync.Pools' contents to their victim
+	// caches, the second frees them; one alone let the second reading
+	// drop below the first (a negative "held", shown as 1.8e19).
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	rec := New(steps, 1)
@@ -67,6 +72,7 @@ func stepCost(n int, sent sendMode) (retained, snapshot uint64) {
 	for i := 0; i < 3; i++ {
 		rec.Tick(float64(i), 1)
 	}
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	retained = after.HeapAlloc - before.HeapAlloc
@@ -174,15 +180,27 @@ func TestSentStepCost(t *testing.T) {
 	}
 	h.RecordValue(5000)
 	h.RecordValue(30_000_000)
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := 0; i < 4; i++ {
-		result.LatencyOf(h)
+	// Allocation counts move with what the GC emptied from sync.Pools in
+	// between (an encoding allocated 189 KB in one round and 803 KB in the
+	// next, and a CI run failed on that): each figure is the least of five
+	// rounds, held the median.
+	const rounds = 5
+	perEncode, snap := math.Inf(1), math.Inf(1)
+	helds := make([]float64, 0, rounds)
+	for r := 0; r < rounds; r++ {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := 0; i < 4; i++ {
+			result.LatencyOf(h)
+		}
+		runtime.ReadMemStats(&after)
+		perEncode = min(perEncode, float64(after.TotalAlloc-before.TotalAlloc)/4)
+		hr, sr := sentCost(101, shards)
+		helds = append(helds, hr)
+		snap = min(snap, sr)
 	}
-	runtime.ReadMemStats(&after)
-	perEncode := float64(after.TotalAlloc-before.TotalAlloc) / 4
-
-	held, snap := sentCost(101, shards)
+	slices.Sort(helds)
+	held := helds[rounds/2]
 	t.Logf("per sent step with %d shards: %.0f B held per shard, %.0f B per snapshot (%.0f B per encoded latency)", shards, held, snap, perEncode)
 	if held > limit {
 		t.Errorf("a sent step holds %.0f B in each shard, want at most %d", held, limit)
