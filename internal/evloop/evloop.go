@@ -1,5 +1,6 @@
-// Package evloop runs closed-model HTTP/1.1 users that do not think on
-// event loops of its own: one loop per GOMAXPROCS, each owning many
+// Package evloop runs closed-model HTTP/1.1 users that do not think, and
+// open-model arrivals of such steps (Open), on event loops of its own:
+// one loop per GOMAXPROCS (one for arrivals), each owning many
 // non-blocking sockets that Go's netpoller never sees, registered once
 // (edge-triggered), written to directly and read on readiness, with one
 // epoll_wait for all that are ready. A user costs no goroutine, no wake-up
@@ -8,7 +9,8 @@
 // Measurement truth is the goroutine engine's: requests are rendered by
 // vu, answers judged by httpc's own parser (httpc.Parser) and recorded by
 // vu.User.LoopDone, the code the goroutine engine records through, with
-// latency from the start of the request (connection included).
+// latency from the start of the request (connection included), or for an
+// arrival's first request from when it was due.
 package evloop
 
 import (

@@ -260,7 +260,7 @@ func newLoop(e *Engine) (*loop, error) {
 			return nil, fmt.Errorf("evloop: timerfd_create: %w", err)
 		}
 		l.tfd = tfd
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: fdTimer}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: fdTimer}
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, tfd, &ev); err != nil {
 			l.closeFDs()
 			return nil, fmt.Errorf("evloop: epoll_ctl: %w", err)
@@ -355,7 +355,9 @@ func (l *loop) run() {
 				unix.Read(l.evfd, l.wakebuf[:])
 				continue
 			case fdTimer:
-				unix.Read(l.tfd, l.wakebuf[:])
+				// Edge-triggered: each expiry queues an event of its
+				// own, read or not, so no read (a system call per
+				// arrival).
 				l.tick = true
 				continue
 			}
@@ -380,9 +382,11 @@ func (l *loop) run() {
 // goroutine never waits for it.
 func (l *loop) wait() int {
 	ms := -1
-	if len(l.again) > 0 {
+	if len(l.again) > 0 || l.tick {
 		ms = 0
 	} else if l.busy > 0 {
+		// The open model's timerfd wakes the loop for arrivals; its
+		// deadlines are swept on this timeout as the closed model's.
 		d := time.Duration(l.nextSweep - l.nowNS(time.Now()))
 		ms = int((d + time.Millisecond - 1) / time.Millisecond)
 		if ms < 0 {
@@ -394,6 +398,14 @@ func (l *loop) wait() int {
 		return 0 // EINTR
 	}
 	return n
+}
+
+// arm sets the timerfd to expire in d ns.
+func (l *loop) arm(d int64) {
+	l.tspec.Value = unix.NsecToTimespec(d)
+	if err := unix.TimerfdSettime(l.tfd, 0, &l.tspec, nil); err != nil {
+		l.tick = true // look again next turn rather than never
+	}
 }
 
 // publish adds the loop's change of in-flight requests to the run's gauge:
@@ -594,6 +606,13 @@ func (l *loop) ready(c *conn, events uint32, now time.Time) {
 	default:
 		// Bytes or a close between requests are found by the next
 		// answer's read, as after RoundTrip's look.
+		if l.open != nil && c.fd >= 0 && c.reused && events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			// An idle slot waits for its next arrival for as long as
+			// the schedule says; a server that closed it meanwhile (or
+			// sent what nobody asked for) is found now, and the next
+			// arrival dials, as RoundTrip's look before a reuse does.
+			l.closeConn(c)
+		}
 	}
 }
 
@@ -780,28 +799,42 @@ func (l *loop) cutOff() {
 // one, or none (dropped), and sets the timer to the next.
 func (l *loop) arrive() {
 	l.tick = false
-	for {
-		now := time.Now()
-		for {
-			sc, due, ok := l.open.Arrivals.Take(now)
+	for n := 0; ; {
+		for ; ; n++ {
+			if n == maxArrivalsPerTurn {
+				// A rate the loop cannot keep up with must not keep it
+				// from the answers that free its slots: the rest of the
+				// batch comes next turn, after a look that does not
+				// block.
+				l.tick = true
+				return
+			}
+			// Read afresh for each: an arrival the loop comes to more
+			// than a second late is dropped in bulk (Take), as the
+			// goroutine dispatcher's are.
+			sc, due, ok := l.open.Arrivals.Take(time.Now())
 			if !ok {
 				break
 			}
 			l.start(sc, due)
+			// A slot whose iteration ended at once (a refused
+			// connection) is free for the next arrival of the batch,
+			// as a goroutine worker that finished is.
+			l.drain()
 		}
 		due, ok := l.open.Arrivals.Next()
 		if !ok {
 			return // the run's end closes Soft
 		}
 		if d := time.Until(due); d > 0 {
-			l.tspec.Value = unix.NsecToTimespec(int64(d))
-			if err := unix.TimerfdSettime(l.tfd, 0, &l.tspec, nil); err != nil {
-				l.tick = true // look again next turn rather than never
-			}
+			l.arm(int64(d))
 			return
 		}
 	}
 }
+
+// maxArrivalsPerTurn bounds the arrivals one turn of the loop starts.
+const maxArrivalsPerTurn = 256
 
 // start runs an arrival's iteration on a slot, as openWorker does.
 func (l *loop) start(sc *vu.Scenario, due time.Time) {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/evloop"
@@ -21,13 +22,17 @@ const (
 
 // engineState is the event-loop engine of a run that uses it.
 type engineState struct {
-	want string // the resolved choice: EngineLoop or EngineGoroutines
+	// want is the resolved choice, EngineLoop or EngineGoroutines (a
+	// string; unset before the load starts). A result built while the
+	// run goes on (watchInPlace) reads it.
+	want atomic.Value
 	loop *evloop.Engine
 }
 
 // loopIneligible says why the event-loop engine cannot run p's users (""
-// when it can): it runs closed-model users that never wait, whose
-// requests are the same bytes every time (vu.Program.LoopIneligible).
+// when it can): it runs closed-model users that never wait, and open-model
+// arrivals, whose requests are the same bytes every time
+// (vu.Program.LoopIneligible).
 func loopIneligible(p *plan.Plan, prog *vu.Program) string {
 	switch {
 	case !evloop.Available:
@@ -61,7 +66,7 @@ func checkEngine(p *plan.Plan, prog *vu.Program, choice string) error {
 // startEngine starts the event-loop engine when the choice and the plan
 // allow it; otherwise users run as goroutines.
 func (r *runner) startEngine() {
-	r.eng.want = EngineGoroutines
+	r.eng.want.Store(EngineGoroutines)
 	choice := r.opts.Engine
 	if choice == EngineGoroutines || loopIneligible(r.plan, r.prog) != "" {
 		return
@@ -82,7 +87,8 @@ func (r *runner) startEngine() {
 		// engine reports what a request then meets.
 		return
 	}
-	r.eng.want, r.eng.loop = EngineLoop, e
+	r.eng.loop = e
+	r.eng.want.Store(EngineLoop)
 }
 
 // engineName is what ran the HTTP users, for the result.
@@ -90,10 +96,10 @@ func (r *runner) engineName() string {
 	if !r.prog.HasRequests() {
 		return ""
 	}
-	if r.eng.want == "" {
-		return EngineGoroutines
+	if w, _ := r.eng.want.Load().(string); w != "" {
+		return w
 	}
-	return r.eng.want
+	return EngineGoroutines
 }
 
 // startLoopUser makes the next user as newUser does, on a transport of
@@ -126,11 +132,11 @@ func (r *runner) newLoopUser(tr *evloop.Transport) *vu.User {
 // when the choice and the plan allow it, until the schedule's end or the
 // run's stop; false means it did not start (runOpen runs goroutines).
 func (r *runner) runOpenLoop() bool {
-	r.eng.want = EngineGoroutines
+	r.eng.want.Store(EngineGoroutines)
 	if r.opts.Engine == EngineGoroutines || loopIneligible(r.plan, r.prog) != "" {
 		return false
 	}
-	a := &openArrivals{r: r, sch: sched.NewArrivals(r.plan.Load.Stages), step: r.seg().Step(), shard: r.rec.Shard(0)}
+	a := &openArrivals{r: r, sch: sched.NewArrivals(r.plan.Load.Stages), step: r.seg().Step(), shard: r.rec.Shard(0), over: make(chan struct{})}
 	a.k = r.firstArrival(a.sch)
 	e, err := evloop.New(evloop.Config{
 		Prog:      r.prog,
@@ -152,8 +158,16 @@ func (r *runner) runOpenLoop() bool {
 	if err != nil {
 		return false // as startEngine
 	}
-	r.eng.want, r.eng.loop = EngineLoop, e
-	r.sleepUntil(r.start.Add(r.plan.Load.Duration()))
+	r.eng.loop = e
+	r.eng.want.Store(EngineLoop)
+	// The schedule ends when its last arrival was taken (started,
+	// dropped), not at the clock's end of the profile: a loop behind it
+	// still takes the rest, as runOpen's dispatcher does.
+	select {
+	case <-a.over:
+		r.sleepUntil(r.start.Add(r.plan.Load.Duration()))
+	case <-r.soft:
+	}
 	return true
 }
 
@@ -166,6 +180,9 @@ type openArrivals struct {
 	k     int64
 	step  int64
 	shard *metrics.Shard
+	// over is closed when the last arrival was taken.
+	over   chan struct{}
+	closed bool
 }
 
 func (a *openArrivals) Take(now time.Time) (*vu.Scenario, time.Time, bool) {
@@ -191,6 +208,10 @@ func (a *openArrivals) Take(now time.Time) (*vu.Scenario, time.Time, bool) {
 
 func (a *openArrivals) Next() (time.Time, bool) {
 	at, ok := a.sch.Time(a.k)
+	if !ok && !a.closed {
+		a.closed = true
+		close(a.over)
+	}
 	return a.r.start.Add(at), ok
 }
 

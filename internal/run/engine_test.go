@@ -672,3 +672,40 @@ load: {max_in_flight: 50, stages: [{duration: 3s, rate: 20/s}]}
 		}
 	}
 }
+
+// An idle slot whose connection the server closed while it waited for
+// its next arrival dials anew for it, with either engine: no arrival
+// fails for a close that came before it was sent.
+func TestEnginesOpenRedialAfterIdleClose(t *testing.T) {
+	needLoop(t)
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	// Closed 20 ms after each answer; the next arrival comes 200 ms on.
+	srv.Config.IdleTimeout = 20 * time.Millisecond
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	for _, engine := range []string{EngineGoroutines, EngineLoop} {
+		conns.Store(0)
+		p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{get: /}]}}
+load: {max_in_flight: 5, stages: [{duration: 1s, rate: 5/s}]}
+`)
+		res, err := Run(context.Background(), p, Options{Engine: engine, SkipPreflight: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, res)
+		s := res.Steps[0]
+		if res.Run.Engine != engine || s.Requests == 0 || s.Failed != 0 || conns.Load() < s.Requests {
+			t.Errorf("%s: engine %q, %d requests, %d failed %v, %d connections: want none failed, one connection each", engine, res.Run.Engine, s.Requests, s.Failed, s.ByClass, conns.Load())
+		}
+	}
+}
