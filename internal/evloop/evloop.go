@@ -1,6 +1,6 @@
 // Package evloop runs closed-model HTTP/1.1 users that do not think, and
 // open-model arrivals of such steps (Open), on event loops of its own:
-// one loop per GOMAXPROCS (one for arrivals), each owning many
+// one loop per GOMAXPROCS (for arrivals: at most one per slot), each owning many
 // non-blocking sockets that Go's netpoller never sees, registered once
 // (edge-triggered), written to directly and read on readiness, with one
 // epoll_wait for all that are ready. A user costs no goroutine, no wake-up
@@ -14,7 +14,10 @@
 package evloop
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/httpc"
@@ -58,22 +61,30 @@ type Config struct {
 	Open *Open
 }
 
-// Open is an open model run on the loop: each arrival takes an idle
-// kept-alive connection (a slot with its own user), or a new one while
-// fewer than Max exist, or is dropped (Arrivals.Drop), as the goroutine
-// open model does. One loop serves every arrival, in one epoll_wait for
-// the next arrival's time (a timerfd) and the answers that are ready.
+// Open is an open model run on the loops: each arrival takes an idle
+// kept-alive connection (a slot with its own user) of its loop, or a new
+// one while fewer than the loop's Max exist, or is dropped
+// (Arrivals.Drop), as the goroutine open model does. Each loop serves its
+// share of the arrivals, in one epoll_wait for its next arrival's time (a
+// timerfd) and the answers that are ready.
 type Open struct {
-	Arrivals Arrivals
-	// Max is how many slots (connections, users) this run may hold.
-	Max int
+	// Loops is each loop's share of the schedule and of the slots: one
+	// loop per element.
+	Loops []OpenLoop
 	// NewUser makes the user of a new slot, on tr.
 	NewUser func(tr *Transport) *vu.User
 	// Active is the run's gauge of iterations under way.
 	Active func(delta int64)
 }
 
-// Arrivals is an open run's schedule, taken by the loop on its own
+// OpenLoop is one loop's share of an open run.
+type OpenLoop struct {
+	Arrivals Arrivals
+	// Max is how many slots (connections, users) this loop may hold.
+	Max int
+}
+
+// Arrivals is an open run's schedule (a loop's share of it), taken by the loop on its own
 // goroutine.
 type Arrivals interface {
 	// Take returns the next arrival due by now (ok false: none is),
@@ -110,3 +121,31 @@ func (t *Transport) RoundTrip(*httpc.Request, *httpc.Response) error { return er
 // Close implements httpc.Transport: the loop closes a user's socket when
 // the user leaves.
 func (t *Transport) Close() {}
+
+// AddrIneligible says why the engine cannot dial addr ("" when it can):
+// it dials one address, resolved once, where the goroutine engine
+// resolves at each dial and falls back across all of a name's addresses,
+// so a name with several addresses is left to it. IP literals and names
+// with one address qualify; a name that does not resolve is left to the
+// goroutine engine too, which reports what each dial then meets.
+func AddrIneligible(addr string) string { return addrIneligible(addr, net.DefaultResolver) }
+
+func addrIneligible(addr string, res *net.Resolver) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("address %q: %v", addr, err)
+	}
+	if net.ParseIP(host) != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ips, err := res.LookupIPAddr(ctx, host)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("host %q does not resolve: %v", host, err)
+	case len(ips) > 1:
+		return fmt.Sprintf("host %q resolves to %d addresses (the loop dials one)", host, len(ips))
+	}
+	return ""
+}

@@ -43,10 +43,8 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Loops = runtime.GOMAXPROCS(0)
 	}
 	if cfg.Open != nil {
-		// One schedule, one loop: the goroutine model's dispatcher is
-		// one goroutine too, and one loop keeps 20,000 arrivals/s on a
-		// small part of one core (docs/benchmarks.md).
-		cfg.Loops = 1
+		// A loop for each share of the schedule (Open.Loops).
+		cfg.Loops = len(cfg.Open.Loops)
 	}
 	e := &Engine{cfg: cfg, scens: map[*vu.Scenario]*scenario{}, base: time.Now()}
 	var addr string
@@ -88,7 +86,7 @@ func New(cfg Config) (*Engine, error) {
 		e.sa, e.family = sa, unix.AF_INET6
 	}
 	for i := 0; i < cfg.Loops; i++ {
-		l, err := newLoop(e)
+		l, err := newLoop(e, i)
 		if err != nil {
 			for _, l := range e.loops {
 				l.closeFDs()
@@ -156,6 +154,11 @@ type conn struct {
 	gen    int32
 	state  uint8 // 0: no request in flight
 	reused bool
+	// retried: the current request was sent again on a new connection
+	// after its reused one failed before any answer (retry).
+	retried bool
+	// req is the current request's whole bytes (out is what is left).
+	req    []byte
 	u      *vu.User
 	sc     *scenario
 	retire <-chan struct{}
@@ -218,13 +221,15 @@ type loop struct {
 	// holds the slots whose connection waits for an arrival, last in
 	// first out, as the goroutine model's idle stack.
 	open  *Open
+	arr   Arrivals
+	max   int
 	tfd   int
 	tick  bool
 	idle  []*conn
 	tspec unix.ItimerSpec
 }
 
-func newLoop(e *Engine) (*loop, error) {
+func newLoop(e *Engine, i int) (*loop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("evloop: epoll_create: %w", err)
@@ -266,6 +271,7 @@ func newLoop(e *Engine) (*loop, error) {
 			return nil, fmt.Errorf("evloop: epoll_ctl: %w", err)
 		}
 		l.open, l.tick = e.cfg.Open, true
+		l.arr, l.max = e.cfg.Open.Loops[i].Arrivals, e.cfg.Open.Loops[i].Max
 	}
 	return l, nil
 }
@@ -391,6 +397,8 @@ func (l *loop) wait() int {
 		ms = int((d + time.Millisecond - 1) / time.Millisecond)
 		if ms < 0 {
 			ms = 0
+		} else if ms > maxWaitMS {
+			ms = maxWaitMS
 		}
 	}
 	n, err := unix.EpollWait(l.epfd, l.events[:], ms)
@@ -399,6 +407,11 @@ func (l *loop) wait() int {
 	}
 	return n
 }
+
+// maxWaitMS bounds one wait: epoll_wait's timeout is a C int of
+// milliseconds, which a step timeout over 24.8 days would overflow into a
+// negative (endless) wait; a wait cut short just sweeps and waits again.
+const maxWaitMS = 1 << 30
 
 // arm sets the timerfd to expire in d ns.
 func (l *loop) arm(d int64) {
@@ -461,6 +474,10 @@ func (l *loop) iterate(c *conn) {
 }
 
 func (l *loop) leave(c *conn) {
+	// The run's in-flight gauge drops before its active one, as each
+	// goroutine user's does: a sample never shows more requests on the
+	// wire than users.
+	l.publish()
 	l.closeConn(c)
 	l.conns[c.slot] = nil
 	l.free = append(l.free, c.slot)
@@ -483,6 +500,17 @@ func (l *loop) closeConn(c *conn) {
 // send starts the request of the user's current step: on its connection,
 // or on a new one.
 func (l *loop) send(c *conn) {
+	if c.u.Interrupted() {
+		// The grace ended while this user's last answer was handled:
+		// nothing more goes on the wire, as a goroutine user's
+		// RoundTrip after Interrupt sends nothing.
+		c.state = stWriting
+		l.inflight++
+		l.busy++
+		c.sent = time.Now()
+		l.finish(c, httpc.ErrInterrupted, c.sent)
+		return
+	}
 	sr := &c.sc.steps[c.pc]
 	c.sent = time.Now()
 	c.deadline = 0
@@ -499,7 +527,7 @@ func (l *loop) send(c *conn) {
 	} else if b != nil {
 		c.custom, out = b, b
 	}
-	c.out = out
+	c.out, c.req, c.retried = out, out, false
 	if c.fd < 0 {
 		l.dial(c)
 		return
@@ -561,6 +589,9 @@ func (l *loop) write(c *conn) {
 			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
 			return
 		default:
+			if (e == unix.EPIPE || e == unix.ECONNRESET) && l.retry(c) {
+				return
+			}
 			l.finish(c, l.opErr("write", os.NewSyscallError("write", e)), time.Now())
 			return
 		}
@@ -649,6 +680,9 @@ func (l *loop) readable(c *conn, events uint32, now time.Time) {
 		case n == 0:
 			end = io.EOF
 		}
+		if end != nil && c.stream == nil && (e == 0 || e == unix.ECONNRESET) && l.retry(c) {
+			return // closed before any byte of the answer: sent again
+		}
 		data := l.rbuf[:n]
 		sr := &c.sc.steps[c.pc]
 		var closeAfter bool
@@ -673,9 +707,39 @@ func (l *loop) readable(c *conn, events uint32, now time.Time) {
 		} else {
 			c.reused = true
 		}
-		l.finish(c, err, now)
+		// The answer's end is when this read completed it, not when the
+		// batch of events began: one clock read per answer, as the
+		// goroutine engine's.
+		l.finish(c, err, time.Now())
 		return
 	}
+}
+
+// retry sends the current request again, once, on a new connection when
+// its kept-alive one was closed by the server before any byte of the
+// answer came (EOF, reset, broken pipe): the server closed it idle as the
+// request went out, and the request was not seen (RFC 9112 §9.3.1, as
+// net/http and browsers do), for idempotent methods only. The latency
+// and deadline still count from the first send. A new connection's
+// failure is never sent again, so a server that fails every request
+// shows each failure. false: the request fails as it is.
+func (l *loop) retry(c *conn) bool {
+	if !c.reused || c.retried || c.u.Interrupted() || !idempotent(c.sc.steps[c.pc].req.Method) {
+		return false
+	}
+	c.retried = true
+	l.closeConn(c)
+	c.out = c.req
+	l.dial(c)
+	return true
+}
+
+func idempotent(method string) bool {
+	switch method {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
 }
 
 // readAgain gives the sockets cut short last turn another turn.
@@ -812,7 +876,7 @@ func (l *loop) arrive() {
 			// Read afresh for each: an arrival the loop comes to more
 			// than a second late is dropped in bulk (Take), as the
 			// goroutine dispatcher's are.
-			sc, due, ok := l.open.Arrivals.Take(time.Now())
+			sc, due, ok := l.arr.Take(time.Now())
 			if !ok {
 				break
 			}
@@ -822,7 +886,7 @@ func (l *loop) arrive() {
 			// as a goroutine worker that finished is.
 			l.drain()
 		}
-		due, ok := l.open.Arrivals.Next()
+		due, ok := l.arr.Next()
 		if !ok {
 			return // the run's end closes Soft
 		}
@@ -843,14 +907,14 @@ func (l *loop) start(sc *vu.Scenario, due time.Time) {
 		c = l.idle[n-1]
 		l.idle[n-1] = nil
 		l.idle = l.idle[:n-1]
-	} else if l.users < l.open.Max {
+	} else if l.users < l.max {
 		c = &conn{fd: -1}
 		tr := &Transport{l: l}
 		c.u = l.open.NewUser(tr)
 		c.resp = c.u.LoopResponse()
 		l.add(c)
 	} else {
-		l.open.Arrivals.Drop(sc)
+		l.arr.Drop(sc)
 		return
 	}
 	c.sc = l.e.scens[sc]
@@ -864,6 +928,7 @@ func (l *loop) start(sc *vu.Scenario, due time.Time) {
 // arrived ends an arrival's iteration: its slot waits for the next, or
 // leaves at the run's stop or an interrupt.
 func (l *loop) arrived(c *conn) {
+	l.publish() // before Active, as leave
 	l.open.Active(-1)
 	if c.u.Interrupted() || l.softClosed() {
 		l.leaveSlot(c)

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +45,10 @@ func loopIneligible(p *plan.Plan, prog *vu.Program) string {
 	case len(p.Waves) > 0:
 		return "the plan has waves"
 	}
-	return prog.LoopIneligible()
+	if why := prog.LoopIneligible(); why != "" {
+		return why
+	}
+	return evloop.AddrIneligible(prog.LoopAddr())
 }
 
 // checkEngine resolves the engine choice: auto takes the loop where it
@@ -136,8 +140,29 @@ func (r *runner) runOpenLoop() bool {
 	if r.opts.Engine == EngineGoroutines || loopIneligible(r.plan, r.prog) != "" {
 		return false
 	}
-	a := &openArrivals{r: r, sch: sched.NewArrivals(r.plan.Load.Stages), step: r.seg().Step(), shard: r.rec.Shard(0), over: make(chan struct{})}
-	a.k = r.firstArrival(a.sch)
+	// A loop per core, as the goroutine engine's workers use them all:
+	// loop i takes every n-th of this segment's arrivals from the i-th,
+	// and its share of the slots, the way segments share them (so at
+	// most one loop per slot).
+	maxSlots := r.segShare(r.plan.Load.MaxInFlight)
+	n := min(runtime.GOMAXPROCS(0), maxSlots)
+	if n < 1 {
+		n = 1
+	}
+	first := r.firstArrival(sched.NewArrivals(r.plan.Load.Stages))
+	over := make(chan struct{})
+	var left atomic.Int32
+	left.Store(int32(n))
+	shares := make([]evloop.OpenLoop, n)
+	for i := range shares {
+		a := &openArrivals{r: r, sch: sched.NewArrivals(r.plan.Load.Stages), step: r.seg().Step() * int64(n), shard: r.rec.Shard(int64(i)), left: &left, over: over}
+		a.k = first + int64(i)*r.seg().Step()
+		m := maxSlots / n
+		if i < maxSlots%n {
+			m++
+		}
+		shares[i] = evloop.OpenLoop{Arrivals: a, Max: m}
+	}
 	e, err := evloop.New(evloop.Config{
 		Prog:      r.prog,
 		Rec:       r.rec,
@@ -149,10 +174,9 @@ func (r *runner) runOpenLoop() bool {
 		Left:      func() {},
 		InFlight:  &r.rec.InFlight,
 		Open: &evloop.Open{
-			Arrivals: a,
-			Max:      r.segShare(r.plan.Load.MaxInFlight),
-			NewUser:  r.newLoopUser,
-			Active:   func(d int64) { r.rec.Active.Add(d) },
+			Loops:   shares,
+			NewUser: r.newLoopUser,
+			Active:  func(d int64) { r.rec.Active.Add(d) },
 		},
 	})
 	if err != nil {
@@ -164,23 +188,26 @@ func (r *runner) runOpenLoop() bool {
 	// dropped), not at the clock's end of the profile: a loop behind it
 	// still takes the rest, as runOpen's dispatcher does.
 	select {
-	case <-a.over:
+	case <-over:
 		r.sleepUntil(r.start.Add(r.plan.Load.Duration()))
 	case <-r.soft:
 	}
 	return true
 }
 
-// openArrivals is runOpen's schedule as the loop takes it: the same
-// arrivals of this segment (firstArrival, then every step-th), the same
-// bound on lateness (maxCatchUp, dropOverdue) and the same dropped count.
+// openArrivals is runOpen's schedule as a loop takes its share: the same
+// arrivals of this segment (firstArrival, then every step-th, step being
+// the segment's times the loops'), the same bound on lateness
+// (maxCatchUp, dropOverdue) and the same dropped count.
 type openArrivals struct {
 	r     *runner
 	sch   *sched.Arrivals
 	k     int64
 	step  int64
 	shard *metrics.Shard
-	// over is closed when the last arrival was taken.
+	// left counts the loops whose last arrival is not yet taken; over is
+	// closed when none is left.
+	left   *atomic.Int32
 	over   chan struct{}
 	closed bool
 }
@@ -194,7 +221,7 @@ func (a *openArrivals) Take(now time.Time) (*vu.Scenario, time.Time, bool) {
 		}
 		el := now.Sub(r.start)
 		if el-at > maxCatchUp {
-			a.k = r.dropOverdue(a.k, a.sch.Before(el-maxCatchUp), a.shard)
+			a.k = r.dropOverdueStep(a.k, a.sch.Before(el-maxCatchUp), a.step, a.shard)
 			continue
 		}
 		if at > el {
@@ -210,7 +237,9 @@ func (a *openArrivals) Next() (time.Time, bool) {
 	at, ok := a.sch.Time(a.k)
 	if !ok && !a.closed {
 		a.closed = true
-		close(a.over)
+		if a.left.Add(-1) == 0 {
+			close(a.over)
+		}
 	}
 	return a.r.start.Add(at), ok
 }

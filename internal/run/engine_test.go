@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -706,6 +707,107 @@ load: {max_in_flight: 5, stages: [{duration: 1s, rate: 5/s}]}
 		s := res.Steps[0]
 		if res.Run.Engine != engine || s.Requests == 0 || s.Failed != 0 || conns.Load() < s.Requests {
 			t.Errorf("%s: engine %q, %d requests, %d failed %v, %d connections: want none failed, one connection each", engine, res.Run.Engine, s.Requests, s.Failed, s.ByClass, conns.Load())
+		}
+	}
+}
+
+// With more than one core the open model's arrivals are split across
+// loops (each takes every n-th, with its share of max_in_flight): every
+// arrival of the schedule is sent once or dropped, never both, never
+// twice, and the loops together never hold more than max_in_flight
+// requests at the server. Both engines agree on the arrivals' count.
+func TestLoopOpenSplitsArrivalsAcrossLoops(t *testing.T) {
+	needLoop(t)
+	var hits, cur, peak atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		n := cur.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		// Held so that the slots fill and arrivals are dropped.
+		time.Sleep(30 * time.Millisecond)
+		cur.Add(-1)
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(3)
+	var total [2]int64
+	for i, engine := range []string{EngineGoroutines, EngineLoop} {
+		hits.Store(0)
+		peak.Store(0)
+		p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{get: /}]}}
+load: {max_in_flight: 5, grace: 10s, stages: [{duration: 500ms, rate: 400/s}]}
+`)
+		res, err := Run(context.Background(), p, Options{Engine: engine, SkipPreflight: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, res)
+		s := res.Steps[0]
+		dropped := s.ByClass["dropped"]
+		sent := s.Requests - dropped
+		if res.Run.Engine != engine || sent == 0 || sent != hits.Load() || s.Failed != dropped || s.Successful != sent {
+			t.Errorf("%s: engine %q, %d requests (%d dropped, %d ok, %d failed %v), the server answered %d", engine, res.Run.Engine, s.Requests, dropped, s.Successful, s.Failed, s.ByClass, hits.Load())
+		}
+		if peak.Load() > 5 {
+			t.Errorf("%s: %d requests at the server at once, max_in_flight 5", engine, peak.Load())
+		}
+		total[i] = s.Requests
+	}
+	if total[0] != total[1] || total[0] != 200 {
+		t.Errorf("arrivals counted (sent or dropped): goroutines %d, loop %d, want 200 each", total[0], total[1])
+	}
+}
+
+// A server that closes a kept-alive connection as the next request goes
+// out (here: on that request, unanswered) did not see it: the loop sends
+// an idempotent request once more on a new connection, as net/http does,
+// so none fails; a POST is not sent again and its failures show, as do a
+// new connection's (TestEnginesClassifyHostileAlike: close without
+// answering).
+func TestLoopRetriesIdempotentOnClosedReuse(t *testing.T) {
+	needLoop(t)
+	for _, method := range []string{"get", "post"} {
+		srv := hostile.Serve(t, nil, func(s *hostile.Server, c net.Conn) {
+			br := bufio.NewReader(c)
+			if s.ReadRequest(br) {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				s.ReadRequest(br) // the second request: closed unanswered
+			}
+		})
+		body := ""
+		if method == "post" {
+			body = ", body: x"
+		}
+		p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{`+method+`: /`+body+`, timeout: 5s}]}}
+load: {grace: 10s, stages: [{duration: 300ms, users: 2}]}
+`)
+		res, err := Run(context.Background(), p, Options{Engine: EngineLoop, SkipPreflight: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, res)
+		s := res.Steps[0]
+		switch method {
+		case "get":
+			// Each connection answered once: every request recorded was
+			// answered, none failed.
+			if s.Requests == 0 || s.Failed != 0 || s.Requests != srv.Conns() {
+				t.Errorf("get: %d requests, %d failed %v, %d connections: want none failed, one answer per connection", s.Requests, s.Failed, s.ByClass, srv.Conns())
+			}
+		case "post":
+			if s.Failed == 0 || s.Failed+s.Successful != s.Requests {
+				t.Errorf("post: %d requests, %d failed %v: want the closed ones failed", s.Requests, s.Failed, s.ByClass)
+			}
 		}
 	}
 }

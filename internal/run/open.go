@@ -167,7 +167,12 @@ const maxCatchUp = time.Second
 // Each counts against its own scenario, in bulk: a cycle of the scenario
 // order holds every scenario the run of arrivals can name.
 func (r *runner) dropOverdue(k, upto int64, sh *metrics.Shard) int64 {
-	step := r.seg().Step()
+	return r.dropOverdueStep(k, upto, r.seg().Step(), sh)
+}
+
+// dropOverdueStep is dropOverdue over every step-th arrival from k (an
+// event loop's share of the segment's, runOpenLoop).
+func (r *runner) dropOverdueStep(k, upto, step int64, sh *metrics.Shard) int64 {
 	if upto <= k {
 		upto = k + 1
 	}

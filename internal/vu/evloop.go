@@ -55,6 +55,19 @@ func (p *Program) LoopIneligible() string {
 	return ""
 }
 
+// LoopAddr is the host:port of the one endpoint of a program the loop can
+// run ("" when none).
+func (p *Program) LoopAddr() string {
+	for _, sc := range p.Scenarios {
+		for _, st := range sc.Steps {
+			if st.endpoint != nil {
+				return st.endpoint.Addr
+			}
+		}
+	}
+	return ""
+}
+
 func loopStep(st *Step) string {
 	switch {
 	case st.Kind != plan.StepRequest:
