@@ -75,17 +75,9 @@ func (r *runner) startEngine() {
 	if choice == EngineGoroutines || loopIneligible(r.plan, r.prog) != "" {
 		return
 	}
-	e, err := evloop.New(evloop.Config{
-		Prog:      r.prog,
-		Rec:       r.rec,
-		Soft:      r.soft,
-		MaxHeader: r.plan.HTTP.MaxHeaderBytes,
-		MaxKept:   r.plan.HTTP.MaxKeptBodyBytes,
-		Hold:      func() { r.wg.Add(1) },
-		Release:   r.wg.Done,
-		Left:      func() { r.rec.Active.Add(-1) },
-		InFlight:  &r.rec.InFlight,
-	})
+	cfg := r.loopConfig()
+	cfg.Left = func() { r.rec.Active.Add(-1) }
+	e, err := evloop.New(cfg)
 	if err != nil {
 		// The address did not resolve, or no epoll: the goroutine
 		// engine reports what a request then meets.
@@ -119,17 +111,7 @@ func (r *runner) startLoopUser(quit chan struct{}) closedUser {
 // newLoopUser makes the next user as newUser does, on tr.
 func (r *runner) newLoopUser(tr *evloop.Transport) *vu.User {
 	id := r.userID(r.nextID.Add(1))
-	u := r.prog.NewUser(id, tr, r.rec)
-	if tenant := r.plan.TenantOf(id); tenant > 0 {
-		u.SetTenant(tenant)
-	}
-	if r.opts.Carry != nil {
-		r.opts.Carry.Number(u)
-	}
-	r.usersMu.Lock()
-	r.users = append(r.users, u)
-	r.usersMu.Unlock()
-	return u
+	return r.newUserOn(id, r.plan.TenantOf(id), tr)
 }
 
 // runOpenLoop runs the open model's arrivals on the event-loop engine
@@ -163,22 +145,14 @@ func (r *runner) runOpenLoop() bool {
 		}
 		shares[i] = evloop.OpenLoop{Arrivals: a, Max: m}
 	}
-	e, err := evloop.New(evloop.Config{
-		Prog:      r.prog,
-		Rec:       r.rec,
-		Soft:      r.soft,
-		MaxHeader: r.plan.HTTP.MaxHeaderBytes,
-		MaxKept:   r.plan.HTTP.MaxKeptBodyBytes,
-		Hold:      func() { r.wg.Add(1) },
-		Release:   r.wg.Done,
-		Left:      func() {},
-		InFlight:  &r.rec.InFlight,
-		Open: &evloop.Open{
-			Loops:   shares,
-			NewUser: r.newLoopUser,
-			Active:  func(d int64) { r.rec.Active.Add(d) },
-		},
-	})
+	cfg := r.loopConfig()
+	cfg.Left = func() {}
+	cfg.Open = &evloop.Open{
+		Loops:   shares,
+		NewUser: r.newLoopUser,
+		Active:  func(d int64) { r.rec.Active.Add(d) },
+	}
+	e, err := evloop.New(cfg)
 	if err != nil {
 		return false // as startEngine
 	}
@@ -246,4 +220,18 @@ func (a *openArrivals) Next() (time.Time, bool) {
 
 func (a *openArrivals) Drop(sc *vu.Scenario) {
 	a.shard.RecordUnfinished(sc.FirstRequestStep(), sample.Dropped)
+}
+
+// loopConfig is what both models' loops take of the run.
+func (r *runner) loopConfig() evloop.Config {
+	return evloop.Config{
+		Prog:      r.prog,
+		Rec:       r.rec,
+		Soft:      r.soft,
+		MaxHeader: r.plan.HTTP.MaxHeaderBytes,
+		MaxKept:   r.plan.HTTP.MaxKeptBodyBytes,
+		Hold:      func() { r.wg.Add(1) },
+		Release:   r.wg.Done,
+		InFlight:  &r.rec.InFlight,
+	}
 }

@@ -347,7 +347,13 @@ func (r *runner) newUser() *vu.User {
 // newUserAs makes the user with a given whole-test id and tenant (0: none);
 // waves number their users themselves (waves.go).
 func (r *runner) newUserAs(id int64, tenant int) *vu.User {
-	u := r.prog.NewUser(id, r.shared.NewTransport(), r.rec)
+	return r.newUserOn(id, tenant, r.shared.NewTransport())
+}
+
+// newUserOn makes the user with its transport (an event loop's, or the
+// run's shared client's).
+func (r *runner) newUserOn(id int64, tenant int, tr httpc.Transport) *vu.User {
+	u := r.prog.NewUser(id, tr, r.rec)
 	if tenant > 0 {
 		u.SetTenant(tenant)
 	}
