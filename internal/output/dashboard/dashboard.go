@@ -111,6 +111,10 @@ func (s *Sink) bump() {
 	s.changed = make(chan struct{})
 }
 
+// finalFetchWait bounds how long a run's end waits for a watching page to
+// fetch the final report.
+const finalFetchWait = 20 * time.Second
+
 // Close implements output.Sink: the final report goes to the pages
 // watching, which get a moment to fetch it before the server stops.
 func (s *Sink) Close(final *result.Result) error {
@@ -123,9 +127,13 @@ func (s *Sink) Close(final *result.Result) error {
 	watching := s.clients > 0 && s.cur != nil
 	s.mu.Unlock()
 	if watching {
+		// Long enough for a page on a machine the run itself kept busy:
+		// 5 s was not (a Chromium page on two saturated cores fetched the
+		// final report after the server had stopped). The wait ends as
+		// soon as a page has it.
 		select {
 		case <-s.gotFinal:
-		case <-time.After(5 * time.Second):
+		case <-time.After(finalFetchWait):
 		}
 	}
 	close(s.done)
