@@ -154,11 +154,6 @@ type conn struct {
 	gen    int32
 	state  uint8 // 0: no request in flight
 	reused bool
-	// retried: the current request was sent again on a new connection
-	// after its reused one failed before any answer (retry).
-	retried bool
-	// req is the current request's whole bytes (out is what is left).
-	req    []byte
 	u      *vu.User
 	sc     *scenario
 	retire <-chan struct{}
@@ -527,7 +522,7 @@ func (l *loop) send(c *conn) {
 	} else if b != nil {
 		c.custom, out = b, b
 	}
-	c.out, c.req, c.retried = out, out, false
+	c.out = out
 	if c.fd < 0 {
 		l.dial(c)
 		return
@@ -589,9 +584,6 @@ func (l *loop) write(c *conn) {
 			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
 			return
 		default:
-			if (e == unix.EPIPE || e == unix.ECONNRESET) && l.retry(c) {
-				return
-			}
 			l.finish(c, l.opErr("write", os.NewSyscallError("write", e)), time.Now())
 			return
 		}
@@ -680,9 +672,6 @@ func (l *loop) readable(c *conn, events uint32, now time.Time) {
 		case n == 0:
 			end = io.EOF
 		}
-		if end != nil && c.stream == nil && (e == 0 || e == unix.ECONNRESET) && l.retry(c) {
-			return // closed before any byte of the answer: sent again
-		}
 		data := l.rbuf[:n]
 		sr := &c.sc.steps[c.pc]
 		var closeAfter bool
@@ -713,33 +702,6 @@ func (l *loop) readable(c *conn, events uint32, now time.Time) {
 		l.finish(c, err, time.Now())
 		return
 	}
-}
-
-// retry sends the current request again, once, on a new connection when
-// its kept-alive one was closed by the server before any byte of the
-// answer came (EOF, reset, broken pipe): the server closed it idle as the
-// request went out, and the request was not seen (RFC 9112 §9.3.1, as
-// net/http and browsers do), for idempotent methods only. The latency
-// and deadline still count from the first send. A new connection's
-// failure is never sent again, so a server that fails every request
-// shows each failure. false: the request fails as it is.
-func (l *loop) retry(c *conn) bool {
-	if !c.reused || c.retried || c.u.Interrupted() || !idempotent(c.sc.steps[c.pc].req.Method) {
-		return false
-	}
-	c.retried = true
-	l.closeConn(c)
-	c.out = c.req
-	l.dial(c)
-	return true
-}
-
-func idempotent(method string) bool {
-	switch method {
-	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
-		return true
-	}
-	return false
 }
 
 // readAgain gives the sockets cut short last turn another turn.

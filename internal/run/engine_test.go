@@ -766,13 +766,13 @@ load: {max_in_flight: 5, grace: 10s, stages: [{duration: 500ms, rate: 400/s}]}
 	}
 }
 
-// A server that closes a kept-alive connection as the next request goes
-// out (here: on that request, unanswered) did not see it: the loop sends
-// an idempotent request once more on a new connection, as net/http does,
-// so none fails; a POST is not sent again and its failures show, as do a
-// new connection's (TestEnginesClassifyHostileAlike: close without
-// answering).
-func TestLoopRetriesIdempotentOnClosedReuse(t *testing.T) {
+// A server that closes a kept-alive connection without answering its
+// second request (as a handler that panics does) shows every such failure,
+// on GET as on POST: the loop once sent these again on a new connection
+// (what net/http does for idempotent requests), which hid them — a server
+// dropping every other request showed 28 % failures and took 43 % more
+// requests than the result counted.
+func TestLoopNeverHidesAnUnansweredRequest(t *testing.T) {
 	needLoop(t)
 	for _, method := range []string{"get", "post"} {
 		srv := hostile.Serve(t, nil, func(s *hostile.Server, c net.Conn) {
@@ -797,17 +797,10 @@ load: {grace: 10s, stages: [{duration: 300ms, users: 2}]}
 		}
 		checkInvariants(t, res)
 		s := res.Steps[0]
-		switch method {
-		case "get":
-			// Each connection answered once: every request recorded was
-			// answered, none failed.
-			if s.Requests == 0 || s.Failed != 0 || s.Requests != srv.Conns() {
-				t.Errorf("get: %d requests, %d failed %v, %d connections: want none failed, one answer per connection", s.Requests, s.Failed, s.ByClass, srv.Conns())
-			}
-		case "post":
-			if s.Failed == 0 || s.Failed+s.Successful != s.Requests {
-				t.Errorf("post: %d requests, %d failed %v: want the closed ones failed", s.Requests, s.Failed, s.ByClass)
-			}
+		// Every connection answered once and dropped its next request:
+		// the drops are failures, none sent again.
+		if s.Failed == 0 || s.Successful > srv.Conns() || s.Failed+s.Successful != s.Requests {
+			t.Errorf("%s: %d requests, %d ok, %d failed %v over %d connections: want each connection's unanswered request failed", method, s.Requests, s.Successful, s.Failed, s.ByClass, srv.Conns())
 		}
 	}
 }
