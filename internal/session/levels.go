@@ -175,13 +175,7 @@ func (e *Levels) loadOver(res *result.Result, checkpoint func(*result.Result)) {
 	if checkpoint == nil {
 		return
 	}
-	cp := withWorkflow(res)
-	if !cp.Run.Partial {
-		cp.Run.Partial = true
-		cp.Run.PartialReason = "the load completed; the process ended during the teardown, before the final write"
-	}
-	cp.Workflow.Teardown = &result.Phase{Error: "not finished: the process ended during the teardown"}
-	checkpoint(cp)
+	checkpoint(duringTeardown(res))
 }
 
 // Judge draws the verdict from the levels: the run fails when a level

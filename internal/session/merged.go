@@ -176,13 +176,20 @@ func (e *Workers) loadOver(res *result.Result, checkpoint func(*result.Result)) 
 	if checkpoint == nil {
 		return
 	}
+	checkpoint(duringTeardown(res))
+}
+
+// duringTeardown is the checkpoint written as a teardown starts: res
+// marked partial (unless it already is) with its teardown not finished,
+// what a process killed during the teardown leaves.
+func duringTeardown(res *result.Result) *result.Result {
 	cp := withWorkflow(res)
 	if !cp.Run.Partial {
 		cp.Run.Partial = true
 		cp.Run.PartialReason = "the load completed; the process ended during the teardown, before the final write"
 	}
 	cp.Workflow.Teardown = &result.Phase{Error: "not finished: the process ended during the teardown"}
-	checkpoint(cp)
+	return cp
 }
 
 // withWorkflow is a copy of res whose workflow may be changed.
