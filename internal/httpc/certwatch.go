@@ -49,8 +49,13 @@ type certReq struct {
 // context returns a context telling a handshake which address it is for,
 // and the record that handshake fills in.
 func (cw *certWatcher) context(addr string) (context.Context, *certReq) {
+	return cw.contextFrom(context.Background(), addr)
+}
+
+// contextFrom is context under parent (a dial's, which Interrupt cancels).
+func (cw *certWatcher) contextFrom(parent context.Context, addr string) (context.Context, *certReq) {
 	r := &certReq{addr: addr}
-	return context.WithValue(context.Background(), certAddrKey{}, r), r
+	return context.WithValue(parent, certAddrKey{}, r), r
 }
 
 // handshakeDone records a handshake for r that completed; see above for

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,10 +29,10 @@ type H1 struct {
 	// DefaultMaxKeptBody).
 	MaxHeaderBytes int
 	MaxKeptBody    int
-	// dialer is shared by the users of a source address (nil: net's
-	// defaults): one per user was 150 bytes of every idle connection.
-	dialer *net.Dialer
-	limits *hostLimits
+	// ud dials the user's connections (dial.go); alpn is what its TLS
+	// handshakes offer.
+	ud   *userDial
+	alpn []string
 
 	// current is the connection a request is using right now, so Interrupt
 	// (called from another goroutine) can cut it off.
@@ -64,6 +65,9 @@ func (c *H1) Interrupt() {
 type h1conn struct {
 	ep *Endpoint
 	nc net.Conn
+	// tc is nc over TLS: raw looks at the socket see records, not the
+	// answer's bytes, so a look there is settled through it (peektls.go).
+	tc *tls.Conn
 	// br is borrowed from readers only while an answer is being read: an
 	// idle connection holds no buffer, which is most of the memory of a
 	// user that spends its time thinking.
@@ -107,6 +111,10 @@ func (hc *h1conn) peek() peekState {
 	if hc.br != nil && hc.br.Buffered() > 0 {
 		return peekData
 	}
+	if hc.tc != nil {
+		hc.peeked = hc.settleTLS()
+		return hc.peeked
+	}
 	if hc.rc == nil {
 		return peekIdle
 	}
@@ -119,8 +127,11 @@ func (hc *h1conn) peek() peekState {
 	return hc.peeked
 }
 
-// NewH1 returns an empty client.
-func NewH1() *H1 { return &H1{dialer: &net.Dialer{}} }
+// NewH1 returns an empty client with a run of its own (tests).
+func NewH1() *H1 {
+	sh := NewShared(Options{})
+	return &H1{ud: &userDial{sh: sh, dialer: &net.Dialer{}}, alpn: alpnH1}
+}
 
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
@@ -171,9 +182,6 @@ func (c *H1) drop(hc *h1conn) {
 		readers.Put(hc.br)
 		hc.br = nil
 	}
-	if c.limits != nil {
-		c.limits.release(hc.ep.Addr)
-	}
 	for i, x := range c.conns {
 		if x == hc {
 			c.conns = append(c.conns[:i], c.conns[i+1:]...)
@@ -216,32 +224,20 @@ func (c *H1) conn(ep *Endpoint, sent, deadline time.Time) (*h1conn, error) {
 	if c.interrupted.Load() {
 		return nil, ErrInterrupted
 	}
-	if c.limits != nil {
-		if err := c.limits.acquire(ep.Addr, deadline, stop.Done()); err != nil {
-			return nil, err
-		}
-	}
-	var d net.Dialer
-	if c.dialer != nil {
-		d = *c.dialer
-	}
-	d.Deadline = deadline
-	nc, err := d.DialContext(stop, "tcp", ep.Addr)
+	nc, proto, err := c.ud.dial(stop, ep, deadline, c.alpn)
 	if err != nil {
-		if c.limits != nil {
-			c.limits.release(ep.Addr)
-		}
 		if c.interrupted.Load() {
 			return nil, ErrInterrupted
 		}
 		return nil, err
 	}
+	if proto == "h2" {
+		return nil, errNegotiatedH2{nc: nc}
+	}
 	hc := &h1conn{ep: ep, nc: nc}
-	if sc, ok := nc.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			hc.rc = rc
-			hc.peekFn = hc.peekOnce
-		}
+	hc.tc, _ = nc.(*tls.Conn)
+	if hc.rc = rawConnOf(nc); hc.rc != nil {
+		hc.peekFn = hc.peekOnce
 	}
 	c.conns = append(c.conns, hc)
 	return hc, nil
@@ -273,6 +269,18 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 	if err != nil {
 		return err
 	}
+	err = c.exchange(hc, req, resp, deadline)
+	if hc.tc != nil {
+		if err != nil {
+			return c.ud.sh.cw.blame(req.Endpoint.Addr, err)
+		}
+		c.ud.sh.cw.answered(req.Endpoint.Addr)
+	}
+	return err
+}
+
+// exchange sends req on hc and reads its answer.
+func (c *H1) exchange(hc *h1conn, req *Request, resp *Response, deadline time.Time) error {
 	// The deadline is set before the connection is published and the
 	// flag read after: an Interrupt in between then either sees this
 	// connection and cuts it after this deadline was set, or is seen here.
@@ -294,7 +302,7 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 	if !big {
 		ob.b = append(ob.b, req.Body...)
 	}
-	err = hc.write(ob, ob.b)
+	err := hc.write(ob, ob.b)
 	if err == nil && big {
 		err = hc.write(ob, req.Body)
 	}
@@ -339,7 +347,7 @@ func (c *H1) RoundTrip(req *Request, resp *Response) error {
 
 // write writes p whole, through ob's writeOnce where it can.
 func (hc *h1conn) write(ob *outBuf, p []byte) error {
-	if !rawWrite || hc.rc == nil {
+	if !rawWrite || hc.rc == nil || hc.tc != nil {
 		_, err := hc.nc.Write(p)
 		return err
 	}

@@ -1,14 +1,18 @@
 // Package httpc sends HTTP requests for virtual users. Plain-HTTP targets go
 // through a lean HTTP/1.1 client that reuses every buffer, never retries
 // behind the caller's back (so each request the server sees is a request we
-// count), and reports failures as the exact transport error. HTTPS targets
-// go through net/http so HTTP/2 is negotiated by ALPN.
+// count), and reports failures as the exact transport error. HTTPS speaks
+// HTTP/1.1 through the same client over TLS (dial.go, tlsdial.go), each
+// user with its own connections and TLS session cache; HTTP/2 goes to the
+// user's HTTP/2 client when one is wired (dial.go), else through net/http
+// (std.go).
 package httpc
 
 import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -151,7 +155,18 @@ type Options struct {
 	// the default).
 	MaxKeptBody int
 	// H2C sends plain-HTTP requests as HTTP/2 with prior knowledge (h2c.go).
+	// Deprecated: Protocol ProtoH2C; kept until the plan side sets Protocol.
 	H2C bool
+	// Protocol picks the HTTP version (dial.go); ProtoAuto by default.
+	Protocol Protocol
+}
+
+// protocol is o.Protocol with the old H2C flag folded in.
+func (o Options) protocol() Protocol {
+	if o.H2C && o.Protocol == ProtoAuto {
+		return ProtoH2C
+	}
+	return o.Protocol
 }
 
 func (o Options) limits() (header, body int) {
@@ -165,9 +180,9 @@ func (o Options) limits() (header, body int) {
 	return header, body
 }
 
-// Shared holds what users share: the net/http transport for HTTPS (one
-// pool, so HTTP/2 connections multiplex many users), and the per-host
-// connection limits.
+// Shared holds what users share: the per-host connection limits, the TLS
+// config and handshake counts, and, until every HTTP/2 path has its own
+// client, the net/http transports for HTTP/2 (one pool each).
 type Shared struct {
 	std    *http.Transport
 	cw     *certWatcher
@@ -175,6 +190,12 @@ type Shared struct {
 	next   atomic.Uint64
 	limits *hostLimits
 	h2c    *http.Transport // nil unless Options.H2C (h2c.go)
+	// tlsBase is the run's TLS config as every user's handshake starts
+	// from it (certwatch.go); tlsStats counts those handshakes.
+	tlsBase  *tls.Config
+	tlsStats tlsStats
+	// h2state is what the users' HTTP/2 clients share (dial.go).
+	h2state any
 	// dialers are the plain-HTTP users' dialers, one per source address
 	// (or one), handed out in turn.
 	dialers []*net.Dialer
@@ -197,7 +218,7 @@ func NewShared(o Options) *Shared {
 	}
 	maxHeader, _ := o.limits()
 	tr.MaxResponseHeaderBytes = int64(maxHeader)
-	sh := &Shared{std: tr, cw: cw, opts: o, h2c: newH2C(o), dialers: []*net.Dialer{{}}}
+	sh := &Shared{std: tr, cw: cw, opts: o, h2c: newH2C(o), dialers: []*net.Dialer{{}}, tlsBase: cw.config(o.TLS)}
 	if len(o.SourceAddrs) > 0 {
 		sh.dialers = sh.dialers[:0]
 		for _, a := range o.SourceAddrs {
@@ -206,6 +227,9 @@ func NewShared(o Options) *Shared {
 	}
 	if o.MaxConnsPerHost > 0 {
 		sh.limits = &hostLimits{max: o.MaxConnsPerHost, slots: map[string]chan struct{}{}}
+	}
+	if newH2Shared != nil {
+		sh.h2state = newH2Shared(sh)
 	}
 	return sh
 }
@@ -216,18 +240,35 @@ func (s *Shared) Close() {
 	if s.h2c != nil {
 		s.h2c.CloseIdleConnections()
 	}
+	if c, ok := s.h2state.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // NewTransport returns a transport for one virtual user.
 func (s *Shared) NewTransport() *Mux {
-	h := &H1{dialer: s.dialers[0]}
-	h.NewConnPerRequest = s.opts.NewConnPerRequest
-	h.limits = s.limits
-	h.MaxHeaderBytes, h.MaxKeptBody = s.opts.limits()
+	ud := &userDial{sh: s, dialer: s.dialers[0]}
 	if n := len(s.opts.SourceAddrs); n > 0 {
-		h.dialer = s.dialers[(s.next.Add(1)-1)%uint64(n)]
+		ud.dialer = s.dialers[(s.next.Add(1)-1)%uint64(n)]
 	}
-	return &Mux{h1: h, std: &Std{tr: s.std, cw: s.cw, maxKept: h.MaxKeptBody}, h2c: s.h2cFor(h.MaxKeptBody)}
+	h := &H1{ud: ud, alpn: alpnH1}
+	h.NewConnPerRequest = s.opts.NewConnPerRequest
+	h.MaxHeaderBytes, h.MaxKeptBody = s.opts.limits()
+	m := &Mux{h1: h, proto: s.opts.protocol()}
+	if newH2Client != nil {
+		m.h2 = newH2Client(s, ud.dial)
+	}
+	switch {
+	case m.h2 != nil:
+		if m.proto == ProtoAuto {
+			h.alpn = alpnAuto
+		}
+	case m.proto == ProtoH2:
+		m.std = &Std{tr: s.std, cw: s.cw, maxKept: h.MaxKeptBody}
+	case m.proto == ProtoH2C:
+		m.h2c = s.h2cFor(h.MaxKeptBody)
+	}
+	return m
 }
 
 // hostLimits hands out connection slots per endpoint address.
@@ -275,31 +316,73 @@ func (l *hostLimits) acquire(addr string, deadline time.Time, stop <-chan struct
 
 func (l *hostLimits) release(addr string) { <-l.sem(addr) }
 
-// Mux sends plain-HTTP requests over the lean client and HTTPS over net/http.
+// Mux routes one user's requests by protocol: HTTP/1.1 (plain or over
+// TLS) to the lean client, HTTP/2 to the user's HTTP/2 client (dial.go),
+// or, while none is wired, to net/http (std.go, h2c.go).
 type Mux struct {
-	h1  *H1
-	std *Std
-	h2c *Std // plain HTTP as h2c, when the plan asks (h2c.go)
+	h1    *H1
+	proto Protocol
+	h2    h2Client // nil until the HTTP/2 client is wired (dial.go)
+	// h2eps are the endpoints whose server chose h2 by ALPN for this user.
+	h2eps []*Endpoint
+	std   *Std // HTTPS under ProtoH2 while h2 is nil
+	h2c   *Std // plain HTTP under ProtoH2C while h2 is nil (h2c.go)
 }
 
 // RoundTrip implements Transport.
 func (m *Mux) RoundTrip(req *Request, resp *Response) error {
-	if req.Endpoint.Scheme == "https" {
+	if m.h2 != nil && m.speaksH2(req.Endpoint) {
+		return m.h2.RoundTrip(req, resp)
+	}
+	if req.Endpoint.Scheme == "https" && m.std != nil {
 		return m.std.RoundTrip(req, resp)
 	}
-	if m.h2c != nil {
+	if req.Endpoint.Scheme == "http" && m.h2c != nil {
 		return m.h2c.RoundTrip(req, resp)
 	}
-	return m.h1.RoundTrip(req, resp)
+	err := m.h1.RoundTrip(req, resp)
+	var neg errNegotiatedH2
+	if m.h2 != nil && errors.As(err, &neg) {
+		// Nothing of req was sent on the conn: handing both to the
+		// HTTP/2 client is its first sending, not a resend.
+		m.h2eps = append(m.h2eps, req.Endpoint)
+		m.h2.adopt(req.Endpoint, neg.nc)
+		return m.h2.RoundTrip(req, resp)
+	}
+	return err
+}
+
+// speaksH2 reports whether ep's requests go to the HTTP/2 client.
+func (m *Mux) speaksH2(ep *Endpoint) bool {
+	switch {
+	case m.proto == ProtoH2 && ep.Scheme == "https", m.proto == ProtoH2C && ep.Scheme == "http":
+		return true
+	}
+	for _, e := range m.h2eps {
+		if e == ep {
+			return true
+		}
+	}
+	return false
 }
 
 // Close implements Transport.
-func (m *Mux) Close() { m.h1.Close() }
+func (m *Mux) Close() {
+	m.h1.Close()
+	if m.h2 != nil {
+		m.h2.Close()
+	}
+}
 
 // Interrupt implements Transport.
 func (m *Mux) Interrupt() {
 	m.h1.Interrupt()
-	m.std.Interrupt()
+	if m.h2 != nil {
+		m.h2.Interrupt()
+	}
+	if m.std != nil {
+		m.std.Interrupt()
+	}
 	if m.h2c != nil {
 		m.h2c.Interrupt()
 	}

@@ -61,7 +61,7 @@ func TestH1InterruptInDial(t *testing.T) {
 	c := NewH1()
 	defer c.Close()
 	dialing := make(chan struct{})
-	c.dialer.Control = func(string, string, syscall.RawConn) error {
+	c.ud.dialer.Control = func(string, string, syscall.RawConn) error {
 		close(dialing)
 		return nil
 	}

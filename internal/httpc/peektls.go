@@ -1,0 +1,154 @@
+package httpc
+
+import (
+	"io"
+	"net"
+	"syscall"
+	"time"
+)
+
+// Over TLS a look at the socket sees records, not the answer's bytes:
+// bytes waiting there may be a post-handshake message (a TLS 1.3 session
+// ticket or key update) that belongs to no answer, a close_notify, or
+// stray application data; and bytes already read off the socket may wait
+// inside tls.Conn, decrypted or not. So the look is made through the
+// tls.Conn itself, over a socket that, for that one read, never blocks
+// between records: tls.Conn processes every whole record that is there
+// (storing tickets, answering key updates) and returns application data,
+// io.EOF for a close, or our would-block, which it does not keep as the
+// connection's error (crypto/tls keeps only errors that are not
+// temporary). A record that has only partly arrived is waited for a
+// little: its kind is unknown until it is whole.
+
+// recConn is the socket under a user's tls.Conn. It follows the record
+// framing of what it reads, so a look knows whether a record has only
+// partly arrived.
+type recConn struct {
+	net.Conn
+	rc syscall.RawConn
+	// left is the body bytes of the current record still to come; hdr
+	// and hdrN gather a record header split across reads.
+	left int
+	hdr  [5]byte
+	hdrN uint8
+	// looking makes Read return errWouldBlock instead of waiting at a
+	// record boundary (peek).
+	looking bool
+	rbuf    []byte
+	rn      int
+	rerr    syscall.Errno
+	recvFn  func(fd uintptr) bool
+}
+
+func newRecConn(nc net.Conn) *recConn {
+	c := &recConn{Conn: nc, rc: rawConnOf(nc)}
+	c.recvFn = c.recvOnce
+	return c
+}
+
+// SyscallConn keeps the socket reachable for raw looks.
+func (c *recConn) SyscallConn() (syscall.RawConn, error) {
+	if c.rc == nil {
+		return nil, syscall.EINVAL
+	}
+	return c.rc, nil
+}
+
+// wouldBlock is the error of a look's read that found nothing waiting:
+// temporary, so crypto/tls does not keep it as the connection's error.
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "nothing to read" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+var errWouldBlock net.Error = wouldBlock{}
+
+// tlsLookWait bounds the wait for the rest of a record that a look found
+// only in part.
+const tlsLookWait = 20 * time.Millisecond
+
+func (c *recConn) Read(b []byte) (int, error) {
+	var n int
+	var err error
+	switch {
+	case !c.looking || c.rc == nil:
+		n, err = c.Conn.Read(b)
+	case c.left == 0 && c.hdrN == 0:
+		n, err = c.readNow(b)
+	default:
+		c.Conn.SetReadDeadline(time.Now().Add(tlsLookWait))
+		n, err = c.Conn.Read(b)
+		c.Conn.SetReadDeadline(time.Time{})
+	}
+	c.track(b[:n])
+	return n, err
+}
+
+// readNow reads what the socket holds without waiting.
+func (c *recConn) readNow(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	c.rbuf, c.rn, c.rerr = b, 0, 0
+	err := c.rc.Read(c.recvFn)
+	c.rbuf = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case c.rerr == syscall.EAGAIN || c.rerr == syscall.EWOULDBLOCK:
+		return 0, errWouldBlock
+	case c.rerr != 0:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: syscall.Errno(c.rerr)}
+	case c.rn == 0:
+		return 0, io.EOF
+	}
+	return c.rn, nil
+}
+
+// track follows the TLS record framing over p, the next bytes read.
+func (c *recConn) track(p []byte) {
+	for len(p) > 0 {
+		if c.left > 0 {
+			k := min(c.left, len(p))
+			c.left -= k
+			p = p[k:]
+			continue
+		}
+		k := copy(c.hdr[c.hdrN:], p)
+		c.hdrN += uint8(k)
+		p = p[k:]
+		if c.hdrN == uint8(len(c.hdr)) {
+			c.left = int(c.hdr[3])<<8 | int(c.hdr[4])
+			c.hdrN = 0
+		}
+	}
+}
+
+// settleTLS looks at a kept TLS connection through its tls.Conn.
+func (hc *h1conn) settleTLS() peekState {
+	rec, ok := hc.tc.NetConn().(*recConn)
+	if !ok || rec.rc == nil {
+		return peekIdle
+	}
+	rec.looking = true
+	n, err := hc.tc.Read(hc.one[:])
+	rec.looking = false
+	switch {
+	case n > 0:
+		return peekData
+	case err == errWouldBlock:
+		return peekIdle
+	case isTimeout(err):
+		// A record that did not finish arriving: whatever it is, the
+		// connection is not known to be clean.
+		return peekData
+	default:
+		return peekClosed
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
