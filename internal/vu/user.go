@@ -3,7 +3,6 @@ package vu
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -591,9 +590,7 @@ func (u *User) judge(st *Step) (sample.Class, []byte) {
 func (u *User) parsedBody() (any, bool) {
 	if !u.docParsed {
 		u.docParsed = true
-		if json.Unmarshal(u.resp.Body, &u.doc) != nil {
-			u.doc = nil
-		}
+		u.doc = decodeJSON(u.resp.Body)
 	}
 	return u.doc, u.doc != nil
 }
@@ -621,42 +618,6 @@ func appendPath(dst []byte, path []string) []byte {
 		dst = append(dst, p...)
 	}
 	return dst
-}
-
-// jsonAt walks a decoded document; numeric parts index arrays. Scalars are
-// returned as their text (strings unquoted).
-func jsonAt(doc any, path []string) (string, bool) {
-	cur := doc
-	for _, p := range path {
-		switch v := cur.(type) {
-		case map[string]any:
-			next, ok := v[p]
-			if !ok {
-				return "", false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(p)
-			if err != nil || i < 0 || i >= len(v) {
-				return "", false
-			}
-			cur = v[i]
-		default:
-			return "", false
-		}
-	}
-	switch v := cur.(type) {
-	case string:
-		return v, true
-	case nil:
-		return "null", true
-	case bool, float64:
-		b, _ := json.Marshal(v)
-		return string(b), true
-	default:
-		b, err := json.Marshal(v)
-		return string(b), err == nil
-	}
 }
 
 var errNoHost = errors.New("rendered URL has no http(s) scheme and host")
