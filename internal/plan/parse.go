@@ -78,6 +78,7 @@ type parser struct {
 	// password; readingTarget leaves the target's own text out of them
 	// (secrets.go).
 	secrets       []string
+	envRefs       map[string]string // value → ${NAME}, for hideEnv
 	readingTarget bool
 	targetAuth    string
 	// setupAt is where the setup declares each of its captures, to name
@@ -248,7 +249,7 @@ func (p *parser) pos(n *yaml.Node) Pos {
 }
 
 func (p *parser) errAt(pos Pos, format string, args ...any) {
-	p.probs = append(p.probs, Problem{Pos: pos, Msg: sprintf(format, args...)})
+	p.probs = append(p.probs, Problem{Pos: pos, Msg: p.hideEnv(sprintf(format, args...))})
 }
 
 func (p *parser) errf(n *yaml.Node, format string, args ...any) {

@@ -69,9 +69,51 @@ func (p *parser) recordingLookup(lookup func(string) (string, bool)) func(string
 		v, ok := lookup(name)
 		if ok && !p.readingTarget {
 			p.secret(v)
+			p.envRef(name, v)
 		}
 		return v, ok
 	}
+}
+
+// envRef remembers which reference gave v, so that a plan error quoting
+// the expanded text shows ${NAME} instead (hideEnv).
+func (p *parser) envRef(name, v string) {
+	if len(v) < minSecret {
+		return
+	}
+	if p.envRefs == nil {
+		p.envRefs = map[string]string{}
+	}
+	if _, seen := p.envRefs[v]; !seen {
+		p.envRefs[v] = "${" + name + "}"
+	}
+}
+
+// hideEnv puts back the ${NAME} reference wherever a plan error quotes an
+// environment value, whole, escaped as q quotes it, or clipped by q (the
+// value's start followed by "..."): the README promises that no value from
+// the environment reaches a message, and the reference says more to the
+// person fixing the plan anyway.
+func (p *parser) hideEnv(msg string) string {
+	if len(p.envRefs) == 0 {
+		return msg
+	}
+	vals := make([]string, 0, len(p.envRefs))
+	for v := range p.envRefs {
+		vals = append(vals, v)
+	}
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	for _, v := range vals {
+		ref := p.envRefs[v]
+		quoted := strconv.Quote(v)
+		for _, f := range []string{v, quoted[1 : len(quoted)-1]} {
+			msg = strings.ReplaceAll(msg, f, ref)
+		}
+		for n := len(v) - 1; n >= minSecret; n-- {
+			msg = strings.ReplaceAll(msg, v[:n]+"...", ref+"...")
+		}
+	}
+	return msg
 }
 
 func (p *parser) secret(v string) {
