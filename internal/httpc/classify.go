@@ -20,11 +20,10 @@ func Classify(err error) sample.Class {
 	if err == nil {
 		return sample.OK
 	}
+	// A lookup that timed out is still the name's failure, not the
+	// server's slowness: the request never reached a server.
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		if dnsErr.IsTimeout {
-			return sample.Timeout
-		}
 		return sample.DNS
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
