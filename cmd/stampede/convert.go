@@ -67,6 +67,7 @@ The plan is checked with the plan loader before it is written.`,
 				o.Source = args[1]
 				text, sum, err = convert.HAR(data, o)
 			case "curl":
+				o.AllowFiles = allowFiles
 				text, sum, err = convert.Curl(args[1], o)
 			default:
 				return fail(exitUsage, fmt.Errorf("convert %q: expected har or curl", args[0]))
@@ -80,7 +81,11 @@ The plan is checked with the plan loader before it is written.`,
 			if name == "" {
 				name = "converted.yaml"
 			}
-			if _, perr := plan.Parse(name, text, func(string) (string, bool) { return "", false }); perr != nil {
+			// The plan's ${ENV} references (curl's credentials) are the
+			// user's to set; its files are the ones curl read here.
+			anyEnv := func(string) (string, bool) { return "set-by-the-user", true }
+			loadOpts := plan.LoadOptions{AllowFiles: append([]string{"."}, allowFiles...)}
+			if _, perr := plan.ParseWith(name, text, anyEnv, loadOpts); perr != nil {
 				return fail(exitUsage, fmt.Errorf("the converted plan does not load (please report this): %v", perr))
 			}
 			var w io.Writer = cmd.OutOrStdout()

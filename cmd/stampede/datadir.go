@@ -20,5 +20,5 @@ func (d *distFlags) loadPlan(path string) (*plan.Plan, error) {
 		n := s.Norm()
 		o.Index, o.Count = n.Index, n.Count
 	}
-	return session.Load(path, o)
+	return session.Load(path, withAllowedFiles(o))
 }

@@ -96,6 +96,7 @@ interrupted, or a generator fault).`,
 	var profFile *os.File
 	root.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a Go CPU profile to this file")
 	root.PersistentFlags().MarkHidden("cpuprofile")
+	addAllowFiles(root.PersistentFlags())
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if profile == "" {
 			return nil

@@ -28,7 +28,7 @@ func newValidateCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Data files resolved as run --data-dir resolves them, so a
 			// plan whose data lives elsewhere validates as it runs.
-			p, err := session.Load(args[0], plan.LoadOptions{DataDir: dataDir})
+			p, err := session.Load(args[0], withAllowedFiles(plan.LoadOptions{DataDir: dataDir}))
 			if err != nil {
 				return err
 			}

@@ -63,7 +63,7 @@ partial. A second Ctrl-C writes the partial result at once and exits.`,
 // loadPlan loads a plan into a valid plan (session.Load): every plan
 // error is reported the same way, with its place.
 func loadPlan(path string) (*plan.Plan, error) {
-	return session.Load(path, plan.LoadOptions{})
+	return session.Load(path, withAllowedFiles(plan.LoadOptions{}))
 }
 
 func tlsConfig(p *plan.Plan) (*tls.Config, error) {

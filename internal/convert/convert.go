@@ -38,6 +38,14 @@ type Options struct {
 	// for 1m).
 	Users    int
 	Duration time.Duration
+	// AllowFiles are directories beyond the current one that curl's @FILE
+	// may be read from (package localfile): the file goes into the plan.
+	AllowFiles []string
+	// TargetUserinfo is curl's user:password, with ${ENV} references, for
+	// the target; Comments are lines for the plan's header comment (what
+	// to set before running it). Both are set by Curl.
+	TargetUserinfo string
+	Comments       []string
 }
 
 // Summary says what a conversion kept and left out, for the user.
@@ -158,9 +166,11 @@ func build(xs []*exchange, o Options) ([]byte, Summary, error) {
 		scheme = kept[0].u.Scheme
 	}
 	s.Kept = len(kept)
-	target := scheme + "://" + main
-	if len(kept) == 1 && kept[0].fromCurl && kept[0].u.User != nil {
-		target = scheme + "://" + kept[0].u.User.String() + "@" + main
+	// The target is plan text: recorded parts escaped, curl's user:password
+	// with its ${ENV} references (curlauth.go) as they are.
+	target := litKey(scheme + "://" + main)
+	if len(kept) == 1 && kept[0].fromCurl && o.TargetUserinfo != "" {
+		target = scheme + "://" + o.TargetUserinfo + "@" + litKey(main)
 	}
 
 	steps := make([]*step, len(kept))
@@ -342,6 +352,11 @@ func newStep(x *exchange, main string, s *Summary) *step {
 		f := &field{value: h.value}
 		if scheme, tok, ok := strings.Cut(h.value, " "); ok && strings.EqualFold(h.name, "Authorization") && !strings.EqualFold(scheme, "Basic") {
 			f.prefix, f.value = scheme+" ", tok
+		}
+		if x.fromCurl && secretHeader(h.name) && strings.Contains(h.value, "${") {
+			// curl's credentials became ${ENV} references (curlauth.go):
+			// plan text, not a recorded value to escape.
+			f.prefix, f.value, f.tmpl = "", h.value, strings.ReplaceAll(h.value, "{{", lbraceRef)
 		}
 		st.headers = append(st.headers, hdr{h.name, f})
 	}
@@ -1206,7 +1221,7 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 	}})
 	doc := mapping(
 		str("name"), str(litKey(o.Name)),
-		str("target"), str(litKey(target)),
+		str("target"), str(target),
 		str("scenarios"), mapping(str(ident(o.Name)), scen),
 		str("load"), load,
 	)
@@ -1230,6 +1245,9 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 		head.WriteString("; left out: " + strings.Join(left, ", "))
 	}
 	head.WriteString(".\n# Cookies are left to each user's jar. Check the load below before a real run.\n")
+	for _, c := range o.Comments {
+		head.WriteString("# " + c + "\n")
+	}
 	encode := func() ([]byte, error) {
 		var buf bytes.Buffer
 		buf.WriteString(head.String())

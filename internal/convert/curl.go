@@ -1,13 +1,14 @@
 package convert
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/stampede-load/stampede/internal/localfile"
 )
 
 // Curl converts one curl command line (as a browser's "Copy as cURL"
@@ -29,6 +30,7 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 	var data, urlQuery []string
 	var dataJSON, get, head bool
 	var notes []string
+	basic, hasBasic := "", false // curl -u USER:PASSWORD
 	for _, op := range opts {
 		name, v := op.name, op.value
 		switch name {
@@ -56,10 +58,14 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 				// sends none of curl's anyway.
 				continue
 			}
-			x.headers = append(x.headers, kv{strings.TrimSpace(n), strings.TrimSpace(hv)})
+			hv = strings.TrimSpace(hv)
+			if secretHeader(strings.TrimSpace(n)) {
+				hv = envRefs(hv)
+			}
+			x.headers = append(x.headers, kv{strings.TrimSpace(n), hv})
 		case "data", "data-raw", "data-binary", "data-ascii", "json", "data-urlencode":
 			if strings.HasPrefix(v, "@") && name != "data-raw" {
-				b, err := os.ReadFile(v[1:])
+				b, err := readLocal(v[1:], o.AllowFiles)
 				if err != nil {
 					return nil, Summary{}, fmt.Errorf("curl --%s %s: %v", name, v, err)
 				}
@@ -82,7 +88,7 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 			}
 			data = append(data, v)
 		case "form", "form-string":
-			p, err := curlFormPart(v, name == "form-string")
+			p, err := curlFormPart(v, name == "form-string", o.AllowFiles)
 			if err != nil {
 				return nil, Summary{}, err
 			}
@@ -91,9 +97,13 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 		case "upload-file":
 			return nil, Summary{}, fmt.Errorf("curl -T %s: uploading a file as the whole body is not converted; use body_file: %s in the plan's step (with method: PUT)", v, v)
 		case "user":
-			x.headers = append(x.headers, kv{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(v))})
+			basic, hasBasic = v, true
 		case "oauth2-bearer":
-			x.headers = append(x.headers, kv{"Authorization", "Bearer " + v})
+			h, comment := bearerHeader(v)
+			x.headers = append(x.headers, kv{"Authorization", h})
+			if comment != "" {
+				o.Comments = append(o.Comments, comment)
+			}
 		case "cookie":
 			if strings.Contains(v, "=") {
 				// Given on the command line, a cookie is the user's choice,
@@ -181,15 +191,29 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 			}
 		}
 	}
-	if u.User != nil {
-		// curl sends user:password@ as Basic authentication; a plan's
-		// target does the same and keeps the password out of reports.
-		if _, ok := u.User.Password(); !ok {
+	if u.User != nil && !hasBasic {
+		pass, ok := u.User.Password()
+		if !ok {
 			return nil, Summary{}, fmt.Errorf("curl URL %s has a user but no password (curl would prompt for one): write user:password@", u.Redacted())
 		}
-		if header(x.headers, "Authorization") != "" {
-			notes = append(notes, "the URL's user:password is left out: an Authorization header is given, which wins")
-			u.User = nil
+		basic, hasBasic = u.User.Username()+":"+pass, true
+	}
+	u.User = nil
+	if hasBasic {
+		// curl sends user:password as Basic authentication; a plan's
+		// target does the same and keeps the password out of reports.
+		user, pass, ok := strings.Cut(basic, ":")
+		switch {
+		case !ok:
+			return nil, Summary{}, fmt.Errorf("curl -u %s has no password (curl would prompt for one): write -u user:password", user)
+		case header(x.headers, "Authorization") != "":
+			notes = append(notes, "the user:password is left out: an Authorization header is given, which wins")
+		default:
+			userinfo, comment := basicUserinfo(user, pass)
+			o.TargetUserinfo = userinfo
+			if comment != "" {
+				o.Comments = append(o.Comments, comment)
+			}
 		}
 	}
 	if o.Source == "" {
@@ -368,7 +392,7 @@ func curlOptions(args []string) ([]curlOpt, error) {
 
 // curlFormPart reads -F name=value, name=@file[;type=...][;filename=...]
 // and name=<file (the file's text as the value).
-func curlFormPart(v string, literal bool) (mpart, error) {
+func curlFormPart(v string, literal bool, allow []string) (mpart, error) {
 	name, val, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
 		return mpart{}, fmt.Errorf("bad curl -F %q: expected name=value or name=@file", v)
@@ -402,16 +426,16 @@ func curlFormPart(v string, literal bool) (mpart, error) {
 		return mpart{}, fmt.Errorf("curl -F %q: a part read from stdin is not converted", v)
 	}
 	if val[0] == '<' {
-		b, err := os.ReadFile(file)
+		b, err := readLocal(file, allow)
 		if err != nil {
 			return mpart{}, fmt.Errorf("curl -F %s: %v", v, err)
 		}
 		p.value = string(b)
 		return p, nil
 	}
-	abs, err := filepath.Abs(file)
+	abs, err := localfile.Resolve(file, localRoots(allow))
 	if err != nil {
-		return mpart{}, err
+		return mpart{}, fmt.Errorf("curl -F %s: %v", v, err)
 	}
 	if _, err := os.Stat(abs); err != nil {
 		return mpart{}, fmt.Errorf("curl -F %s: %v", v, err)

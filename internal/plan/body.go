@@ -57,7 +57,11 @@ func (p *parser) readBodyFile(n *yaml.Node, name string) ([]byte, bool) {
 		p.errf(n, "bad file name: expected the path of a file to send")
 		return nil, false
 	}
-	rc, err := p.open(p.resolve(name))
+	path := p.resolve(name)
+	if !p.confined(n, name, path) {
+		return nil, false
+	}
+	rc, err := p.open(path)
 	if err != nil {
 		p.errf(n, "cannot read %s: %s", q(name), fileErr(err))
 		return nil, false

@@ -62,6 +62,10 @@ type LoadOptions struct {
 	// file. Sequential, random and by_tenant sources are loaded whole, since
 	// every segment may read any of their rows.
 	Index, Count int
+	// AllowFiles are directories beyond the plan's own and DataDir that
+	// body_file, multipart and data files may be read from (--allow-files;
+	// files.go).
+	AllowFiles []string
 }
 
 // LoadFileWith is LoadFile with o: the plan of one segment, or with its

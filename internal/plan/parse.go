@@ -560,6 +560,9 @@ func (p *parser) dataSources(n *yaml.Node) {
 			continue
 		}
 		ds.File = p.dataPath(name)
+		if !p.confined(fk.v, name, ds.File) {
+			continue
+		}
 		if msg := p.loadData(ds); msg != "" {
 			p.errf(fk.k, "%s", msg)
 			continue
