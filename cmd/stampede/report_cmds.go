@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,35 +73,64 @@ func defaultLabels(paths []string) []string {
 }
 
 func newCompareCmd() *cobra.Command {
-	var format, out, labels string
+	var format, out, labels, minEffect string
 	var failOnWorse bool
 	cmd := &cobra.Command{
-		Use:   "compare BASELINE.json OTHER.json [MORE.json ...]",
+		Use:   "compare BASELINE.json OTHER.json [MORE.json ...] | compare A1.json [A2.json ...] --vs B1.json [B2.json ...]",
 		Short: "Compare runs side by side against the first, with a noise-aware verdict",
 		Long: `Compare two or more result files: one column per run with P50, P95, P99,
 throughput, failure rate and each failure class, the change against the
 first run (absolute and %), per-step P95 and failure rate, and a verdict
-for each run — better, worse or within noise — from the whole latency
-histograms and the failure counts, not from a single percentile.
+— better, worse, within noise or not judged — for each run against the
+first.
+
+The verdict rests on the runs' seconds, not their requests: each metric
+(p50, p95, p99 of each second, throughput, error rate) is compared over
+the per-second series, with a 99 % interval from a block bootstrap that
+keeps neighbouring seconds together. A change counts only when its
+interval excludes no change and it is at least --min-effect; smaller
+changes are "no change" however sure. Seconds in which the generator
+lagged are left out; different plans or models and partial runs are not
+judged. Sweeps and gates are judged level by level.
+
+One run a side cannot see how much runs differ from each other. For a
+decisive answer run each side several times and give them as two groups:
+A1 A2 A3 --vs B1 B2 B3 judges the runs as the samples (the mean latency
+too), and longer runs narrow the intervals.
 
 --format html overlays the runs' charts on one time axis (seconds since
 each run's start).`,
 		Example: `  stampede compare before.json after.json
   stampede compare v1.json v2.json v3.json --labels V1,V2,V3 --format md -o compare.md
-  stampede compare base.json pr.json --format html -o compare.html --fail-on-worse`,
-		Args: cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+  stampede compare base.json pr.json --format html -o compare.html --fail-on-worse
+  stampede compare a1.json a2.json a3.json --vs b1.json b2.json b3.json --min-effect 5%`,
+		// Flags are parsed here, so that --vs can split the files in two.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, raw []string) error {
+			files, baselines, help, err := compareArgs(cmd, raw)
+			if err != nil || help {
+				if help {
+					return cmd.Help()
+				}
+				return fail(exitUsage, err)
+			}
+			opts := report.Options{Baselines: baselines}
+			if minEffect != "" {
+				if opts.MinEffect, err = parseShare(minEffect); err != nil {
+					return fail(exitUsage, fmt.Errorf("--min-effect %q: %w", minEffect, err))
+				}
+			}
 			var ls []string
 			if labels != "" {
 				ls = strings.Split(labels, ",")
 				for i := range ls {
 					ls[i] = strings.TrimSpace(ls[i])
 				}
-				if len(ls) != len(args) {
-					return fail(exitUsage, fmt.Errorf("--labels has %d labels for %d result files", len(ls), len(args)))
+				if len(ls) != len(files) {
+					return fail(exitUsage, fmt.Errorf("--labels has %d labels for %d result files", len(ls), len(files)))
 				}
 			} else {
-				ls = defaultLabels(args)
+				ls = defaultLabels(files)
 			}
 			var render func(io.Writer, *report.Comparison) error
 			switch format {
@@ -110,23 +143,19 @@ each run's start).`,
 			default:
 				return fail(exitUsage, fmt.Errorf("--format %q: expected text, md or html", format))
 			}
-			rs, err := readResults(args)
+			rs, err := readResults(files)
 			if err != nil {
 				return err
 			}
-			c, err := report.Compare(rs, ls)
+			c, err := report.CompareWith(rs, ls, opts)
 			if err != nil {
 				return fail(exitUsage, err)
 			}
 			if err := writeOutput(cmd, out, func(w io.Writer) error { return render(w, c) }); err != nil {
 				return err
 			}
-			if failOnWorse {
-				for i, v := range c.Verdicts {
-					if v.Outcome == report.Worse {
-						return fail(exitThreshold, fmt.Errorf("%s is worse than %s", c.Labels[i], c.Labels[0]))
-					}
-				}
+			if worse := c.Worse(); failOnWorse && len(worse) > 0 {
+				return fail(exitThreshold, fmt.Errorf("%s is worse than %s", worse[0], c.BaselineLabel()))
 			}
 			return nil
 		},
@@ -134,8 +163,63 @@ each run's start).`,
 	cmd.Flags().StringVar(&format, "format", "text", "text, md or html")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
 	cmd.Flags().StringVar(&labels, "labels", "", "comma-separated run names, one per file (default: the file names)")
-	cmd.Flags().BoolVar(&failOnWorse, "fail-on-worse", false, "exit 1 when any run is worse than the first")
+	cmd.Flags().BoolVar(&failOnWorse, "fail-on-worse", false, "exit 1 when a run (or the --vs side) is judged worse than the baseline")
+	cmd.Flags().StringVar(&minEffect, "min-effect", "", fmt.Sprintf("smallest change that counts, e.g. 5%% (default %g%%)", report.DefaultMinEffect*100))
+	cmd.Flags().Bool("vs", false, "the result files after it are the other side of repeats; those before it, the baseline's")
 	return cmd
+}
+
+// compareArgs parses compare's flags and files; "--vs" splits the files
+// into the baseline's runs and the other side's (baselines is how many
+// come before it; 0 without --vs).
+func compareArgs(cmd *cobra.Command, raw []string) (files []string, baselines int, help bool, err error) {
+	parts := [][]string{raw}
+	if i := slices.Index(raw, "--vs"); i >= 0 {
+		parts = [][]string{raw[:i], raw[i+1:]}
+		if slices.Contains(parts[1], "--vs") {
+			return nil, 0, false, errors.New("--vs is given twice: it splits the files into two sides")
+		}
+	}
+	fs := cmd.Flags()
+	for k, part := range parts {
+		if err := fs.Parse(part); err != nil {
+			return nil, 0, false, err
+		}
+		if h, _ := fs.GetBool("help"); h {
+			return nil, 0, true, nil
+		}
+		files = append(files, fs.Args()...)
+		if k == 0 && len(parts) == 2 {
+			baselines = len(files)
+			if baselines == 0 {
+				return nil, 0, false, errors.New("--vs needs the baseline's result files before it")
+			}
+		}
+	}
+	switch {
+	case len(parts) == 2 && len(files) == baselines:
+		return nil, 0, false, errors.New("--vs needs result files after it")
+	case len(files) < 2:
+		return nil, 0, false, fmt.Errorf("compare needs at least two result files, got %d", len(files))
+	}
+	return files, baselines, false, nil
+}
+
+// parseShare reads a share given as "5%" or "0.05".
+func parseShare(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct := strings.HasSuffix(t, "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "%")), 64)
+	if err != nil {
+		return 0, errors.New("want a percentage such as 5% (or a share such as 0.05)")
+	}
+	if pct {
+		v /= 100
+	}
+	if math.IsNaN(v) || v <= 0 || v >= 1 {
+		return 0, errors.New("want a percentage above 0 and below 100%")
+	}
+	return v, nil
 }
 
 func newMergeCmd() *cobra.Command {

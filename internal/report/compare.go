@@ -2,16 +2,17 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -21,10 +22,16 @@ import (
 type Comparison struct {
 	Labels   []string
 	Runs     []*result.Result
-	Verdicts []Verdict // Verdicts[0] is the baseline's
-	Notes    []string  // caveats about comparing these runs at all
-	rows     []cmpRow
-	figs     []figures
+	Verdicts []Verdict // Verdicts[i] is run i's; Verdicts[0] is the baseline's
+	// Judged are the verdicts as the output lists them: one per run after
+	// the first, or one on the other side of repeats.
+	Judged []JudgedSide
+	Notes  []string // caveats about comparing these runs at all
+	// MinEffect is the smallest change the verdicts counted (a share).
+	MinEffect float64
+	baselines int
+	rows      []cmpRow
+	figs      []figures
 	// levelHead and levelRows are the classic load-test report's sweep table, present when
 	// every run has levels: one column per level, then "(V1) P95",
 	// "(V2) P95" … and "(V1) Requests Failed" … rows.
@@ -41,11 +48,39 @@ type cmpRow struct {
 	Section string
 }
 
-// Compare builds the comparison of rs against rs[0]. labels name the runs
-// (the classic load-test report's V1, V2 …); nil means "run 1", "run 2" ….
+// Options tune a comparison's verdict.
+type Options struct {
+	// MinEffect is the smallest change that counts, as a share of the
+	// baseline's figure (0.05: 5 %); 0 means DefaultMinEffect.
+	MinEffect float64
+	// Baselines, when over 0, makes the comparison one of repeats: the
+	// first Baselines runs are the baseline side and the rest the other
+	// side (compare A1 A2 A3 --vs B1 B2 B3), judged as two samples of
+	// runs. 0: the first run is the baseline, and every other run is
+	// judged against it alone.
+	Baselines int
+}
+
+// Compare builds the comparison of rs against rs[0] with the default
+// options. labels name the runs (the classic load-test report's V1,
+// V2 …); nil means "run 1", "run 2" ….
 func Compare(rs []*result.Result, labels []string) (*Comparison, error) {
+	return CompareWith(rs, labels, Options{})
+}
+
+// CompareWith builds the comparison of rs as opts say.
+func CompareWith(rs []*result.Result, labels []string, opts Options) (*Comparison, error) {
 	if len(rs) < 2 {
 		return nil, errors.New("compare needs at least two results")
+	}
+	if opts.Baselines < 0 || opts.Baselines >= len(rs) {
+		return nil, fmt.Errorf("%d baseline runs of %d: each side needs at least one", opts.Baselines, len(rs))
+	}
+	if opts.MinEffect < 0 || opts.MinEffect >= 1 || math.IsNaN(opts.MinEffect) {
+		return nil, fmt.Errorf("minimum effect %g: want a share from 0 to 1 (0.05 for 5 %%)", opts.MinEffect)
+	}
+	if opts.MinEffect == 0 {
+		opts.MinEffect = DefaultMinEffect
 	}
 	if labels == nil {
 		for i := range rs {
@@ -65,7 +100,7 @@ func Compare(rs []*result.Result, labels []string) (*Comparison, error) {
 		}
 		seen[l] = true
 	}
-	c := &Comparison{Labels: labels, Runs: rs}
+	c := &Comparison{Labels: labels, Runs: rs, MinEffect: opts.MinEffect, baselines: opts.Baselines}
 	for i, r := range rs {
 		f, err := recompute(r)
 		if err != nil {
@@ -73,9 +108,7 @@ func Compare(rs []*result.Result, labels []string) (*Comparison, error) {
 		}
 		c.figs = append(c.figs, f)
 	}
-	if err := c.judge(); err != nil {
-		return nil, err
-	}
+	c.judge()
 	c.notes()
 	c.buildRows()
 	if err := c.buildLevels(); err != nil {
@@ -84,101 +117,158 @@ func Compare(rs []*result.Result, labels []string) (*Comparison, error) {
 	return c, nil
 }
 
-func (c *Comparison) judge() error {
-	c.Verdicts = []Verdict{{Outcome: Baseline}}
-	base := c.Runs[0]
-	for i, r := range c.Runs[1:] {
-		var worse, better, notes []string
-		judged, levelSuspect := 0, false
-		// In a sweep each level is its own test: a regression at one level
-		// is a regression even when the others hide it in the totals.
-		for _, lb := range base.Levels {
-			for _, lr := range r.Levels {
-				if lb.Vary != lr.Vary || lb.Value != lr.Value || lb.Result == nil || lr.Result == nil {
-					continue
-				}
-				if why := c.suspect(lb.Result, lr.Result, i+1); why != "" {
-					notes = append(notes, "at "+levelLabel(lb)+": not judged: "+why)
-					levelSuspect = true
-					continue
-				}
-				w, b, n, err := findings(lb.Result, lr.Result, "at "+levelLabel(lb)+": ")
-				if err != nil {
-					return fmt.Errorf("%s: level %s: %w", c.Labels[i+1], levelLabel(lb), err)
-				}
-				worse, better, notes = append(worse, w...), append(better, b...), append(notes, n...)
-				judged++
-			}
+// judge makes the verdicts: each run against the first, or the one
+// verdict on the two sides of repeats.
+func (c *Comparison) judge() {
+	side := func(from, to int) []int {
+		var idx []int
+		for i := from; i < to; i++ {
+			idx = append(idx, i)
 		}
-		// The totals hold every level's requests, a suspect one's too.
-		why := c.suspect(base, r, i+1)
-		if why == "" && levelSuspect {
-			why = "they include a level that was not judged"
+		return idx
+	}
+	c.Verdicts = []Verdict{{Outcome: Baseline}}
+	if c.baselines == 0 {
+		for i := 1; i < len(c.Runs); i++ {
+			v := c.judgeSides([]int{0}, []int{i})
+			c.Verdicts = append(c.Verdicts, v)
+			c.Judged = append(c.Judged, JudgedSide{Label: c.Labels[i], Verdict: v})
+		}
+		return
+	}
+	a, b := side(0, c.baselines), side(c.baselines, len(c.Runs))
+	v := c.judgeSides(a, b)
+	for i := 1; i < len(c.Runs); i++ {
+		if i < c.baselines {
+			c.Verdicts = append(c.Verdicts, Verdict{Outcome: Baseline})
+		} else {
+			c.Verdicts = append(c.Verdicts, v)
+		}
+	}
+	c.Judged = []JudgedSide{{Label: c.sideLabel(b), Verdict: v}}
+}
+
+// JudgedSide is a verdict and what it is on: one run, or the runs of the
+// other side of repeats ("B1+B2+B3 (3 runs)").
+type JudgedSide struct {
+	Label   string
+	Verdict Verdict
+}
+
+// BaselineLabel names what the verdicts are against.
+func (c *Comparison) BaselineLabel() string {
+	if c.baselines == 0 {
+		return c.Labels[0]
+	}
+	idx := make([]int, c.baselines)
+	for i := range idx {
+		idx[i] = i
+	}
+	return c.sideLabel(idx)
+}
+
+func (c *Comparison) sideLabel(idx []int) string {
+	if len(idx) == 1 {
+		return c.Labels[idx[0]]
+	}
+	names := make([]string, len(idx))
+	for i, j := range idx {
+		names[i] = c.Labels[j]
+	}
+	return fmt.Sprintf("%s (%d runs)", strings.Join(names, "+"), len(idx))
+}
+
+// judgeSides compares the runs b against the runs a: per level when both
+// are sweeps (each level is its own test, and a regression at one level
+// is one even when the others hide it in the totals), else on the totals.
+func (c *Comparison) judgeSides(a, b []int) Verdict {
+	if why := c.unjudgeable(a, b); why != "" {
+		return Verdict{Outcome: NotJudged, Findings: []string{"not judged: " + why}}
+	}
+	pick := func(idx []int, r func(int) *result.Result) []labelled {
+		out := make([]labelled, len(idx))
+		for k, i := range idx {
+			out[k] = labelled{c.Labels[i], r(i)}
+		}
+		return out
+	}
+	all := slices.Concat(a, b)
+	withLevels := 0
+	for _, i := range all {
+		if len(c.Runs[i].Levels) > 0 {
+			withLevels++
+		}
+	}
+	switch withLevels {
+	case 0:
+		whole := func(i int) *result.Result { return c.Runs[i] }
+		return verdictOfSides([]sidesPart{{sidesBasis: compareSides(pick(a, whole), pick(b, whole), c.MinEffect)}}, c.MinEffect)
+	case len(all):
+	default:
+		return Verdict{Outcome: NotJudged, Findings: []string{"not judged: a run of levels (gates, sweep) against a run of one load"}}
+	}
+	var parts []sidesPart
+	for _, l := range c.Runs[a[0]].Levels {
+		prefix := "at " + levelLabel(l) + ": "
+		at := map[int]*result.Level{}
+		var why string
+		for _, i := range all {
+			lv := levelAt(c.Runs[i], l)
+			switch {
+			case lv == nil || lv.Result == nil:
+				why = cmp.Or(why, c.Labels[i]+" did not run it")
+			case lv.NotInPlace != "":
+				why = cmp.Or(why, c.Labels[i]+"'s population was not in place: "+lv.NotInPlace)
+			}
+			at[i] = lv
 		}
 		if why != "" {
-			notes = append([]string{"totals not judged: " + why}, notes...)
-		} else {
-			w, b, n, err := findings(base, r, "")
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.Labels[i+1], err)
-			}
-			worse, better, notes = append(w, worse...), append(b, better...), append(n, notes...)
-			judged++
+			parts = append(parts, sidesPart{sidesBasis: sidesBasis{notJudged: why}, prefix: prefix})
+			continue
 		}
-		v := judge(worse, better, notes)
-		if judged == 0 {
-			v.Outcome = Suspect
+		level := func(i int) *result.Result { return at[i].Result }
+		parts = append(parts, sidesPart{sidesBasis: compareSides(pick(a, level), pick(b, level), c.MinEffect), prefix: prefix})
+	}
+	return verdictOfSides(parts, c.MinEffect)
+}
+
+func levelAt(r *result.Result, l result.Level) *result.Level {
+	for i := range r.Levels {
+		if r.Levels[i].Vary == l.Vary && r.Levels[i].Value == l.Value {
+			return &r.Levels[i]
 		}
-		c.Verdicts = append(c.Verdicts, v)
 	}
 	return nil
 }
 
-// Suspect is the verdict on a run none of whose figures could be judged:
-// its generator (or the baseline's) lagged (gate.LagSuspect).
-const Suspect Outcome = "suspect"
-
-// suspect says why a and b (the baseline's and run i's figures, of the
-// whole run or one level) are not compared: the generator of one of them
-// lagged by as much as the latencies compared, so it, not the target,
-// may be the difference.
-func (c *Comparison) suspect(a, b *result.Result, i int) string {
-	p95 := max(a.Totals.LatencyOK.P95US, b.Totals.LatencyOK.P95US)
-	for _, x := range []struct {
-		r     *result.Result
-		label string
-	}{{a, c.Labels[0]}, {b, c.Labels[i]}} {
-		if why, ok := gate.LagSuspect(x.r, p95); ok {
-			return x.label + "'s " + why
+// unjudgeable says why runs a and b cannot be compared at all: a change
+// of plan or model, or a partial run, is a difference the target did not
+// make.
+func (c *Comparison) unjudgeable(a, b []int) string {
+	base := c.Runs[a[0]]
+	for _, i := range slices.Concat(a, b) {
+		r, l := c.Runs[i], c.Labels[i]
+		switch {
+		case r.Run.Partial:
+			return l + " is a partial result"
+		case r.Run.Model != base.Run.Model:
+			return fmt.Sprintf("%s ran the %s model and %s the %s model", c.Labels[a[0]], base.Run.Model, l, r.Run.Model)
+		case r.Plan.SHA256 != base.Plan.SHA256:
+			return fmt.Sprintf("%s used a different plan from %s (%s vs %s)", l, c.Labels[a[0]], planID(r), planID(base))
 		}
 	}
 	return ""
 }
 
-// findings applies the verdict rule to b against a, prefixing each finding.
-func findings(a, b *result.Result, prefix string) (worse, better, notes []string, err error) {
-	ha, err := a.Totals.LatencyOK.Histogram()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("totals latency_ok: %w", err)
-	}
-	hb, err := b.Totals.LatencyOK.Histogram()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("totals latency_ok: %w", err)
-	}
-	// A sweep's top level may hold no requests of its own; saying so
-	// would only be noise next to the levels' findings.
-	if ha.TotalCount() == 0 && hb.TotalCount() == 0 && a.Totals.Requests == 0 && b.Totals.Requests == 0 {
-		return nil, nil, nil, nil
-	}
-	worse, better, notes = latencyFindings(ha, hb)
-	fw, fb := failureFindings(a.Totals.Requests, a.Totals.Failed, b.Totals.Requests, b.Totals.Failed)
-	worse, better = append(worse, fw...), append(better, fb...)
-	for _, l := range [][]string{worse, better, notes} {
-		for i := range l {
-			l[i] = prefix + l[i]
+// Worse names the runs (or the side of repeats) judged worse.
+func (c *Comparison) Worse() []string {
+	var out []string
+	for _, j := range c.Judged {
+		if j.Verdict.Outcome == Worse {
+			out = append(out, j.Label)
 		}
 	}
-	return worse, better, notes, nil
+	return out
 }
 
 func (c *Comparison) notes() {
@@ -439,13 +529,14 @@ func CompareText(w io.Writer, c *Comparison) error {
 		textTable(&b, c.levelHead, c.levelRows)
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "Verdict (noise-aware, against %s):\n", c.Labels[0])
-	for i, v := range c.Verdicts[1:] {
-		fmt.Fprintf(&b, "  %s: %s\n", c.Labels[i+1], v.Outcome)
-		for _, f := range v.Findings {
+	fmt.Fprintf(&b, "Verdict (noise-aware, against %s):\n", c.BaselineLabel())
+	for _, j := range c.Judged {
+		fmt.Fprintf(&b, "  %s: %s\n", j.Label, j.Verdict.Outcome)
+		for _, f := range j.Verdict.Findings {
 			fmt.Fprintf(&b, "    - %s\n", f)
 		}
 	}
+	fmt.Fprintf(&b, "  %s\n", c.MethodLine())
 	if lines := c.errorChangeLines(termMessage); len(lines) > 0 {
 		fmt.Fprintf(&b, "\nErrors that appeared or vanished (against %s):\n", c.Labels[0])
 		for _, l := range lines {
@@ -524,14 +615,14 @@ func CompareMarkdown(w io.Writer, c *Comparison) error {
 		mdTable(&b, c.levelHead, c.levelRows)
 		b.WriteString("\n")
 	}
-	b.WriteString("### Verdict\n\n")
-	for i, v := range c.Verdicts[1:] {
-		fmt.Fprintf(&b, "- **%s: %s**\n", mdText(c.Labels[i+1]), v.Outcome)
-		for _, f := range v.Findings {
+	fmt.Fprintf(&b, "### Verdict (against %s)\n\n", mdText(c.BaselineLabel()))
+	for _, j := range c.Judged {
+		fmt.Fprintf(&b, "- **%s: %s**\n", mdText(j.Label), j.Verdict.Outcome)
+		for _, f := range j.Verdict.Findings {
 			fmt.Fprintf(&b, "  - %s\n", mdText(f))
 		}
 	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "\n%s\n\n", mdText(c.MethodLine()))
 	if lines := c.errorChangeLines(0); len(lines) > 0 {
 		fmt.Fprintf(&b, "### Errors that appeared or vanished (against %s)\n\n", mdText(c.Labels[0]))
 		for _, l := range lines {
@@ -558,6 +649,17 @@ func CompareMarkdown(w io.Writer, c *Comparison) error {
 		_, err = io.WriteString(w, "\n")
 	}
 	return err
+}
+
+// MethodLine says in a sentence what the verdicts rest on and what
+// counts as a change.
+func (c *Comparison) MethodLine() string {
+	unit := "per-second figures of each run, 99 % block-bootstrap intervals"
+	if c.baselines > 0 {
+		unit = "each run one sample, 99 % intervals over the runs"
+	}
+	return fmt.Sprintf("Method: %s; a change counts when its interval excludes no change and it is at least %s (--min-effect); generator-bound seconds are left out.",
+		unit, minEffectText(c.MinEffect))
 }
 
 // okHistograms decodes each run's successful-request histogram.

@@ -20,7 +20,7 @@ var assets embed.FS
 
 var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
 	"outcomeClass": func(o Outcome) string {
-		if o == WithinNoise {
+		if o == WithinNoise || o == NotJudged {
 			return "noise"
 		}
 		return string(o)
@@ -94,6 +94,10 @@ type compareView struct {
 	// ErrorChanges are the failure messages that appeared or vanished.
 	ErrorChanges []string
 	Levels       *plainTable
+	// Judged are the verdicts; Method says what they rest on.
+	Judged         []JudgedSide
+	VerdictAgainst string
+	Method         string
 }
 
 type cmpRun struct {
@@ -232,7 +236,8 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 	if err != nil {
 		return err
 	}
-	cv := &compareView{Notes: c.Notes, Baseline: c.Labels[0], ErrorChanges: c.errorChangeLines(0)}
+	cv := &compareView{Notes: c.Notes, Baseline: c.Labels[0], ErrorChanges: c.errorChangeLines(0),
+		Judged: c.Judged, VerdictAgainst: c.BaselineLabel(), Method: c.MethodLine()}
 	if len(c.levelRows) > 0 {
 		cv.Levels = &plainTable{Head: c.levelHead, Rows: c.levelRows}
 	}
