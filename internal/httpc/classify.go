@@ -32,11 +32,15 @@ func Classify(err error) sample.Class {
 	if isTLS(err) {
 		return sample.TLS
 	}
+	if errors.Is(err, ErrRefused) {
+		return sample.Refused
+	}
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return sample.ConnRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, ErrServerClosed):
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, ErrServerClosed),
+		errors.Is(err, errH2Reset):
 		return sample.ConnReset
 	case errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EADDRINUSE):
 		return sample.PortExhausted

@@ -189,7 +189,6 @@ type Shared struct {
 	opts   Options
 	next   atomic.Uint64
 	limits *hostLimits
-	h2c    *http.Transport // nil unless Options.H2C (h2c.go)
 	// tlsBase is the run's TLS config as every user's handshake starts
 	// from it (certwatch.go); tlsStats counts those handshakes.
 	tlsBase  *tls.Config
@@ -218,7 +217,7 @@ func NewShared(o Options) *Shared {
 	}
 	maxHeader, _ := o.limits()
 	tr.MaxResponseHeaderBytes = int64(maxHeader)
-	sh := &Shared{std: tr, cw: cw, opts: o, h2c: newH2C(o), dialers: []*net.Dialer{{}}, tlsBase: cw.config(o.TLS)}
+	sh := &Shared{std: tr, cw: cw, opts: o, dialers: []*net.Dialer{{}}, tlsBase: cw.config(o.TLS)}
 	if len(o.SourceAddrs) > 0 {
 		sh.dialers = sh.dialers[:0]
 		for _, a := range o.SourceAddrs {
@@ -237,9 +236,6 @@ func NewShared(o Options) *Shared {
 // Close drops idle shared connections.
 func (s *Shared) Close() {
 	s.std.CloseIdleConnections()
-	if s.h2c != nil {
-		s.h2c.CloseIdleConnections()
-	}
 	if c, ok := s.h2state.(io.Closer); ok {
 		c.Close()
 	}
@@ -265,8 +261,6 @@ func (s *Shared) NewTransport() *Mux {
 		}
 	case m.proto == ProtoH2:
 		m.std = &Std{tr: s.std, cw: s.cw, maxKept: h.MaxKeptBody}
-	case m.proto == ProtoH2C:
-		m.h2c = s.h2cFor(h.MaxKeptBody)
 	}
 	return m
 }
@@ -326,7 +320,6 @@ type Mux struct {
 	// h2eps are the endpoints whose server chose h2 by ALPN for this user.
 	h2eps []*Endpoint
 	std   *Std // HTTPS under ProtoH2 while h2 is nil
-	h2c   *Std // plain HTTP under ProtoH2C while h2 is nil (h2c.go)
 }
 
 // RoundTrip implements Transport.
@@ -336,9 +329,6 @@ func (m *Mux) RoundTrip(req *Request, resp *Response) error {
 	}
 	if req.Endpoint.Scheme == "https" && m.std != nil {
 		return m.std.RoundTrip(req, resp)
-	}
-	if req.Endpoint.Scheme == "http" && m.h2c != nil {
-		return m.h2c.RoundTrip(req, resp)
 	}
 	err := m.h1.RoundTrip(req, resp)
 	var neg errNegotiatedH2
@@ -382,9 +372,6 @@ func (m *Mux) Interrupt() {
 	}
 	if m.std != nil {
 		m.std.Interrupt()
-	}
-	if m.h2c != nil {
-		m.h2c.Interrupt()
 	}
 }
 

@@ -115,7 +115,7 @@ func insecure() Options { return Options{TLS: &tls.Config{InsecureSkipVerify: tr
 // client, each user over its own kept connection, as plain HTTP does.
 // Before, every user shared net/http's one pool.
 func TestHTTPSUsersOwnConnections(t *testing.T) {
-	srv := startTLSServer(t, &tls.Config{NextProtos: []string{"h2", "http/1.1"}}, answerAll)
+	srv := startTLSServer(t, &tls.Config{NextProtos: []string{"http/1.1"}}, answerAll)
 	sh := NewShared(insecure())
 	defer sh.Close()
 	ep := httpsEP(srv.addr)

@@ -24,6 +24,10 @@ const (
 	PortExhausted
 	FDLimit
 	Other
+	// Refused is a request the server refused unprocessed (HTTP/2
+	// REFUSED_STREAM, or a GOAWAY below its stream). Last, so the indices
+	// of the classes before it stay as they were.
+	Refused
 	NumClasses // not a class: the number of classes
 )
 
@@ -44,6 +48,7 @@ var names = [NumClasses]string{
 	PortExhausted: "port_exhausted",
 	FDLimit:       "fd_limit",
 	Other:         "other",
+	Refused:       "refused",
 }
 
 // String returns the class's name as it appears in result files.

@@ -1,0 +1,276 @@
+package httpc
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+func init() {
+	newH2Client = func(s *Shared, dial dialFunc) h2Client {
+		maxHeader, maxKept := s.opts.limits()
+		return &H2{MaxHeaderBytes: maxHeader, MaxKeptBody: maxKept, dial: dial}
+	}
+}
+
+// H2 is the HTTP/2 client of one virtual user: at most one connection per
+// endpoint, one stream at a time (a user is sequential), read by the
+// user's own goroutine as H1 reads its connection. It never sends a
+// request twice: a request the server refused (REFUSED_STREAM, or a GOAWAY
+// below its stream) fails as refused, and the next request opens a new
+// stream, on a new connection after a GOAWAY.
+type H2 struct {
+	conns []*h2conn
+	// MaxHeaderBytes and MaxKeptBody are as H1's (0: the defaults).
+	MaxHeaderBytes int
+	MaxKeptBody    int
+	// dial is the user's dialer (dial.go): TCP for h2c, TLS offering "h2"
+	// for https, under max_connections_per_host (the slot goes back when
+	// the connection is closed).
+	dial dialFunc
+	st   h2stream
+
+	current     atomic.Pointer[h2conn]
+	interrupted atomic.Bool
+	stopDial    atomic.Pointer[context.CancelFunc]
+}
+
+// Interrupt cuts off the request in flight, if any, and makes every later
+// request fail at once. It may be called from any goroutine.
+func (c *H2) Interrupt() {
+	c.interrupted.Store(true)
+	if stop := c.stopDial.Load(); stop != nil {
+		(*stop)()
+	}
+	if hc := c.current.Load(); hc != nil {
+		hc.nc.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// Close closes every connection.
+func (c *H2) Close() {
+	for len(c.conns) > 0 {
+		c.drop(c.conns[len(c.conns)-1], nil)
+	}
+}
+
+// drop closes hc (telling the server why when err is our connection
+// error) and forgets it, with its buffers and HPACK tables.
+func (c *H2) drop(hc *h2conn, err error) {
+	hc.closeWith(err)
+	hc.release()
+	for i, x := range c.conns {
+		if x == hc {
+			c.conns[i] = c.conns[len(c.conns)-1]
+			c.conns[len(c.conns)-1] = nil
+			c.conns = c.conns[:len(c.conns)-1]
+			return
+		}
+	}
+}
+
+// adopt takes a fresh connection that negotiated HTTP/2 (an https dial by
+// H1 whose server chose "h2"), for the request about to be sent. Its
+// connection slot, if any, is released with it.
+func (c *H2) adopt(ep *Endpoint, nc net.Conn) {
+	for _, hc := range c.conns {
+		if hc.ep == ep {
+			c.drop(hc, nil)
+			break
+		}
+	}
+	c.conns = append(c.conns, newH2conn(ep, nc, c.maxHeader()))
+}
+
+func (c *H2) maxHeader() int {
+	if c.MaxHeaderBytes > 0 {
+		return c.MaxHeaderBytes
+	}
+	return DefaultMaxHeaderBytes
+}
+
+func (c *H2) maxKept() int {
+	if c.MaxKeptBody > 0 {
+		return c.MaxKeptBody
+	}
+	return DefaultMaxKeptBody
+}
+
+// conn returns the user's connection to ep, after handling what the server
+// sent since the last answer; or a new one.
+func (c *H2) conn(ep *Endpoint, deadline time.Time) (*h2conn, error) {
+	for _, hc := range c.conns {
+		if hc.ep != ep {
+			continue
+		}
+		if !hc.usable() {
+			c.drop(hc, nil)
+			break
+		}
+		err := hc.drainIdle(deadline)
+		if err == nil {
+			return hc, nil
+		}
+		c.drop(hc, err)
+		break
+	}
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.stopDial.Store(&cancel)
+	defer c.stopDial.Store(nil)
+	if c.interrupted.Load() {
+		return nil, ErrInterrupted
+	}
+	var alpn []string
+	if ep.Scheme == "https" {
+		alpn = alpnH2
+	}
+	nc, proto, err := c.dial(stop, ep, deadline, alpn)
+	if err != nil {
+		if c.interrupted.Load() {
+			return nil, ErrInterrupted
+		}
+		return nil, err
+	}
+	if ep.Scheme == "https" && proto != http2.NextProtoTLS {
+		nc.Close()
+		return nil, fmt.Errorf("%w: the server chose %q by ALPN where h2 was asked", errTLSHandshake, proto)
+	}
+	hc := newH2conn(ep, nc, c.maxHeader())
+	c.conns = append(c.conns, hc)
+	return hc, nil
+}
+
+// RoundTrip sends req as one stream and reads the answer into resp. A
+// connection error closes the connection; a stream error (a reset, a
+// refusal, a body that does not match its length) leaves it usable.
+func (c *H2) RoundTrip(req *Request, resp *Response) error {
+	if c.interrupted.Load() {
+		return ErrInterrupted
+	}
+	sent := req.Sent
+	if sent.IsZero() {
+		sent = time.Now()
+	}
+	deadline := sent.Add(req.Timeout)
+	hc, err := c.conn(req.Endpoint, deadline)
+	if err != nil {
+		return err
+	}
+	if err := hc.nc.SetDeadline(deadline); err != nil {
+		c.drop(hc, nil)
+		return err
+	}
+	c.current.Store(hc)
+	defer c.current.Store(nil)
+	if c.interrupted.Load() {
+		c.drop(hc, nil)
+		return ErrInterrupted
+	}
+	keep := req.KeepHead
+	if req.KeepBody {
+		keep = max(keep, c.maxKept())
+	}
+	streamErr, connErr := hc.exchange(&c.st, req, resp, keep)
+	if connErr != nil {
+		c.drop(hc, connErr)
+		if c.interrupted.Load() {
+			return ErrInterrupted
+		}
+		return connErr
+	}
+	if !hc.usable() {
+		// After a GOAWAY no stream starts here: the next request dials.
+		c.drop(hc, nil)
+	} else {
+		hc.nc.SetDeadline(time.Time{})
+	}
+	return streamErr
+}
+
+// exchange runs one stream. connErr is set when the connection must close.
+func (c *h2conn) exchange(st *h2stream, req *Request, resp *Response, keep int) (streamErr, connErr error) {
+	resp.takeHeaderBufs()
+	resp.Status, resp.Body, resp.BodyLen = 0, resp.Body[:0], 0
+	st.reset(c.nextID, req, resp, keep, c.peerInitWindow)
+	c.nextID += 2
+	c.st = st
+	defer func() { c.st = nil }()
+	if err := c.send(st); err != nil {
+		return nil, err
+	}
+	for !st.done {
+		if err := c.step(); err != nil {
+			return nil, err
+		}
+	}
+	return st.err, nil
+}
+
+// send writes the request: HEADERS (and CONTINUATION), then its body
+// within the server's windows.
+func (c *h2conn) send(st *h2stream) error {
+	req := st.req
+	c.encodeRequest(req)
+	block := c.encBuf.Bytes()
+	endStream := len(req.Body) == 0
+	maxFrame := int(c.peerMaxFrame)
+	for first := true; first || len(block) > 0; first = false {
+		chunk := block[:min(len(block), maxFrame)]
+		block = block[len(chunk):]
+		var err error
+		if first {
+			err = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: chunk, EndStream: endStream, EndHeaders: len(block) == 0})
+		} else {
+			err = c.fr.WriteContinuation(st.id, len(block) == 0, chunk)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c.needFlush = false
+	if endStream {
+		return c.bw.Flush()
+	}
+	return c.sendBody(st)
+}
+
+// sendBody writes the body as DATA frames no bigger than the server's
+// frame size and windows, reading frames while a window is closed. If the
+// answer ends first (a server may answer before the body is in), the rest
+// is not sent and the stream is cancelled.
+func (c *h2conn) sendBody(st *h2stream) error {
+	body := st.req.Body
+	st.unsent = len(body)
+	for st.unsent > 0 && !st.done {
+		n := min(int64(st.unsent), int64(c.peerMaxFrame), c.sendWindow, st.sendWindow)
+		if n <= 0 {
+			if err := c.bw.Flush(); err != nil {
+				return err
+			}
+			if err := c.step(); err != nil {
+				return err
+			}
+			continue
+		}
+		off := len(body) - st.unsent
+		if err := c.fr.WriteData(st.id, int(n) == st.unsent, body[off:off+int(n)]); err != nil {
+			return err
+		}
+		c.sendWindow -= n
+		st.sendWindow -= n
+		st.unsent -= int(n)
+	}
+	if st.unsent > 0 && st.err == nil {
+		if err := c.fr.WriteRSTStream(st.id, http2.ErrCodeCancel); err != nil {
+			return err
+		}
+	}
+	st.unsent = 0
+	c.needFlush = false
+	return c.bw.Flush()
+}
