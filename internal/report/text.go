@@ -35,6 +35,7 @@ var stepLabels = map[sample.Class]string{
 	sample.PortExhausted: "port exhausted",
 	sample.FDLimit:       "fd limit",
 	sample.Other:         "other",
+	sample.Refused:       "refused unprocessed",
 }
 
 // connLabels name connection failure kinds inside "Connection Errors: N (...)".
@@ -242,6 +243,11 @@ func errorBreakdown(b *bytes.Buffer, byClass map[string]int64) {
 	line("Capture Failures:", c(sample.Capture), "")
 	line("Dropped:", c(sample.Dropped), "")
 	line("Interrupted:", c(sample.Interrupted), "")
+	// Only HTTP/2 servers refuse a stream unprocessed: a line of its own
+	// only when some did, so HTTP/1.1 reports keep their shape.
+	if n := c(sample.Refused); n > 0 {
+		line("Refused:", n, " (unprocessed: REFUSED_STREAM or GOAWAY)")
+	}
 	// Classes this version does not know (a newer writer's) still count as
 	// failures, so they show under Other rather than vanish from the sum.
 	other := c(sample.Other)

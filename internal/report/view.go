@@ -30,6 +30,7 @@ var classTitles = map[sample.Class]string{
 	sample.PortExhausted: "Port Exhausted",
 	sample.FDLimit:       "FD Limit",
 	sample.Other:         "Other",
+	sample.Refused:       "Refused (unprocessed)",
 }
 
 // classTitle names a class from a result file, including classes a newer
