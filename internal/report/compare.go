@@ -73,8 +73,8 @@ func CompareWith(rs []*result.Result, labels []string, opts Options) (*Compariso
 	if len(rs) < 2 {
 		return nil, errors.New("compare needs at least two results")
 	}
-	if opts.Baselines < 0 || opts.Baselines >= len(rs) {
-		return nil, fmt.Errorf("%d baseline runs of %d: each side needs at least one", opts.Baselines, len(rs))
+	if opts.Baselines != 0 && (opts.Baselines < 2 || len(rs)-opts.Baselines < 2) {
+		return nil, fmt.Errorf("repeats need at least two runs on each side (got %d and %d); compare one run against one without --vs", opts.Baselines, len(rs)-opts.Baselines)
 	}
 	if opts.MinEffect < 0 || opts.MinEffect >= 1 || math.IsNaN(opts.MinEffect) {
 		return nil, fmt.Errorf("minimum effect %g: want a share from 0 to 1 (0.05 for 5 %%)", opts.MinEffect)
@@ -516,7 +516,7 @@ func (c *Comparison) table() (head []string, rows [][]string) {
 // verdicts with the findings behind them.
 func CompareText(w io.Writer, c *Comparison) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Comparing %d runs against %s:\n", len(c.Runs), c.Labels[0])
+	fmt.Fprintf(&b, "Comparing %d runs against %s:\n", len(c.Runs), c.tableBaseline())
 	for i, r := range c.Runs {
 		fmt.Fprintf(&b, "  %s: %s\n", c.Labels[i], runLine(r))
 	}
@@ -602,7 +602,7 @@ func CompareMarkdown(w io.Writer, c *Comparison) error {
 		title = strings.Join(c.Labels, " vs ")
 	}
 	fmt.Fprintf(&b, "# Load Test Comparison: %s\n\n", mdText(title))
-	fmt.Fprintf(&b, "Against **%s**:\n\n", mdText(c.Labels[0]))
+	fmt.Fprintf(&b, "Against **%s**:\n\n", mdText(c.tableBaseline()))
 	for i, r := range c.Runs {
 		fmt.Fprintf(&b, "- **%s:** %s\n", mdText(c.Labels[i]), mdText(runLine(r)))
 	}
@@ -649,6 +649,15 @@ func CompareMarkdown(w io.Writer, c *Comparison) error {
 		_, err = io.WriteString(w, "\n")
 	}
 	return err
+}
+
+// tableBaseline says what the table's changes are against: the first run,
+// which with repeats is one run of the baseline's side.
+func (c *Comparison) tableBaseline() string {
+	if c.baselines == 0 {
+		return c.Labels[0]
+	}
+	return fmt.Sprintf("%s (the table; the verdict is on %s)", c.Labels[0], c.BaselineLabel())
 }
 
 // MethodLine says in a sentence what the verdicts rest on and what

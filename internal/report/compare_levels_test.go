@@ -165,8 +165,10 @@ func TestCompareRepeats(t *testing.T) {
 	if got := c.Worse(); len(got) != 1 || got[0] != "B1+B2+B3 (3 runs)" {
 		t.Errorf("Worse() = %q", got)
 	}
-	if _, err := CompareWith(rs[:2], nil, Options{Baselines: 2}); err == nil {
-		t.Error("a side without runs was accepted")
+	for _, n := range []int{1, 5} {
+		if _, err := CompareWith(rs, nil, Options{Baselines: n}); err == nil || !strings.Contains(err.Error(), "at least two runs on each side") {
+			t.Errorf("%d baseline runs of 6: %v, want an error", n, err)
+		}
 	}
 	if _, err := CompareWith(rs[:2], nil, Options{MinEffect: 1.5}); err == nil {
 		t.Error("a minimum effect of 150 % was accepted")

@@ -42,10 +42,6 @@ const DefaultMinEffect = 0.10
 // points is no change, whatever its share of a tiny rate.
 const minFailMovePP = 0.001
 
-// withinRounds is the bootstrap behind a run's own variance in repeats: a
-// variance settles with fewer rounds than a 99 % quantile.
-const withinRounds = 500
-
 // Calls on one metric.
 const (
 	callWorse   = "worse"
@@ -247,15 +243,15 @@ func repeatChanges(a, b []labelled, ivA, ivB []intervals, minEffect float64) []c
 	var out []change
 	for _, m := range compareMetrics {
 		c := change{m: m}
-		xa, wa, whyA := runFigures(m, a, ivA)
-		xb, wb, whyB := runFigures(m, b, ivB)
+		xa, whyA := runFigures(m, a, ivA)
+		xb, whyB := runFigures(m, b, ivB)
 		if why := cmp.Or(whyA, whyB); why != "" {
 			c.notJudge = why
 			out = append(out, c)
 			continue
 		}
-		ma, va := sideMean(xa, wa)
-		mb, vb := sideMean(xb, wb)
+		ma, va := sideMean(xa)
+		mb, vb := sideMean(xb)
 		c.a, c.b = ma, mb
 		if !m.points {
 			c.a, c.b = math.Exp(ma), math.Exp(mb)
@@ -268,72 +264,52 @@ func repeatChanges(a, b []labelled, ivA, ivB []intervals, minEffect float64) []c
 	return out
 }
 
-// runFigures gives each run's figure (log of it for a relative metric)
-// and the variance of that figure within the run, from its own bootstrap.
-func runFigures(m metric, runs []labelled, ivs []intervals) (x, within []float64, why string) {
+// runFigures gives each run's figure, the log of it for a relative
+// metric.
+func runFigures(m metric, runs []labelled, ivs []intervals) (x []float64, why string) {
 	for i, run := range runs {
-		var f, w float64
+		var f float64
 		if m.of == nil {
 			v, ok := m.whole(run.r)
 			if !ok {
-				return nil, nil, run.label + " has no figure"
+				return nil, run.label + " has no figure"
 			}
 			f = v
 		} else {
 			s := m.of(&ivs[i])
 			if s.len() < minIntervals {
-				return nil, nil, fmt.Sprintf("too few intervals in %s (%d, need %d)", run.label, s.len(), minIntervals)
+				return nil, fmt.Sprintf("too few intervals in %s (%d, need %d)", run.label, s.len(), minIntervals)
 			}
 			if s.ratio() && sum(s.den) == 0 {
-				return nil, nil, run.label + " has no requests"
+				return nil, run.label + " has no requests"
 			}
-			f, w = s.figure(), withinVariance(m, s)
+			f = s.figure()
 		}
 		if !m.points {
 			if f <= 0 {
-				return nil, nil, run.label + "'s figure is zero"
+				return nil, run.label + "'s figure is zero"
 			}
 			f = math.Log(f)
 		}
-		x, within = append(x, f), append(within, w)
+		x = append(x, f)
 	}
-	return x, within, ""
-}
-
-func withinVariance(m metric, s sampleSeries) float64 {
-	b := newBootstrapper(s)
-	rng := rand.New(rand.NewPCG(seedOf(s)))
-	var sum1, sum2 float64
-	for range withinRounds {
-		v := m.scale(b.draw(rng))
-		sum1 += v
-		sum2 += v * v
-	}
-	mean := sum1 / withinRounds
-	return math.Max(0, sum2/withinRounds-mean*mean)
+	return x, ""
 }
 
 // sideMean is the mean of a side's run figures and the variance of that
-// mean: the spread between the runs, but never less than the runs' own
-// sampling variance says, which two or three runs can understate.
-func sideMean(x, within []float64) (mean, variance float64) {
+// mean, from the spread between the runs.
+func sideMean(x []float64) (mean, variance float64) {
 	n := float64(len(x))
 	mean = sum(x) / n
 	var ss float64
 	for _, v := range x {
 		ss += (v - mean) * (v - mean)
 	}
-	between := 0.0
-	if len(x) > 1 {
-		between = ss / (n - 1)
-	}
-	return mean, math.Max(between, sum(within)/n) / n
+	return mean, ss / (n - 1) / n
 }
 
-// welchDF is the Welch–Satterthwaite degrees of freedom; a side of one
-// run counts as one degree.
+// welchDF is the Welch–Satterthwaite degrees of freedom.
 func welchDF(va, vb float64, dfa, dfb int) float64 {
-	dfa, dfb = max(dfa, 1), max(dfb, 1)
 	den := va*va/float64(dfa) + vb*vb/float64(dfb)
 	if den == 0 {
 		return float64(dfa + dfb)

@@ -26,14 +26,15 @@ import (
 //     between identical runs that one run a side cannot show
 //     (runSpread, measured);
 //   - two or more runs a side: each run gives one figure, and the interval
-//     is a Welch t interval over the runs' figures, whose variance is
-//     never taken below the one the runs' own bootstraps show.
+//     is a Welch t interval over the runs' figures (on logarithms for a
+//     relative change), so the spread between runs is measured rather
+//     than assumed.
 //
 // A change counts only when its interval excludes no change and it is at
-// least the minimum practical effect: a single run a side cannot see the
-// variance between runs (host contention, a neighbour's build, a cold
-// cache), and the minimum effect, measured by bench/compare-calibrate.sh,
-// is what keeps identical runs from being called different.
+// least the minimum practical effect (DefaultMinEffect, --min-effect):
+// identical runs on a shared machine differ by as much as 11 % in p50
+// (bench/compare-calibrate.sh), and a change smaller than that is not one
+// to act on from a single pair of runs, however sure its interval.
 const (
 	// bootRounds bounds the work: 2,000 resamples give the 0.5 % and
 	// 99.5 % quantiles from ten draws each.

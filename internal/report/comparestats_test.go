@@ -251,3 +251,16 @@ func TestBootstrapMedianMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCompareHourLongRuns is the cost of one verdict on two
+// one-hour runs (3,600 seconds each): bounded by bootRounds, linear in
+// the seconds.
+func BenchmarkCompareHourLongRuns(b *testing.B) {
+	hour := typical
+	hour.intervals = 3600
+	rng := rand.New(rand.NewPCG(17, 17))
+	a, c := hour.run(rng, 1, 1), hour.run(rng, 1.05, 1)
+	for b.Loop() {
+		compareSides(sideOf("A", a), sideOf("B", c), DefaultMinEffect)
+	}
+}
