@@ -43,9 +43,11 @@ type HTTPOptions struct {
 	// for its step's checks and captures (0: the default, 1 MiB); the rest
 	// is read and counted, not stored.
 	MaxKeptBodyBytes int
-	// H2C sends plain-HTTP requests as HTTP/2 without TLS (prior
-	// knowledge, RFC 9113 section 3.3), for servers that speak it; HTTPS
-	// targets negotiate their version by ALPN either way.
+	// Version is http.version (h2c.go): auto (https negotiates h2 or
+	// http/1.1 by ALPN), http/1.1, h2 (https must speak HTTP/2) or h2c.
+	Version HTTPVersion
+	// H2C is Version == VersionH2C: plain-HTTP requests go as HTTP/2
+	// without TLS (prior knowledge, RFC 9113 section 3.3).
 	H2C bool
 }
 
@@ -64,7 +66,8 @@ func (p *parser) httpOptions(n *yaml.Node) {
 	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host", "max_header_bytes", "max_kept_body_bytes", "version"})
 	o := &p.plan.HTTP
 	if e, ok := f["version"]; ok {
-		o.H2C = p.httpVersion(e.v) // h2c.go
+		o.Version = p.httpVersion(e.v) // h2c.go
+		o.H2C = o.Version == VersionH2C
 	}
 	if e, ok := f["source_addresses"]; ok {
 		p.sourceAddresses(e.v)

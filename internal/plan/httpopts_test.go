@@ -74,3 +74,36 @@ func TestHTTPSizeOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPVersion(t *testing.T) {
+	base := "target: https://127.0.0.1:1\nscenarios: {s: {steps: [{get: /}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n"
+	cases := []struct {
+		yaml string
+		want HTTPVersion
+		err  string
+	}{
+		{"", VersionAuto, ""},
+		{"http: {version: auto}\n", VersionAuto, ""},
+		{"http: {version: http/1.1}\n", VersionHTTP1, ""},
+		{"http: {version: h2}\n", VersionH2, ""},
+		{"http: {version: h2c}\n", VersionH2C, ""},
+		{"http: {version: http/2}\n", 0, `p.yaml:4:17: bad http version "http/2": write h2 for HTTP/2 over https, or h2c`},
+		{"http: {version: spdy}\n", 0, `p.yaml:4:17: bad http version "spdy": expected auto (https negotiates h2 or http/1.1), http/1.1, h2`},
+	}
+	for _, c := range cases {
+		p, err := Parse("p.yaml", []byte(base+c.yaml), nil)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: err = %v, want it to contain %q", c.yaml, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if p.HTTP.Version != c.want || p.HTTP.H2C != (c.want == VersionH2C) {
+			t.Errorf("%q: version %v (h2c %v), want %v", c.yaml, p.HTTP.Version, p.HTTP.H2C, c.want)
+		}
+	}
+}

@@ -259,8 +259,21 @@ func newShared(p *plan.Plan, o Options) *httpc.Shared {
 		MaxConnsPerHost:   segmentConnCap(p.HTTP.MaxConnsPerHost, o.Segment),
 		MaxHeaderBytes:    p.HTTP.MaxHeaderBytes,
 		MaxKeptBody:       p.HTTP.MaxKeptBodyBytes,
-		H2C:               p.HTTP.H2C,
+		Protocol:          protocolOf(p.HTTP.Version),
 	})
+}
+
+// protocolOf maps http.version to the transports' protocol.
+func protocolOf(v plan.HTTPVersion) httpc.Protocol {
+	switch v {
+	case plan.VersionHTTP1:
+		return httpc.ProtoHTTP1
+	case plan.VersionH2:
+		return httpc.ProtoH2
+	case plan.VersionH2C:
+		return httpc.ProtoH2C
+	}
+	return httpc.ProtoAuto
 }
 
 func preflight(base string, conf *tls.Config) error {
