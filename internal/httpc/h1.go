@@ -430,10 +430,15 @@ func readResponse(br *bufio.Reader, req *Request, resp *Response, maxHeader, max
 		if !ok {
 			return true, fmt.Errorf("%w: bad status line %q", errMalformed, clip(line))
 		}
+		if err := checkStatus(status); err != nil {
+			return true, err
+		}
 		resp.Status = status
 		keepAlive := major == 1 && minor >= 1
 		var contentLength int64 = -1
-		chunked := false
+		// te: a Transfer-Encoding was given; chunked: its final coding is
+		// chunked (RFC 9112 section 6.3).
+		te, chunked := false, false
 		resp.Header = resp.Header[:0]
 		resp.hbuf = resp.hbuf[:0]
 		for {
@@ -456,9 +461,11 @@ func readResponse(br *bufio.Reader, req *Request, resp *Response, maxHeader, max
 				if !ok {
 					return true, fmt.Errorf("%w: bad Content-Length %q", errMalformed, clip(value))
 				}
-				contentLength = n
+				if contentLength, err = sameContentLength(contentLength, n); err != nil {
+					return true, err
+				}
 			case equalFold(name, "Transfer-Encoding"):
-				chunked = containsFold(value, "chunked")
+				te, chunked = true, finalCodingChunked(value)
 			case equalFold(name, "Connection"):
 				if containsFold(value, "close") {
 					keepAlive = false
@@ -492,6 +499,11 @@ func readResponse(br *bufio.Reader, req *Request, resp *Response, maxHeader, max
 		case chunked:
 			err = readChunked(br, keep, maxHeader, resp)
 			return !keepAlive || err != nil, err
+		case te:
+			// A coding other than chunked last: only the close ends the
+			// body, and Transfer-Encoding overrides any Content-Length.
+			err = readBody(br, -1, keep, resp)
+			return true, err
 		case contentLength >= 0:
 			err = readBody(br, contentLength, keep, resp)
 			return !keepAlive || err != nil, err
@@ -501,6 +513,40 @@ func readResponse(br *bufio.Reader, req *Request, resp *Response, maxHeader, max
 			return true, err
 		}
 	}
+}
+
+// checkStatus refuses a status code below 100 (000 to 099): no such
+// answer exists, and counting it as a success hid a broken server.
+func checkStatus(status int) error {
+	if status < 100 {
+		return fmt.Errorf("%w: status %03d is not an HTTP status", errMalformed, status)
+	}
+	return nil
+}
+
+// sameContentLength takes a Content-Length line given after prev (-1:
+// none yet): repeating the same length is allowed, a different one makes
+// the body's end unknowable (RFC 9112 section 6.3), so the answer is
+// malformed rather than read by whichever line came last.
+func sameContentLength(prev, n int64) (int64, error) {
+	if prev >= 0 && prev != n {
+		return prev, fmt.Errorf("%w: conflicting Content-Length values %d and %d", errMalformed, prev, n)
+	}
+	return n, nil
+}
+
+// finalCodingChunked reports whether the last coding of a
+// Transfer-Encoding value is chunked ("gzip, chunked" is, "chunked, gzip"
+// is not: that body runs until the close).
+func finalCodingChunked(v []byte) bool {
+	if i := bytes.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
+	}
+	v = bytes.TrimSpace(v)
+	if i := bytes.IndexByte(v, ';'); i >= 0 {
+		v = bytes.TrimSpace(v[:i])
+	}
+	return equalFold(v, "chunked")
 }
 
 func clip(b []byte) []byte {
