@@ -101,6 +101,9 @@ func (o Options) Results(rs []*result.Result) (*result.Result, error) {
 	m.Connections = connections(rs) // extra.go
 	m.Workflow = workflow(rs)       // workflow.go
 	m.Monitors, m.MonitorProblems = o.monitors(rs, m.Run.Started)
+	if m.TLS, err = o.tls(rs); err != nil {
+		return nil, err
+	}
 	if m.Levels, err = o.levels(rs); err != nil {
 		return nil, err
 	}

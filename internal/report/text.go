@@ -73,6 +73,7 @@ func Text(w io.Writer, r *result.Result) error {
 	requestTypes(&b, r.Steps, v.steps)
 	statusBlock(&b, r)
 	connections(&b, r)   // connections.go
+	tlsLine(&b, r.TLS)   // tls.go
 	workflowBlock(&b, r) // workflow.go
 	latencyBlock(&b, "Latency Statistics (successful requests only):", v.ok, "no successful requests")
 	latencyBlock(&b, "Latency Statistics (all requests):", v.all, "no requests")

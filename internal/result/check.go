@@ -26,6 +26,9 @@ func (r *Result) Check() error {
 	if err := checkLatency("totals.latency_all", r.Totals.LatencyAll); err != nil {
 		return err
 	}
+	if err := r.TLS.Check(); err != nil { // tls.go
+		return err
+	}
 	// Connection scenarios' operations are steps too, but the totals are
 	// the HTTP requests' only (connections.go).
 	conn := map[string]bool{}

@@ -31,6 +31,9 @@ type Result struct {
 	// Connections summarises the persistent-connection scenarios
 	// (connections.go); nil when the plan has none.
 	Connections *Connections `json:"connections,omitempty"`
+	// TLS counts and times the TLS handshakes of HTTP connections
+	// (tls.go); nil when the run made none.
+	TLS *TLS `json:"tls,omitempty"`
 	// Monitors holds the server-side series sampled beside the load, keyed
 	// like "postgres.connections.active", on the clock of Series.
 	Monitors map[string]MonitorSeries `json:"monitors,omitempty"`

@@ -634,5 +634,6 @@ func (r *runner) build(checkpoint bool) *result.Result {
 	r.monitorsInto(res, checkpoint)
 	r.connectionsInto(res)
 	r.workflowInto(res) // workflow.go
+	res.TLS = r.shared.TLS()
 	return res
 }
