@@ -14,6 +14,10 @@ import (
 
 func init() { extraCommands = append(extraCommands, newCapacityCmd) }
 
+// exitUndetermined: the search ran, but the levels that bound its answer
+// are suspect or generator-bound, so no capacity of the target was found.
+const exitUndetermined = 4
+
 func newCapacityCmd() *cobra.Command {
 	var (
 		slo           []string
@@ -28,7 +32,7 @@ func newCapacityCmd() *cobra.Command {
 		Use:   `capacity PLAN --slo "p95 < 500ms" [--slo ...]`,
 		Short: "Find the highest open-model arrival rate that meets the SLOs",
 		Long: `Search for the plan's capacity: the highest open-model arrival rate
-(iterations/s) at which every --slo holds. The rate doubles from --start
+(iterations/s) at which every --slo and every threshold of the plan holds. The rate doubles from --start
 until a level fails (or --max), then bisects between the best pass and the
 first failure until they are within 5%, never starting a level that would
 overrun --budget. Each level runs for --step-hold. A closed-model plan is
@@ -39,13 +43,13 @@ stopped following the offered rate or p95 rose) and the Little's-law check
 users = throughput x latency for the closed-model equivalent.
 
 Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
-3 the run could not complete.`,
+3 the run could not complete; 4 undetermined: a level that bounds the
+answer is suspect or generator-bound (dropped arrivals, generator lag or
+CPU), so the limit found may be the generator's ("capacity": undetermined
+in the result's capacity indicator).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if len(slo) == 0 {
-				return fail(exitUsage, fmt.Errorf(`give at least one --slo, such as --slo "p95 < 500ms" --slo "error_rate < 1%%"`))
-			}
 			for _, s := range slo {
 				if _, err := gate.Parse(s); err != nil {
 					return fail(exitUsage, fmt.Errorf("--slo: %v", err))
@@ -54,6 +58,9 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 			p, err := loadLevelsPlan(args[0], false)
 			if err != nil {
 				return err
+			}
+			if len(levels.Criteria(p, slo)) == 0 {
+				return fail(exitUsage, fmt.Errorf(`%s has no thresholds: give at least one --slo, such as --slo "p95 < 500ms" --slo "error_rate < 1%%"`, args[0]))
 			}
 			// Every rate holds the same max_in_flight and connections, so
 			// the first rate's open files are every rate's.
@@ -83,7 +90,7 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 			if oc.Result == nil || oc.Quit {
 				return oc.Err()
 			}
-			if err := levels.WriteCapacity(stdout, e.Found, slo); err != nil {
+			if err := levels.WriteCapacity(stdout, e.Found, levels.Criteria(p, slo)); err != nil {
 				return fail(exitRun, err)
 			}
 			writeIndicators(stdout, oc.Result.Indicators)
@@ -91,7 +98,10 @@ Exit codes: 0 a capacity was found; 1 no rate met the SLOs; 2 bad usage;
 				fmt.Fprintf(stderr, "result saved to %s\n", out)
 			}
 			// No level passed: no capacity was found.
-			return oc.Err()
+			if oc.SaveErr != nil || oc.RunErr != nil || oc.Verdict == gate.Incomplete || e.Found == nil || e.Found.Undetermined == "" {
+				return oc.Err()
+			}
+			return fail(exitUndetermined, nil)
 		},
 	}
 	f := cmd.Flags()

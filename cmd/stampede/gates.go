@@ -33,8 +33,8 @@ func newGatesCmd() *cobra.Command {
 		Short: "Run the plan's scaling gates in order, stopping at the first that fails",
 		Long: `Run the plan's gates: each level of gates.levels in order (varying users,
 rate or tenants), each for gates.hold after an unmeasured gates.ramp, judged
-by gates.slo on that level's own figures. The run stops at the first level
-that misses its SLO. Prints one row per level (throughput, P50/P95/P99,
+by gates.slo and by the plan's thresholds on that level's own figures. The
+run stops at the first level that misses one of them. Prints one row per level (throughput, P50/P95/P99,
 errors, each SLO's verdict, the headline indicator) and saves one result
 file whose levels hold each level's complete result.
 
@@ -130,7 +130,7 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	}
 	res := oc.Result
 	if j.stopAtFail {
-		err = levels.WriteGates(stdout, j.vary, j.values, j.slo, res.Levels, j.format)
+		err = levels.WriteGates(stdout, j.vary, j.values, levels.Criteria(p, j.slo), res.Levels, j.format)
 	} else {
 		err = levels.WriteSweep(stdout, res.Levels, j.format)
 	}

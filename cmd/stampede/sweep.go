@@ -30,7 +30,7 @@ column per level, as text or Markdown (--format md). Each level holds for
 --hold (default: the plan's gates.hold, else 30s) after an unmeasured
 --ramp. One result file holds every level.
 
-Exit codes: 0 every level met the plan's thresholds (or gates.slo when the
+Exit codes: 0 every level met the plan's thresholds and gates.slo (when the
 plan has gates); 1 some level did not; 2 bad usage; 3 the run could not
 complete.`,
 		Args: cobra.ExactArgs(1),

@@ -47,6 +47,15 @@ type Capacity struct {
 	Little Little
 	// Stopped says why the search ended.
 	Stopped string
+	// Undetermined, when set, says why Rate is no answer about the
+	// target: a level that bounds it (the best pass or the lowest
+	// failure) is suspect or was held back by the generator, so the
+	// limit found may be the generator's.
+	Undetermined string
+	// BoundBy names the server resource the monitors showed at its limit
+	// at the lowest failing rate (the server_limit or server_at_limit
+	// finding), when they showed one.
+	BoundBy string
 	// Result covers the whole search; Result.Levels holds every level in
 	// the order it ran.
 	Result *result.Result
@@ -114,7 +123,7 @@ func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 	if o.Hold <= 0 {
 		o.Hold = 10 * time.Second
 	}
-	if len(o.SLO) == 0 {
+	if len(Criteria(p, o.SLO)) == 0 {
 		return nil, fmt.Errorf("capacity needs at least one SLO, such as --slo \"p95 < 500ms\"")
 	}
 	if o.Start > o.Max {
@@ -207,6 +216,7 @@ func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 		c.Result = Combine(p, levels)
 	}
 	c.Knee, c.KneeFound = FindKnee(levels)
+	c.Undetermined, c.BoundBy = bounds(levels, c.Rate, c.FailedAt)
 	for _, l := range levels {
 		if l.Value == c.Rate && l.Pass {
 			c.Little = LittleAt(l.Result, p)
@@ -357,14 +367,23 @@ func WriteCapacity(w io.Writer, c *Capacity, slo []string) error {
 	}
 	WriteLevelNotes(w, levels)
 	fmt.Fprintln(w)
-	if c.Rate > 0 {
+	switch {
+	case c.Undetermined != "":
+		fmt.Fprintf(w, "Capacity: undetermined - the levels that bound it say more about the generator than the target: %s\n", c.Undetermined)
+		if c.Rate > 0 {
+			fmt.Fprintf(w, "(%s iterations/s met the SLOs, but that is no answer about the target; split the load with --workers or use a bigger generator)\n", compact(c.Rate))
+		}
+	case c.Rate > 0:
 		fmt.Fprintf(w, "Capacity: %s iterations/s meet the SLOs", compact(c.Rate))
 		if c.FailedAt > 0 {
 			fmt.Fprintf(w, "; %s/s does not", compact(c.FailedAt))
 		}
 		fmt.Fprintf(w, " (%s)\n", c.Stopped)
-	} else {
+	default:
 		fmt.Fprintf(w, "Capacity: no rate tried met the SLOs (%s)\n", c.Stopped)
+	}
+	if c.BoundBy != "" {
+		fmt.Fprintf(w, "Bound by: %s\n", c.BoundBy)
 	}
 	if c.KneeFound {
 		k := c.Knee

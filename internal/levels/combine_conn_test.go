@@ -53,7 +53,17 @@ load:
 	if top.Connections == nil || len(top.Connections.Scenarios) != 1 {
 		t.Fatalf("connections %+v", top.Connections)
 	}
-	if cs := top.Connections.Scenarios[0]; cs.Attempts != 5 || cs.Opened != 5 {
+	cs := top.Connections.Scenarios[0]
+	if cs.Attempts != 5 || cs.Opened != 5 {
 		t.Errorf("whole run: attempts %d, opened %d; want 5 and 5 (both levels)", cs.Attempts, cs.Opened)
+	}
+	// The levels ran one after another: the peak is the larger level's
+	// (the sum, 5, was shown), the first level's connections closed as it
+	// ended, and the measured time is the levels' own, not the span.
+	if cs.PeakOpen != 3 || cs.Target != 3 || cs.OpenAtEnd != 3 || cs.Disconnects[LevelEnd] != 2 {
+		t.Errorf("whole run: peak %d, target %d, open at end %d, closed at a level's end %d; want 3, 3, 3, 2", cs.PeakOpen, cs.Target, cs.OpenAtEnd, cs.Disconnects[LevelEnd])
+	}
+	if want := lvls[0].Result.Run.DurationS + lvls[1].Result.Run.DurationS; top.Run.DurationS != want {
+		t.Errorf("whole run measured %.3fs, want the levels' %.3fs", top.Run.DurationS, want)
 	}
 }

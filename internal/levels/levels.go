@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -362,12 +363,35 @@ func endOfHold(ran, atEnd *result.Result) *result.Result {
 	}
 	e := *atEnd
 	e.Run.Partial, e.Run.PartialReason, e.Run.StopReason = false, "", ran.Run.StopReason
-	e.Connections, e.Monitors = ran.Connections, ran.Monitors
+	e.Connections, e.Monitors = flowAtHoldEnd(ran.Connections, atEnd.Connections), ran.Monitors
 	// A snapshot's series ends at the last interval closed before it, so
 	// a short hold could be left without any: the run's own series, to
 	// the interval the hold ended in, charts it.
 	e.Series = seriesUntil(ran.Series, atEnd.Run.DurationS)
 	return &e
+}
+
+// flowAtHoldEnd is the finished run's connections (every attempt, how
+// each ended, the peak) with the traffic counted when the hold ended
+// (pushes, messages, bytes): the instant the level's connection steps were
+// read at, so a push target's count agrees with its step's.
+func flowAtHoldEnd(ran, atEnd *result.Connections) *result.Connections {
+	if ran == nil || atEnd == nil {
+		return ran
+	}
+	at := map[string]result.ConnScenario{}
+	for _, s := range atEnd.Scenarios {
+		at[s.Scenario] = s
+	}
+	out := &result.Connections{Scenarios: make([]result.ConnScenario, len(ran.Scenarios))}
+	for i, s := range ran.Scenarios {
+		if a, ok := at[s.Scenario]; ok {
+			s.Pushes, s.OtherPushes = a.Pushes, a.OtherPushes
+			s.MessagesIn, s.MessagesOut, s.BytesIn, s.BytesOut = a.MessagesIn, a.MessagesOut, a.BytesIn, a.BytesOut
+		}
+		out.Scenarios[i] = s
+	}
+	return out
 }
 
 func fmtS(s float64) string {
@@ -399,16 +423,25 @@ func notMeasured(p *plan.Plan, ran *result.Result, reason string) *result.Result
 	return r
 }
 
-// Judge sets a level's verdicts: its SLO (the plan's thresholds when none
-// are given) and its indicators.
+// Judge sets a level's verdicts (Criteria: its SLO and the plan's
+// thresholds) and its indicators.
 func Judge(res *result.Result, p *plan.Plan, slo []string) {
-	if len(slo) == 0 {
-		for _, t := range p.Thresholds {
-			slo = append(slo, t.Value)
+	res.Thresholds = gate.Evaluate(res, Criteria(p, slo))
+	res.Indicators = gate.Indicators(res)
+}
+
+// Criteria is what every level is judged by: the command's SLO (gates.slo,
+// --slo) and then the plan's thresholds, each once. A level is judged like
+// a run, so a threshold the plan states is never dropped because gates
+// also set an SLO; both must hold at every level.
+func Criteria(p *plan.Plan, slo []string) []string {
+	out := append([]string(nil), slo...)
+	for _, t := range p.Thresholds {
+		if !slices.Contains(out, t.Value) {
+			out = append(out, t.Value)
 		}
 	}
-	res.Thresholds = gate.Evaluate(res, slo)
-	res.Indicators = gate.Indicators(res)
+	return out
 }
 
 // emptyPartial stands for a level interrupted before its measured part.
@@ -484,6 +517,9 @@ func Combine(p *plan.Plan, levels []result.Level) *result.Result {
 		if l.Result.Run.Partial {
 			partial = append(partial, fmt.Sprintf("%s %s: %s", l.Vary, FormatLevel(l.Vary, l.Value), l.Result.Run.PartialReason))
 		}
+	}
+	if len(rs) > 0 {
+		sequential(top, rs)
 	}
 	top.Run.Partial = len(partial) > 0
 	top.Run.PartialReason = strings.Join(partial, "; ")

@@ -15,7 +15,11 @@ import (
 // end of a level's ramp). Counts subtract, and histograms subtract bucket
 // by bucket, which is exact because both come from one recorder with one
 // geometry; so the level is judged on its steady part only, while its users
-// and connections carry on from the ramp undisturbed.
+// and connections carry on from the ramp undisturbed. The steps of
+// connection scenarios are the exception: they are kept whole, from the
+// level's start, since their population's connects are what the ramp was
+// for (a handshake SLO judges them), and they then agree with the
+// Connections block, which covers the level from its start too.
 func Since(end, before *result.Result) (*result.Result, error) {
 	out := *end
 	cutS := before.Run.DurationS
@@ -29,8 +33,17 @@ func Since(end, before *result.Result) (*result.Result, error) {
 	for _, s := range before.Steps {
 		prev[s.Scenario+"\x00"+s.Name] = s
 	}
+	conns := connectionScenarios(end)
 	out.Steps = make([]result.Step, len(end.Steps))
 	for i, s := range end.Steps {
+		if conns[s.Scenario] {
+			// A connection population comes into place during the ramp:
+			// its connects, handshakes and joins are what the level did
+			// to stand up, so they count from the level's start, as its
+			// Connections block does.
+			out.Steps[i] = s
+			continue
+		}
 		b := prev[s.Scenario+"\x00"+s.Name]
 		d := result.SinceErrors(s, b) // statuses and messages of the level alone
 		d.Requests -= b.Requests
@@ -46,6 +59,7 @@ func Since(end, before *result.Result) (*result.Result, error) {
 		out.Steps[i] = d
 	}
 	out.Series = seriesFrom(end.Series, cutS)
+	out.Monitors, out.MonitorProblems = monitorsFrom(end.Monitors, end.MonitorProblems, cutS)
 	g := end.Generator
 	if g.Lag, err = subLatency(end.Generator.Lag, before.Generator.Lag); err != nil {
 		return nil, fmt.Errorf("generator lag: %w", err)
@@ -58,7 +72,7 @@ func Since(end, before *result.Result) (*result.Result, error) {
 		g.CPUUtil = g.CPUSeconds / (out.Run.DurationS * float64(g.Cores))
 	}
 	out.Generator = g
-	out.Samples = subSamples(end.Samples, before.Samples)
+	out.Samples = subSamples(end.Samples, before.Samples, connectionSteps(end, conns))
 	if err := out.Check(); err != nil {
 		return nil, err
 	}
@@ -156,10 +170,38 @@ func seriesFrom(s result.Series, cutS float64) result.Series {
 	return out
 }
 
-func subSamples(a, b []result.ErrorSample) []result.ErrorSample {
+// connectionScenarios names the scenarios that hold connections: their
+// steps cover a level from its start (Since).
+func connectionScenarios(r *result.Result) map[string]bool {
+	out := map[string]bool{}
+	if r.Connections != nil {
+		for _, c := range r.Connections.Scenarios {
+			out[c.Scenario] = true
+		}
+	}
+	return out
+}
+
+// connectionSteps names the steps of those scenarios, as failure samples
+// name them.
+func connectionSteps(r *result.Result, conns map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range r.Steps {
+		if conns[s.Scenario] {
+			out[s.Name] = true
+		}
+	}
+	return out
+}
+
+// subSamples keeps the samples recorded after b, and every sample of the
+// whole steps (connection steps, counted from the level's start).
+func subSamples(a, b []result.ErrorSample, whole map[string]bool) []result.ErrorSample {
 	prev := map[[3]string]int64{}
 	for _, s := range b {
-		prev[[3]string{s.Step, s.Class, s.Message}] = s.Count
+		if !whole[s.Step] {
+			prev[[3]string{s.Step, s.Class, s.Message}] = s.Count
+		}
 	}
 	var out []result.ErrorSample
 	for _, s := range a {
@@ -194,4 +236,35 @@ func seriesUntil(s result.Series, endS float64) result.Series {
 		out.Failed[c] = cut64(v)
 	}
 	return out
+}
+
+// monitorsFrom keeps the server samples taken at or after cutS, on the
+// level's clock (Series'), so a level's server figures cover what its
+// other figures cover and the levels join into one series (sequential).
+func monitorsFrom(ms map[string]result.MonitorSeries, problems []result.MonitorProblem, cutS float64) (map[string]result.MonitorSeries, []result.MonitorProblem) {
+	var out map[string]result.MonitorSeries
+	for name, m := range ms {
+		if out == nil {
+			out = map[string]result.MonitorSeries{}
+		}
+		c := result.MonitorSeries{Unit: m.Unit, T: []float64{}, V: []float64{}}
+		for i, t := range m.T {
+			if t >= cutS && i < len(m.V) {
+				c.T = append(c.T, math.Round((t-cutS)*1e6)/1e6)
+				c.V = append(c.V, m.V[i])
+			}
+		}
+		out[name] = c
+	}
+	var ps []result.MonitorProblem
+	for _, p := range problems {
+		// A monitor that could not start, or failed during the ramp, is
+		// still the level's problem: it is kept, at the level's start.
+		p.T = max(p.T-cutS, 0)
+		if p.LastT > 0 {
+			p.LastT = max(p.LastT-cutS, 0)
+		}
+		ps = append(ps, p)
+	}
+	return out, ps
 }

@@ -216,8 +216,15 @@ func CapacityIndicator(c *levels.Capacity) result.Indicator {
 		ev["little_closed_users"] = c.Little.ClosedUsers
 	}
 	msg := fmt.Sprintf("Capacity %g iterations/s (%s)", c.Rate, c.Stopped)
+	if c.Undetermined != "" {
+		ev["undetermined"] = 1
+		msg = fmt.Sprintf("Capacity undetermined (%g iterations/s met the SLOs, %s): %s", c.Rate, c.Stopped, c.Undetermined)
+	}
 	if c.KneeFound {
 		msg += fmt.Sprintf("; knee at %g/s: %s", c.Knee.AtRate, c.Knee.Reason)
+	}
+	if c.BoundBy != "" {
+		msg += "; bound by " + c.BoundBy
 	}
 	return result.Indicator{ID: "capacity", Severity: gate.SeverityInfo, Message: msg, Evidence: ev}
 }

@@ -1,0 +1,48 @@
+package levels
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// A capacity whose bounding levels were held back by the generator is no
+// answer about the target (issue 25: every level suspect, yet "Capacity:
+// 96.875 iterations/s" and exit 0). Levels that do not bound it do not
+// matter; a server at its limit at the failing rate is named.
+func TestCapacityBounds(t *testing.T) {
+	lv := func(v float64, pass bool, suspect string, ids ...string) result.Level {
+		r := &result.Result{}
+		for _, id := range ids {
+			r.Indicators = append(r.Indicators, result.Indicator{ID: id, Message: id + " happened"})
+		}
+		return result.Level{Vary: plan.VaryRate, Value: v, Pass: pass, Suspect: suspect, Result: r}
+	}
+	clean := []result.Level{lv(10, true, "", "dropped"), lv(20, true, ""), lv(40, false, "", "server_limit"), lv(30, true, "")}
+	if why, bound := bounds(clean, 30, 40); why != "" || bound != "40/s: server_limit happened" {
+		t.Errorf("clean bounds: undetermined %q, bound %q", why, bound)
+	}
+	lag := []result.Level{lv(10, true, ""), lv(20, false, "generator lag p99 9ms")}
+	if why, _ := bounds(lag, 10, 20); !strings.Contains(why, "20/s is suspect: generator lag") {
+		t.Errorf("a suspect failing level: undetermined %q", why)
+	}
+	dropped := []result.Level{lv(10, true, "", "dropped"), lv(20, false, "")}
+	if why, _ := bounds(dropped, 10, 20); !strings.Contains(why, "10/s: dropped happened") {
+		t.Errorf("a passing level that dropped arrivals: undetermined %q", why)
+	}
+	none := []result.Level{lv(10, false, "", "generator_cpu")}
+	if why, _ := bounds(none, 0, 10); why == "" {
+		t.Error("no rate passed and the only failure was generator-bound: want undetermined")
+	}
+}
+
+// Every level answers to the SLO and to the plan's thresholds, each once.
+func TestCriteriaAddsThePlansThresholds(t *testing.T) {
+	p := &plan.Plan{Thresholds: []plan.Located{{Value: "p50 < 1us"}, {Value: "error_rate < 1%"}}}
+	got := strings.Join(Criteria(p, []string{"error_rate < 1%", "p95 < 200ms"}), "; ")
+	if want := "error_rate < 1%; p95 < 200ms; p50 < 1us"; got != want {
+		t.Errorf("criteria %q, want %q", got, want)
+	}
+}
