@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"math/big"
 	"net"
 	"strconv"
@@ -64,3 +65,16 @@ func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// SelfSignedPEM is the hostile servers' certificate and key in PEM, for
+// servers run outside this package (nginx in tests).
+func SelfSignedPEM(t testing.TB) (certPEM, keyPEM []byte) {
+	c, _ := selfSigned(t)
+	der, err := x509.MarshalECPrivateKey(c.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+	return certPEM, keyPEM
+}
