@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +46,12 @@ func watchLive(t *testing.T, base string, p *e2etest.Proc) (views []liveView, o 
 			return views, o
 		case <-time.After(100 * time.Millisecond):
 		}
-		resp, err := c.Get(base + "/live")
+		// The printed URL holds the run's token; base is the address.
+		u := printedDashboard(p.Stderr())
+		if !strings.HasPrefix(u, base+"/") {
+			continue // not printed yet
+		}
+		resp, err := c.Get(u + "/live")
 		if err != nil {
 			continue // not up yet, or gone at the end
 		}

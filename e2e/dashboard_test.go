@@ -42,7 +42,7 @@ load:
 	res := filepath.Join(dir, "r.json")
 	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t))
 	proc := e2etest.Start(t, "", nil, "run", planPath, "-o", res, "-q", "--dashboard="+addr)
-	base := "http://" + addr
+	base := waitDashboard(t, proc, addr) // with the run's token
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(base + "/")

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -56,10 +58,14 @@ type Sink struct {
 	renderedAt time.Time
 	renderTook time.Duration
 	clients    int
+	// pageSeen: a page has fetched a report, so a page is what watches.
+	pageSeen bool
 	// profile is the planned load, drawn ahead of the actual one.
 	profile *Profile
-	// gotFinal is closed once a page has fetched the final report.
-	gotFinal chan struct{}
+	// gotFinal is closed once a page has fetched the final report, which
+	// Close waits finalWait for at most.
+	gotFinal  chan struct{}
+	finalWait time.Duration
 	done     chan struct{}
 }
 
@@ -69,22 +75,24 @@ func New(addr string) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--dashboard: %v", err)
 	}
-	s := &Sink{url: "http://" + ln.Addr().String(), changed: make(chan struct{}), gotFinal: make(chan struct{}), done: make(chan struct{})}
+	root := "/" + newToken() // guard.go
+	s := &Sink{url: "http://" + ln.Addr().String() + root, finalWait: finalFetchWait, changed: make(chan struct{}), gotFinal: make(chan struct{}), done: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+root+"/{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(page)
 	})
-	mux.HandleFunc("GET /events", s.events)
-	mux.HandleFunc("GET /report", s.report)
-	mux.HandleFunc("GET /live", s.liveJSON)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go s.srv.Serve(ln)
+	mux.Handle("GET "+root, http.RedirectHandler(root+"/", http.StatusFound))
+	mux.HandleFunc("GET "+root+"/events", s.events)
+	mux.HandleFunc("GET "+root+"/report", s.report)
+	mux.HandleFunc("GET "+root+"/live", s.liveJSON)
+	s.srv = &http.Server{Handler: newHostGuard(addr, mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
+	go s.srv.Serve(netutil.LimitListener(ln, maxConns))
 	return s, nil
 }
 
-// URL is where the page is.
+// URL is where the page is, with the run's token: the only way in.
 func (s *Sink) URL() string { return s.url }
 
 // Name implements output.Sink.
@@ -124,7 +132,10 @@ func (s *Sink) Close(final *result.Result) error {
 	}
 	s.final = true
 	s.bump()
-	watching := s.clients > 0 && s.cur != nil
+	// Only a page waits for the final report: one that has fetched a
+	// report before. A client that only holds /events open (curl, a
+	// stuck proxy) never fetches it and must not hold the run's exit.
+	watching := s.clients > 0 && s.cur != nil && s.pageSeen
 	s.mu.Unlock()
 	if watching {
 		// Long enough for a page on a machine the run itself kept busy:
@@ -133,7 +144,7 @@ func (s *Sink) Close(final *result.Result) error {
 		// soon as a page has it.
 		select {
 		case <-s.gotFinal:
-		case <-time.After(finalFetchWait):
+		case <-time.After(s.finalWait):
 		}
 	}
 	close(s.done)
@@ -152,6 +163,11 @@ func (s *Sink) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	s.mu.Lock()
+	if s.clients >= maxViewers {
+		s.mu.Unlock()
+		http.Error(w, fmt.Sprintf("stampede dashboard: %d pages watch already; close one", maxViewers), http.StatusServiceUnavailable)
+		return
+	}
 	s.clients++
 	s.mu.Unlock()
 	defer func() {
@@ -238,6 +254,9 @@ func (s *Sink) report(w http.ResponseWriter, r *http.Request) {
 	if final {
 		h.Set("X-Stampede-Final", "1")
 	}
+	s.mu.Lock()
+	s.pageSeen = true
+	s.mu.Unlock()
 	w.Write(html)
 	if final {
 		s.mu.Lock()

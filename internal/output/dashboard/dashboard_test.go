@@ -57,6 +57,14 @@ func TestEventsAndFinal(t *testing.T) {
 	if got := <-lines; got != `data: {"seq":2,"final":false}` {
 		t.Fatalf("second event %q", got)
 	}
+	// A page fetches the report at each update: that is what makes it a
+	// page the run's end waits for (guard_test.go has a client that only
+	// listens).
+	if r, err := http.Get(s.URL() + "/report"); err != nil || r.StatusCode != http.StatusOK {
+		t.Fatalf("report: %v %v", r, err)
+	} else {
+		r.Body.Close()
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close(snap(30)) }()
 	if got := <-lines; got != `data: {"seq":3,"final":true}` {
@@ -90,7 +98,8 @@ func TestPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(nil)
-	if _, err := New(strings.TrimPrefix(s.URL(), "http://")); err == nil || !strings.Contains(err.Error(), "--dashboard") {
+	addr, _, _ := strings.Cut(strings.TrimPrefix(s.URL(), "http://"), "/")
+	if _, err := New(addr); err == nil || !strings.Contains(err.Error(), "--dashboard") {
 		t.Errorf("second listener on the same port: %v", err)
 	}
 }
