@@ -3,6 +3,7 @@ package httpc
 import (
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 )
@@ -38,12 +39,35 @@ type recConn struct {
 	rn      int
 	rerr    syscall.Errno
 	recvFn  func(fd uintptr) bool
+	// out writes records the way H1 writes plain requests (writeOnce).
+	out outBuf
 }
 
 func newRecConn(nc net.Conn) *recConn {
 	c := &recConn{Conn: nc, rc: rawConnOf(nc)}
 	c.recvFn = c.recvOnce
+	c.out.fn = c.out.writeOnce
 	return c
+}
+
+// Write writes a record whole without announcing a blocking system call
+// to the scheduler, as H1's plain writes do (write_linux.go): on loopback
+// that handoff was a large part of a request's cost.
+func (c *recConn) Write(p []byte) (int, error) {
+	if !rawWrite || c.rc == nil {
+		return c.Conn.Write(p)
+	}
+	c.out.left, c.out.errno = p, 0
+	err := c.rc.Write(c.out.fn)
+	n := len(p) - len(c.out.left)
+	c.out.left = nil
+	if oe, ok := err.(*net.OpError); ok && oe.Op == "raw-write" {
+		oe.Op = "write"
+	}
+	if err == nil && c.out.errno != 0 {
+		err = &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", c.out.errno)}
+	}
+	return n, err
 }
 
 // SyscallConn keeps the socket reachable for raw looks.
