@@ -66,7 +66,7 @@ type Sink struct {
 	// Close waits finalWait for at most.
 	gotFinal  chan struct{}
 	finalWait time.Duration
-	done     chan struct{}
+	done      chan struct{}
 }
 
 // New listens on addr now, so a port in use fails before any load.
