@@ -122,12 +122,13 @@ type metric struct {
 // one run a side adds to its interval, per metric, in log units. Measured
 // with bench/compare-calibrate.sh: the quickstart plan run again and again
 // against the demo on a 2-core machine loaded by stress-ng and other
-// builds, where one run's median per-second p50 moved by 5 % (standard
-// deviation), its p95 by 38 % and its p99 by 55 %, its throughput by
-// 2.4 % (docs/benchmarks.md). The figures here are those less the
-// sampling noise within a run, which the bootstrap already counts. A
-// tail percentile of a short run is a few requests, and moves with
-// whatever else the machine does; repeats measure the spread instead.
+// builds, where one run's median per-second p50 moved by 4.7 % (standard
+// deviation), its p95 by 34 % and its p99 by 51 %, its throughput by
+// 2.2 % (docs/benchmarks.md). The figures here are set by hand a little
+// under those, since part of them is the noise within a run, which the
+// bootstrap already counts. A tail percentile of a short run is a few
+// requests, and moves with whatever else the machine does; repeats
+// measure the spread instead.
 var runSpread = struct{ p50, p95, p99, throughput float64 }{0.03, 0.25, 0.35, 0.02}
 
 var compareMetrics = []metric{
