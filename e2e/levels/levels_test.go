@@ -169,7 +169,14 @@ func trimG(v float64) string {
 }
 
 func TestCapacityCommand(t *testing.T) {
-	srv := httptest.NewServer(&testserver.Limited{Rate: 150, Reject: http.StatusTooManyRequests})
+	// Each answer takes 50ms: on a busy machine the generator's lag is
+	// then small beside the latency, and the levels are not suspect (a
+	// capacity bound by suspect levels is undetermined, exit 4).
+	limited := &testserver.Limited{Rate: 150, Reject: http.StatusTooManyRequests}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		limited.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	dir, plan := writePlan(t, fmt.Sprintf(`name: limited
 target: %s

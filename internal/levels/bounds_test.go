@@ -32,6 +32,10 @@ func TestCapacityBounds(t *testing.T) {
 	if why, _ := bounds(dropped, 10, 20); !strings.Contains(why, "10/s: dropped happened") {
 		t.Errorf("a passing level that dropped arrivals: undetermined %q", why)
 	}
+	lagged := []result.Level{lv(10, true, "", "generator_lag"), lv(20, false, "")}
+	if why, _ := bounds(lagged, 10, 20); why != "" {
+		t.Errorf("lag the level does not find suspect against its latency: undetermined %q", why)
+	}
 	none := []result.Level{lv(10, false, "", "generator_cpu")}
 	if why, _ := bounds(none, 0, 10); why == "" {
 		t.Error("no rate passed and the only failure was generator-bound: want undetermined")
