@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -164,6 +165,18 @@ func TestCompareRepeats(t *testing.T) {
 	}
 	if got := c.Worse(); len(got) != 1 || got[0] != "B1+B2+B3 (3 runs)" {
 		t.Errorf("Worse() = %q", got)
+	}
+	var page, md bytes.Buffer
+	if err := CompareHTML(&page, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := CompareMarkdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	for out, label := range map[string]string{page.String(): "B1&#43;B2&#43;B3 (3 runs)", md.String(): "B1+B2+B3 (3 runs)"} {
+		if strings.Count(out, label) != 1 || !strings.Contains(out, "each run one sample") {
+			t.Errorf("the page should give the one verdict on B1+B2+B3 once, with its method:\n%s", out)
+		}
 	}
 	for _, n := range []int{1, 5} {
 		if _, err := CompareWith(rs, nil, Options{Baselines: n}); err == nil || !strings.Contains(err.Error(), "at least two runs on each side") {
