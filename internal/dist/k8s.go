@@ -240,6 +240,9 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := plainCredentials(p, k.PlanFile, src); err != nil { // k8ssecrets.go
+		return nil, err
+	}
 	labels := map[string]string{
 		"app.kubernetes.io/name":      "stampede",
 		"app.kubernetes.io/component": "load-generator",

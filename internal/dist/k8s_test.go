@@ -197,7 +197,7 @@ func TestManifestRefuses(t *testing.T) {
 	os.Mkdir(sub, 0o755)
 	pf := filepath.Join(sub, "p.yaml")
 	os.WriteFile(pf, []byte("name: x\ntarget: http://h\ndata: {d: {file: ../d.csv}}\nscenarios: {s: {steps: [{get: \"/{{ data.d.a }}\"}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n"), 0o644)
-	q, err := plan.LoadFile(pf)
+	q, err := plan.LoadFileWith(pf, plan.LoadOptions{AllowFiles: []string{dir}}) // run --allow-files
 	if err != nil {
 		t.Fatal(err)
 	}

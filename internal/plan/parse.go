@@ -182,6 +182,7 @@ func (p *parser) root(n *yaml.Node) {
 		p.errAt(p.relative[0], "relative URL %s needs a target: add target: http://host:port (or demo) at the top level", q(p.relativeURL))
 	}
 	p.finishTarget()
+	p.finishSecretHeaders()
 	p.finishSecrets()
 	p.checkPopulation(f)
 	p.checkThresholds()
@@ -1091,7 +1092,11 @@ func (p *parser) captures(n *yaml.Node, sc *scope) []Capture {
 			continue
 		}
 		c := Capture{Name: e.key, Pos: p.pos(e.k)}
-		f := p.fields(e.v, what, []string{"json", "regex", "header"})
+		f := p.fields(e.v, what, []string{"json", "regex", "header", "secret"})
+		if sk, ok := f["secret"]; ok {
+			c.Secret, _ = p.boolean(sk.v, "secret")
+			delete(f, "secret")
+		}
 		src := p.oneOf(f, []string{"json", "regex", "header"}, what, "exactly one of json, regex, header")
 		if src == nil {
 			if deref(e.v).Kind == yaml.MappingNode || isNull(deref(e.v)) {

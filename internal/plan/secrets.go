@@ -32,7 +32,7 @@ func (pl *Plan) Redact(s string) string {
 			s = strings.ReplaceAll(s, v, Redacted)
 		}
 	}
-	return pl.redactCutTail(s)
+	return pl.sent.redact(pl.redactCutTail(s))
 }
 
 // cutMark ends a message that was shortened to fit (the failure tables'

@@ -50,8 +50,13 @@ type Plan struct {
 	// Setup and Teardown run once before and after the load, as one
 	// user each (workflow.go); nil without them.
 	Setup, Teardown *Scenario
-	// redactForms is what Redact hides (secrets.go).
+	// redactForms is what Redact hides (secrets.go), with the credentials
+	// the run notes as it sends them (sent, sentsecrets.go).
 	redactForms []string
+	sent        *sentSecrets
+	// SecretHeaders are the lower-case names secret_headers adds to the
+	// credential headers (secretheaders.go).
+	SecretHeaders []string
 	// maxInFlightPos is where max_in_flight was written, if it was.
 	maxInFlightPos Pos
 }
@@ -218,6 +223,9 @@ type Capture struct {
 	Regex    *regexp.Regexp // first submatch if it has one, else the match
 	Header   string
 	Pos      Pos
+	// Secret: the value is a credential (secret: true, or it feeds a
+	// secret header): hidden from every message once captured.
+	Secret bool
 }
 
 // StatusMatch accepts one code, or a class such as 2xx (Code = 0, Class = 2).

@@ -62,6 +62,9 @@ type Step struct {
 	keepBody   bool
 	hasCT      bool
 	hasUA      bool
+	// secretHeaders index the headers whose values are noted as sent
+	// (secrets.go).
+	secretHeaders []int
 }
 
 // Compile prepares p to run against base, the target's base URL.
@@ -104,6 +107,7 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 						cs.keepBody = true
 					}
 				}
+				cs.secretHeaders = secretHeaderIndexes(p, st)
 				for _, h := range st.Headers {
 					cs.hasCT = cs.hasCT || strings.EqualFold(h.Name, "Content-Type")
 					cs.hasUA = cs.hasUA || strings.EqualFold(h.Name, "User-Agent")

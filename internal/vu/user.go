@@ -44,6 +44,8 @@ type User struct {
 
 	doc       any
 	docParsed bool
+	// noted are the credentials this user has noted (secrets.go).
+	noted map[string]struct{}
 
 	// Between segments of an iteration: when the next request's latency
 	// starts (zero: at send) and a clock reading to reuse as its send time.
@@ -580,6 +582,9 @@ func (u *User) judge(st *Step) (sample.Class, []byte) {
 			u.msg = append(u.msg, u.resp.CutNote()...)
 			return sample.Capture, u.msg
 		}
+		if c.Secret {
+			u.noteCaptured(val)
+		}
 		u.env.Captures[c.Slot] = val
 	}
 	return sample.OK, nil
@@ -678,7 +683,8 @@ func (u *User) build(st *Step) error {
 	for _, h := range st.Headers {
 		add(h.Name, func(b []byte) []byte { return h.Value.Append(b, &u.env) })
 	}
-	if len(u.script.headers) > 0 {
+	scriptHeaders := len(u.script.headers)
+	if scriptHeaders > 0 {
 		u.addScriptHeaders(add) // script.go
 	}
 	if st.ContentType != "" && !st.hasCT {
@@ -696,6 +702,9 @@ func (u *User) build(st *Step) error {
 	for i := 0; i < len(u.spans); i += 2 {
 		n, v := u.spans[i], u.spans[i+1]
 		r.Header = append(r.Header, httpc.Field{Name: u.hdrBuf[n[0]:n[1]], Value: u.hdrBuf[v[0]:v[1]]})
+	}
+	if len(st.secretHeaders) > 0 || scriptHeaders > 0 {
+		u.noteSentSecrets(st, scriptHeaders) // secrets.go
 	}
 	u.env.Body = nil
 	return nil
@@ -766,6 +775,8 @@ func (u *User) storeCookies(st *Step) {
 		if !strings.EqualFold(string(f.Name), "Set-Cookie") {
 			continue
 		}
+		// A cookie's value is a credential from the moment it is set.
+		u.noteHeader(f.Name, f.Value)
 		if c, err := http.ParseSetCookie(string(f.Value)); err == nil {
 			cs = append(cs, c)
 		}
