@@ -13,7 +13,21 @@ import (
 func init() {
 	newH2Client = func(s *Shared, dial dialFunc) h2Client {
 		maxHeader, maxKept := s.opts.limits()
-		return &H2{MaxHeaderBytes: maxHeader, MaxKeptBody: maxKept, dial: dial}
+		c := &H2{MaxHeaderBytes: maxHeader, MaxKeptBody: maxKept, dial: dial}
+		if pool, ok := s.h2state.(*h2pool); ok {
+			c.pool = pool
+			c.wake = make(chan struct{}, 1)
+			c.stop = make(chan struct{})
+			c.timer = time.NewTimer(time.Hour)
+			c.timer.Stop()
+		}
+		return c
+	}
+	newH2Shared = func(s *Shared) any {
+		if !s.opts.H2Shared {
+			return nil
+		}
+		return newH2Pool(s.opts)
 	}
 }
 
@@ -33,6 +47,12 @@ type H2 struct {
 	// the connection is closed).
 	dial dialFunc
 	st   h2stream
+	// Shared mode (h2shared.go): the run's pool, and this user's wake-up,
+	// interrupt and timeout; nil in per-user mode.
+	pool  *h2pool
+	wake  chan struct{}
+	stop  chan struct{}
+	timer *time.Timer
 
 	current     atomic.Pointer[h2conn]
 	interrupted atomic.Bool
@@ -42,7 +62,12 @@ type H2 struct {
 // Interrupt cuts off the request in flight, if any, and makes every later
 // request fail at once. It may be called from any goroutine.
 func (c *H2) Interrupt() {
-	c.interrupted.Store(true)
+	if c.interrupted.Swap(true) {
+		return
+	}
+	if c.stop != nil {
+		close(c.stop)
+	}
 	if stop := c.stopDial.Load(); stop != nil {
 		(*stop)()
 	}
@@ -118,6 +143,17 @@ func (c *H2) conn(ep *Endpoint, deadline time.Time) (*h2conn, error) {
 		c.drop(hc, err)
 		break
 	}
+	hc, err := c.dialConn(ep, deadline)
+	if err != nil {
+		return nil, err
+	}
+	c.conns = append(c.conns, hc)
+	return hc, nil
+}
+
+// dialConn opens a connection to ep through the user's dialer, cut off by
+// Interrupt; over TLS the server must have chosen h2.
+func (c *H2) dialConn(ep *Endpoint, deadline time.Time) (*h2conn, error) {
 	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.stopDial.Store(&cancel)
@@ -140,9 +176,7 @@ func (c *H2) conn(ep *Endpoint, deadline time.Time) (*h2conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("%w: the server chose %q by ALPN where h2 was asked", errTLSHandshake, proto)
 	}
-	hc := newH2conn(ep, nc, c.maxHeader())
-	c.conns = append(c.conns, hc)
-	return hc, nil
+	return newH2conn(ep, nc, c.maxHeader()), nil
 }
 
 // RoundTrip sends req as one stream and reads the answer into resp. A
@@ -157,6 +191,9 @@ func (c *H2) RoundTrip(req *Request, resp *Response) error {
 		sent = time.Now()
 	}
 	deadline := sent.Add(req.Timeout)
+	if c.pool != nil {
+		return c.sharedRoundTrip(req, resp, deadline)
+	}
 	hc, err := c.conn(req.Endpoint, deadline)
 	if err != nil {
 		return err
@@ -214,6 +251,19 @@ func (c *h2conn) exchange(st *h2stream, req *Request, resp *Response, keep int) 
 // send writes the request: HEADERS (and CONTINUATION), then its body
 // within the server's windows.
 func (c *h2conn) send(st *h2stream) error {
+	if err := c.writeHeaders(st); err != nil {
+		return err
+	}
+	c.needFlush = false
+	if len(st.req.Body) == 0 {
+		return c.bw.Flush()
+	}
+	return c.sendBody(st)
+}
+
+// writeHeaders writes the request's header block as HEADERS and
+// CONTINUATION frames, ending the stream when there is no body.
+func (c *h2conn) writeHeaders(st *h2stream) error {
 	req := st.req
 	c.encodeRequest(req)
 	block := c.encBuf.Bytes()
@@ -232,11 +282,7 @@ func (c *h2conn) send(st *h2stream) error {
 			return err
 		}
 	}
-	c.needFlush = false
-	if endStream {
-		return c.bw.Flush()
-	}
-	return c.sendBody(st)
+	return nil
 }
 
 // sendBody writes the body as DATA frames no bigger than the server's

@@ -18,9 +18,17 @@ import (
 
 // goH2 is Go's own HTTP/2 server, h2c or over TLS, counting connections.
 func goH2(t *testing.T, useTLS bool, h http.HandlerFunc) (*Endpoint, *atomic.Int64) {
+	return goH2With(t, useTLS, h, nil)
+}
+
+// goH2With is goH2 with the server's configuration adjusted by conf.
+func goH2With(t *testing.T, useTLS bool, h http.HandlerFunc, conf func(*http.Server)) (*Endpoint, *atomic.Int64) {
 	t.Helper()
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(h)
+	if conf != nil {
+		conf(srv.Config)
+	}
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)

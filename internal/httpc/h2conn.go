@@ -57,6 +57,7 @@ type h2conn struct {
 	peerMaxFrame   uint32
 	peerInitWindow int64
 	peerMaxStreams uint32
+	gotSettings    bool
 	sendWindow     int64
 
 	// Our receive side of the connection window.
@@ -70,7 +71,12 @@ type h2conn struct {
 
 	strikes   int
 	maxHeader int
-	st        *h2stream // the exchange in flight (nil between them)
+	st        *h2stream // per-user mode: the exchange in flight (nil between them)
+	// Shared mode (h2shared.go): the streams in flight by id, and the
+	// connection's place in the pool; both nil in per-user mode.
+	streams map[uint32]*h2stream
+	mux     *h2mux
+	blkSt   *h2stream // the stream of the header block being decoded
 
 	// peek looks at the socket without reading (nil: cannot); over TLS
 	// the look reads through the tls.Conn (tc, rec) into src.
@@ -251,7 +257,7 @@ func (c *h2conn) closeWith(err error) {
 // release drops every buffer and table, so a closed connection that is
 // still referenced somewhere holds none of them.
 func (c *h2conn) release() {
-	c.br, c.bw, c.fr, c.enc, c.dec, c.interned, c.st = nil, nil, nil, nil, nil, nil, nil
+	c.br, c.bw, c.fr, c.enc, c.dec, c.interned, c.st, c.blkSt = nil, nil, nil, nil, nil, nil, nil, nil
 	c.src, c.tc, c.rec = h2src{}, nil, nil
 	c.encBuf = bytes.Buffer{}
 }

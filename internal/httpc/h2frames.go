@@ -27,6 +27,8 @@ type h2stream struct {
 	contentLength int64
 	// unsent is how many request body bytes wait for the server's window.
 	unsent int
+	// wake is signalled when the stream ends (shared mode).
+	wake chan struct{}
 }
 
 func (st *h2stream) bodyLeft() bool { return st.unsent > 0 }
@@ -35,14 +37,21 @@ func (st *h2stream) reset(id uint32, req *Request, resp *Response, keep int, sen
 	*st = h2stream{id: id, req: req, resp: resp, keep: keep, sendWindow: sendWindow, recvAvail: h2StreamWindow, contentLength: -1}
 }
 
-func (st *h2stream) finish(err error) {
-	if !st.done {
-		st.done, st.err = true, err
+// finish ends st with err (nil: success). In shared mode the stream
+// leaves the connection's table and its user is woken.
+func (c *h2conn) finish(st *h2stream, err error) {
+	if st.done {
+		return
+	}
+	st.done, st.err = true, err
+	if c.streams != nil {
+		delete(c.streams, st.id)
+		c.mux.streamDone(st)
 	}
 }
 
 // step reads one frame and acts on it. An error is a connection error: the
-// connection is closed. The stream's outcome is in c.st.
+// connection is closed. The streams' outcomes are in their h2stream.
 func (c *h2conn) step() error {
 	if err := c.flushIfBlocking(); err != nil {
 		return err
@@ -51,6 +60,11 @@ func (c *h2conn) step() error {
 	if err != nil {
 		return c.readError(err)
 	}
+	return c.handle(f)
+}
+
+// handle acts on one frame.
+func (c *h2conn) handle(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.DataFrame:
 		return c.onData(f)
@@ -103,10 +117,26 @@ func (c *h2conn) readError(err error) error {
 
 // active is the stream in flight with this id, or nil.
 func (c *h2conn) active(id uint32) *h2stream {
+	if c.streams != nil {
+		return c.streams[id]
+	}
 	if c.st != nil && c.st.id == id && !c.st.done {
 		return c.st
 	}
 	return nil
+}
+
+// each calls fn for every stream in flight.
+func (c *h2conn) each(fn func(st *h2stream)) {
+	if c.streams != nil {
+		for _, st := range c.streams {
+			fn(st)
+		}
+		return
+	}
+	if c.st != nil && !c.st.done {
+		fn(c.st)
+	}
 }
 
 // opened reports whether id is a stream we opened (closed or not): a frame
@@ -149,7 +179,7 @@ func (c *h2conn) onData(f *http2.DataFrame) error {
 	}
 	if f.StreamEnded() {
 		c.strikes = 0
-		st.finish(st.lengthError())
+		c.finish(st, st.lengthError())
 		return nil
 	}
 	if len(data) == 0 {
@@ -180,9 +210,9 @@ func (c *h2conn) onReset(f *http2.RSTStreamFrame) error {
 	// Even NO_ERROR cuts the answer here: a complete one has ended the
 	// stream already.
 	if f.ErrCode == http2.ErrCodeRefusedStream {
-		st.finish(refusedStream(st.id))
+		c.finish(st, refusedStream(st.id))
 	} else {
-		st.finish(streamReset(st.id, f.ErrCode))
+		c.finish(st, streamReset(st.id, f.ErrCode))
 	}
 	return nil
 }
@@ -191,6 +221,7 @@ func (c *h2conn) onSettings(f *http2.SettingsFrame) error {
 	if f.IsAck() {
 		return c.strike("SETTINGS ack")
 	}
+	c.gotSettings = true
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			var ce http2.ConnectionError
@@ -203,11 +234,13 @@ func (c *h2conn) onSettings(f *http2.SettingsFrame) error {
 		case http2.SettingInitialWindowSize:
 			delta := int64(s.Val) - c.peerInitWindow
 			c.peerInitWindow = int64(s.Val)
-			if c.st != nil && !c.st.done {
-				c.st.sendWindow += delta
-				if c.st.sendWindow > h2MaxStreamID {
-					return h2Violation(http2.ErrCodeFlowControl, "SETTINGS_INITIAL_WINDOW_SIZE overflows the stream's window")
-				}
+			var over bool
+			c.each(func(st *h2stream) {
+				st.sendWindow += delta
+				over = over || st.sendWindow > h2MaxStreamID
+			})
+			if over {
+				return h2Violation(http2.ErrCodeFlowControl, "SETTINGS_INITIAL_WINDOW_SIZE overflows a stream's window")
 			}
 		case http2.SettingMaxConcurrentStreams:
 			c.peerMaxStreams = s.Val
@@ -232,9 +265,11 @@ func (c *h2conn) onGoAway(f *http2.GoAwayFrame) error {
 	}
 	c.goaway, c.goawayLast, c.goawayCode = true, f.LastStreamID, f.ErrCode
 	c.goawayText = clipDebug(f.DebugData())
-	if st := c.st; st != nil && !st.done && st.id > f.LastStreamID {
-		st.finish(refusedByGoAway(f.ErrCode, f.LastStreamID, st.id, c.goawayText))
-	}
+	c.each(func(st *h2stream) {
+		if st.id > f.LastStreamID {
+			c.finish(st, refusedByGoAway(f.ErrCode, f.LastStreamID, st.id, c.goawayText))
+		}
+	})
 	return c.strike("GOAWAY")
 }
 
@@ -270,8 +305,11 @@ func (c *h2conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 // progressIfWaiting counts a window update as progress while a body waits
 // for it, and as a strike otherwise.
 func (c *h2conn) progressIfWaiting(what string) error {
-	if c.st != nil && !c.st.done && c.st.bodyLeft() {
+	waiting := false
+	c.each(func(st *h2stream) { waiting = waiting || st.bodyLeft() })
+	if waiting {
 		c.strikes = 0
+		c.windowMoved()
 		return nil
 	}
 	return c.strike(what)

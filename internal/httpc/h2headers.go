@@ -66,6 +66,7 @@ func (c *h2conn) startBlock(id uint32, endStream bool) error {
 	c.blk = h2block{endStream: endStream}
 	c.dec.SetEmitEnabled(true)
 	st := c.active(id)
+	c.blkSt = st
 	switch {
 	case st == nil && !c.opened(id):
 		return h2Violation(http2.ErrCodeProtocol, "HEADERS on stream %d, which we never opened", id)
@@ -120,7 +121,11 @@ func (c *h2conn) emit(f hpack.HeaderField) {
 		return
 	}
 	b.regular = true
-	st := c.st
+	st := c.blkSt
+	if st == nil || st.done {
+		// Its user gave up (a timeout) while the block was decoded.
+		return
+	}
 	if f.Name == "content-length" {
 		n, ok := parseDecimal([]byte(f.Value))
 		if !ok {
@@ -143,10 +148,14 @@ func (c *h2conn) endBlock(id uint32) error {
 		return h2Violation(http2.ErrCodeProtocol, "malformed header block on stream %d: %s", id, b.bad)
 	}
 	st := c.active(id)
+	if st == nil && !b.discard {
+		// Shared mode: its user gave up while the block was decoded.
+		return nil
+	}
 	if b.discard {
 		if b.trailers && st != nil {
 			c.strikes = 0
-			st.finish(st.lengthError())
+			c.finish(st, st.lengthError())
 			return nil
 		}
 		return c.strike("HEADERS of a closed stream")
@@ -167,7 +176,7 @@ func (c *h2conn) endBlock(id uint32) error {
 	st.final = true
 	st.resp.Status = b.status
 	if b.endStream {
-		st.finish(st.lengthError())
+		c.finish(st, st.lengthError())
 	}
 	return nil
 }

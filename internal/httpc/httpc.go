@@ -159,6 +159,9 @@ type Options struct {
 	H2C bool
 	// Protocol picks the HTTP version (dial.go); ProtoAuto by default.
 	Protocol Protocol
+	// H2Shared multiplexes the users' HTTP/2 streams over shared
+	// connections (h2shared.go) instead of one connection per user.
+	H2Shared bool
 }
 
 // protocol is o.Protocol with the old H2C flag folded in.
@@ -331,8 +334,11 @@ func (m *Mux) RoundTrip(req *Request, resp *Response) error {
 		return m.std.RoundTrip(req, resp)
 	}
 	err := m.h1.RoundTrip(req, resp)
+	if err == nil || m.h2 == nil {
+		return err
+	}
 	var neg errNegotiatedH2
-	if m.h2 != nil && errors.As(err, &neg) {
+	if errors.As(err, &neg) {
 		// Nothing of req was sent on the conn: handing both to the
 		// HTTP/2 client is its first sending, not a resend.
 		m.h2eps = append(m.h2eps, req.Endpoint)
