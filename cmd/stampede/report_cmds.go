@@ -72,9 +72,14 @@ func defaultLabels(paths []string) []string {
 	return labels
 }
 
+// compareFlags are compare's flags; --vs is read from the arguments.
+type compareFlags struct {
+	format, out, labels, minEffect string
+	failOnWorse                    bool
+}
+
 func newCompareCmd() *cobra.Command {
-	var format, out, labels, minEffect string
-	var failOnWorse bool
+	var f compareFlags
 	cmd := &cobra.Command{
 		Use:   "compare BASELINE.json OTHER.json [MORE.json ...] | compare A1.json [A2.json ...] --vs B1.json [B2.json ...]",
 		Short: "Compare runs side by side against the first, with a noise-aware verdict",
@@ -106,67 +111,70 @@ each run's start).`,
   stampede compare a1.json a2.json a3.json --vs b1.json b2.json b3.json --min-effect 5%`,
 		// Flags are parsed here, so that --vs can split the files in two.
 		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, raw []string) error {
-			files, baselines, help, err := compareArgs(cmd, raw)
-			if err != nil || help {
-				if help {
-					return cmd.Help()
-				}
-				return fail(exitUsage, err)
-			}
-			opts := report.Options{Baselines: baselines}
-			if minEffect != "" {
-				if opts.MinEffect, err = parseShare(minEffect); err != nil {
-					return fail(exitUsage, fmt.Errorf("--min-effect %q: %w", minEffect, err))
-				}
-			}
-			var ls []string
-			if labels != "" {
-				ls = strings.Split(labels, ",")
-				for i := range ls {
-					ls[i] = strings.TrimSpace(ls[i])
-				}
-				if len(ls) != len(files) {
-					return fail(exitUsage, fmt.Errorf("--labels has %d labels for %d result files", len(ls), len(files)))
-				}
-			} else {
-				ls = defaultLabels(files)
-			}
-			var render func(io.Writer, *report.Comparison) error
-			switch format {
-			case "text":
-				render = report.CompareText
-			case "md", "markdown":
-				render = report.CompareMarkdown
-			case "html":
-				render = report.CompareHTML
-			default:
-				return fail(exitUsage, fmt.Errorf("--format %q: expected text, md or html", format))
-			}
-			rs, err := readResults(files)
-			if err != nil {
-				return err
-			}
-			c, err := report.CompareWith(rs, ls, opts)
-			if err != nil {
-				return fail(exitUsage, err)
-			}
-			if err := writeOutput(cmd, out, func(w io.Writer) error { return render(w, c) }); err != nil {
-				return err
-			}
-			if worse := c.Worse(); failOnWorse && len(worse) > 0 {
-				return fail(exitThreshold, fmt.Errorf("%s is worse than %s", worse[0], c.BaselineLabel()))
-			}
-			return nil
-		},
+		RunE:               func(cmd *cobra.Command, raw []string) error { return f.run(cmd, raw) },
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "text, md or html")
-	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
-	cmd.Flags().StringVar(&labels, "labels", "", "comma-separated run names, one per file (default: the file names)")
-	cmd.Flags().BoolVar(&failOnWorse, "fail-on-worse", false, "exit 1 when a run (or the --vs side) is judged worse than the baseline")
-	cmd.Flags().StringVar(&minEffect, "min-effect", "", fmt.Sprintf("smallest change that counts, e.g. 5%% (default %g%%)", report.DefaultMinEffect*100))
+	cmd.Flags().StringVar(&f.format, "format", "text", "text, md or html")
+	cmd.Flags().StringVarP(&f.out, "out", "o", "", "write to this file instead of stdout")
+	cmd.Flags().StringVar(&f.labels, "labels", "", "comma-separated run names, one per file (default: the file names)")
+	cmd.Flags().BoolVar(&f.failOnWorse, "fail-on-worse", false, "exit 1 when a run (or the --vs side) is judged worse than the baseline")
+	cmd.Flags().StringVar(&f.minEffect, "min-effect", "", fmt.Sprintf("smallest change that counts, e.g. 5%% (default %g%%)", report.DefaultMinEffect*100))
 	cmd.Flags().Bool("vs", false, "the result files after it are the other side of repeats; those before it, the baseline's")
 	return cmd
+}
+
+// run compares the result files named in raw as the flags say.
+func (f *compareFlags) run(cmd *cobra.Command, raw []string) error {
+	files, baselines, help, err := compareArgs(cmd, raw)
+	if err != nil || help {
+		if help {
+			return cmd.Help()
+		}
+		return fail(exitUsage, err)
+	}
+	opts := report.Options{Baselines: baselines}
+	if f.minEffect != "" {
+		if opts.MinEffect, err = parseShare(f.minEffect); err != nil {
+			return fail(exitUsage, fmt.Errorf("--min-effect %q: %w", f.minEffect, err))
+		}
+	}
+	var ls []string
+	if f.labels != "" {
+		ls = strings.Split(f.labels, ",")
+		for i := range ls {
+			ls[i] = strings.TrimSpace(ls[i])
+		}
+		if len(ls) != len(files) {
+			return fail(exitUsage, fmt.Errorf("--labels has %d labels for %d result files", len(ls), len(files)))
+		}
+	} else {
+		ls = defaultLabels(files)
+	}
+	var render func(io.Writer, *report.Comparison) error
+	switch f.format {
+	case "text":
+		render = report.CompareText
+	case "md", "markdown":
+		render = report.CompareMarkdown
+	case "html":
+		render = report.CompareHTML
+	default:
+		return fail(exitUsage, fmt.Errorf("--format %q: expected text, md or html", f.format))
+	}
+	rs, err := readResults(files)
+	if err != nil {
+		return err
+	}
+	c, err := report.CompareWith(rs, ls, opts)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	if err := writeOutput(cmd, f.out, func(w io.Writer) error { return render(w, c) }); err != nil {
+		return err
+	}
+	if worse := c.Worse(); f.failOnWorse && len(worse) > 0 {
+		return fail(exitThreshold, fmt.Errorf("%s is worse than %s", worse[0], c.BaselineLabel()))
+	}
+	return nil
 }
 
 // compareArgs parses compare's flags and files; "--vs" splits the files
