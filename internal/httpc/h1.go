@@ -66,8 +66,11 @@ type h1conn struct {
 	ep *Endpoint
 	nc net.Conn
 	// tc is nc over TLS: raw looks at the socket see records, not the
-	// answer's bytes, so a look there is settled through it (peektls.go).
-	tc *tls.Conn
+	// answer's bytes, so a look there is settled through it (peektls.go);
+	// rec is the socket under it and tin what answers are read through.
+	tc  *tls.Conn
+	rec *recConn
+	tin *tlsIn
 	// br is borrowed from readers only while an answer is being read: an
 	// idle connection holds no buffer, which is most of the memory of a
 	// user that spends its time thinking.
@@ -154,7 +157,11 @@ type outBuf struct {
 func (hc *h1conn) borrowReader() {
 	if hc.br == nil {
 		hc.br = readers.Get().(*bufio.Reader)
-		hc.br.Reset(hc.nc)
+		if hc.tin != nil {
+			hc.br.Reset(hc.tin)
+		} else {
+			hc.br.Reset(hc.nc)
+		}
 	}
 }
 
@@ -235,7 +242,10 @@ func (c *H1) conn(ep *Endpoint, sent, deadline time.Time) (*h1conn, error) {
 		return nil, errNegotiatedH2{nc: nc}
 	}
 	hc := &h1conn{ep: ep, nc: nc}
-	hc.tc, _ = nc.(*tls.Conn)
+	if hc.tc, _ = nc.(*tls.Conn); hc.tc != nil {
+		hc.rec, _ = hc.tc.NetConn().(*recConn)
+		hc.tin = &tlsIn{tc: hc.tc, rec: hc.rec}
+	}
 	if hc.rc = rawConnOf(nc); hc.rc != nil {
 		hc.peekFn = hc.peekOnce
 	}

@@ -1,6 +1,7 @@
 package httpc
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"os"
@@ -35,16 +36,20 @@ type recConn struct {
 	// looking makes Read return errWouldBlock instead of waiting at a
 	// record boundary (peek).
 	looking bool
-	rbuf    []byte
-	rn      int
-	rerr    syscall.Errno
-	recvFn  func(fd uintptr) bool
+	// dirty: crypto/tls may hold bytes it read but has not handed out (a
+	// read brought more than the record it completed, or decrypted bytes
+	// were left over); a look must then go through tls.Conn.
+	dirty  bool
+	rbuf   []byte
+	rn     int
+	rerr   syscall.Errno
+	recvFn func(fd uintptr) bool
 	// out writes records the way H1 writes plain requests (writeOnce).
 	out outBuf
 }
 
 func newRecConn(nc net.Conn) *recConn {
-	c := &recConn{Conn: nc, rc: rawConnOf(nc)}
+	c := &recConn{Conn: nc, rc: rawConnOf(nc), dirty: true}
 	c.recvFn = c.recvOnce
 	c.out.fn = c.out.writeOnce
 	return c
@@ -137,6 +142,11 @@ func (c *recConn) track(p []byte) {
 			k := min(c.left, len(p))
 			c.left -= k
 			p = p[k:]
+			if c.left == 0 && len(p) > 0 {
+				// The next record came in the same read: crypto/tls
+				// keeps it until it is asked for more.
+				c.dirty = true
+			}
 			continue
 		}
 		k := copy(c.hdr[c.hdrN:], p)
@@ -146,14 +156,30 @@ func (c *recConn) track(p []byte) {
 			c.left = int(c.hdr[3])<<8 | int(c.hdr[4])
 			c.hdrN = 0
 		}
+		if c.left == 0 && c.hdrN == 0 && len(p) > 0 {
+			c.dirty = true
+		}
 	}
 }
 
-// settleTLS looks at a kept TLS connection through its tls.Conn.
+func (c *recConn) atBoundary() bool { return c.left == 0 && c.hdrN == 0 }
+
+// settleTLS looks at a kept TLS connection. While crypto/tls holds
+// nothing unread (clean), a raw look at the socket decides, as on plain
+// HTTP, and only bytes found there (a record of some kind) are read
+// through tls.Conn; otherwise the look is made through tls.Conn.
 func (hc *h1conn) settleTLS() peekState {
-	rec, ok := hc.tc.NetConn().(*recConn)
-	if !ok || rec.rc == nil {
+	rec := hc.rec
+	if rec == nil || rec.rc == nil || hc.rc == nil {
 		return peekIdle
+	}
+	if !rec.dirty {
+		if err := hc.rc.Read(hc.peekFn); err != nil {
+			return peekClosed
+		}
+		if hc.peeked != peekData {
+			return hc.peeked
+		}
 	}
 	rec.looking = true
 	n, err := hc.tc.Read(hc.one[:])
@@ -162,6 +188,9 @@ func (hc *h1conn) settleTLS() peekState {
 	case n > 0:
 		return peekData
 	case err == errWouldBlock:
+		// crypto/tls asked for more only after taking in every whole
+		// record it had: at a record boundary it holds nothing.
+		rec.dirty = !rec.atBoundary()
 		return peekIdle
 	case isTimeout(err):
 		// A record that did not finish arriving: whatever it is, the
@@ -170,6 +199,22 @@ func (hc *h1conn) settleTLS() peekState {
 	default:
 		return peekClosed
 	}
+}
+
+// tlsIn is what an answer is read through over TLS: it notes when
+// tls.Conn may have kept decrypted bytes back (it filled the whole
+// buffer asked for), so the next look goes through tls.Conn.
+type tlsIn struct {
+	tc  *tls.Conn
+	rec *recConn
+}
+
+func (t *tlsIn) Read(b []byte) (int, error) {
+	n, err := t.tc.Read(b)
+	if n == len(b) && t.rec != nil {
+		t.rec.dirty = true
+	}
+	return n, err
 }
 
 func isTimeout(err error) bool {
