@@ -45,3 +45,20 @@ func (p *parser) httpVersion(n *yaml.Node) HTTPVersion {
 	p.errf(n, "%s", msg)
 	return VersionAuto
 }
+
+// h2Connections reads http.h2_connections: per-user (the default: each
+// user its own HTTP/2 connection per host) or shared.
+func (p *parser) h2Connections(n *yaml.Node) bool {
+	s, ok := p.text(n, "h2_connections")
+	if !ok {
+		return false
+	}
+	switch s {
+	case "per-user":
+		return false
+	case "shared":
+		return true
+	}
+	p.errf(n, "bad h2_connections %s: expected per-user (each user its own HTTP/2 connection per host) or shared (users' streams multiplexed over shared connections)", q(s))
+	return false
+}

@@ -49,6 +49,11 @@ type HTTPOptions struct {
 	// H2C is Version == VersionH2C: plain-HTTP requests go as HTTP/2
 	// without TLS (prior knowledge, RFC 9113 section 3.3).
 	H2C bool
+	// H2Shared is http.h2_connections: shared: the users' HTTP/2 streams
+	// multiplexed over shared connections (at most the server's
+	// SETTINGS_MAX_CONCURRENT_STREAMS each, max_connections_per_host of
+	// them), instead of one connection per user (per-user, the default).
+	H2Shared bool
 }
 
 // maxSizeOption keeps a size option's value where an int holds it on every
@@ -63,11 +68,14 @@ func init() {
 }
 
 func (p *parser) httpOptions(n *yaml.Node) {
-	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host", "max_header_bytes", "max_kept_body_bytes", "version"})
+	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host", "max_header_bytes", "max_kept_body_bytes", "version", "h2_connections"})
 	o := &p.plan.HTTP
 	if e, ok := f["version"]; ok {
 		o.Version = p.httpVersion(e.v) // h2c.go
 		o.H2C = o.Version == VersionH2C
+	}
+	if e, ok := f["h2_connections"]; ok {
+		o.H2Shared = p.h2Connections(e.v) // h2c.go
 	}
 	if e, ok := f["source_addresses"]; ok {
 		p.sourceAddresses(e.v)

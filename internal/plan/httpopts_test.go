@@ -107,3 +107,28 @@ func TestHTTPVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestH2Connections(t *testing.T) {
+	base := "target: https://127.0.0.1:1\nscenarios: {s: {steps: [{get: /}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n"
+	for _, c := range []struct {
+		yaml   string
+		shared bool
+		err    string
+	}{
+		{"", false, ""},
+		{"http: {h2_connections: per-user}\n", false, ""},
+		{"http: {version: h2, h2_connections: shared}\n", true, ""},
+		{"http: {h2_connections: pooled}\n", false, `p.yaml:4:24: bad h2_connections "pooled": expected per-user`},
+	} {
+		p, err := Parse("p.yaml", []byte(base+c.yaml), nil)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: err = %v, want it to contain %q", c.yaml, err, c.err)
+			}
+			continue
+		}
+		if err != nil || p.HTTP.H2Shared != c.shared {
+			t.Errorf("%q: %v, shared %v", c.yaml, err, p != nil && p.HTTP.H2Shared)
+		}
+	}
+}

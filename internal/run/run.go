@@ -260,6 +260,7 @@ func newShared(p *plan.Plan, o Options) *httpc.Shared {
 		MaxHeaderBytes:    p.HTTP.MaxHeaderBytes,
 		MaxKeptBody:       p.HTTP.MaxKeptBodyBytes,
 		Protocol:          protocolOf(p.HTTP.Version),
+		H2Shared:          p.HTTP.H2Shared,
 	})
 }
 
