@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -318,6 +319,12 @@ func TestTLSStrayRecordAfterAnswer(t *testing.T) {
 				fc := &flushConn{Conn: c}
 				tc := tls.Server(fc, &tls.Config{Certificates: certs})
 				br := bufio.NewReader(tc)
+				// A sound first answer, so the looks have found the
+				// connection clean before the second.
+				if readRequest(br) != nil {
+					return
+				}
+				io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 				for readRequest(br) == nil {
 					fc.mu.Lock()
 					fc.on = true
@@ -334,6 +341,9 @@ func TestTLSStrayRecordAfterAnswer(t *testing.T) {
 	defer c.Close()
 	ep := httpsEP(ln.Addr().String())
 	var resp Response
+	if err := c.RoundTrip(get(ep, "/"), &resp); err != nil || len(c.conns) != 1 || c.conns[0].rec.dirty {
+		t.Fatalf("first answer: %v, or its connection not kept clean", err)
+	}
 	err = c.RoundTrip(get(ep, "/"), &resp)
 	if !errors.Is(err, errMalformed) || Classify(err) != sample.Other {
 		t.Fatalf("answer followed by a stray record: %v (class %v), want the malformed-answer error", err, Classify(err))
@@ -435,5 +445,53 @@ func TestTLSSlotFreedOnClose(t *testing.T) {
 	}
 	if !strings.Contains(srv.addr, "127.0.0.1") || srv.conns.Load() != 3 {
 		t.Errorf("%d connections, want 3", srv.conns.Load())
+	}
+}
+
+// TestTLSStrayBytesLeftInsideTLS: an answer whose last byte ends exactly
+// where the client's read buffer was filled, followed by stray bytes in
+// the same TLS record. crypto/tls keeps those decrypted bytes back; the
+// socket is empty and the read buffer holds nothing, so only a look
+// through tls.Conn finds them. The answer fails as on plain HTTP.
+func TestTLSStrayBytesLeftInsideTLS(t *testing.T) {
+	head := "HTTP/1.1 200 OK\r\nContent-Length: "
+	// Header and body together fill two 4096-byte reads exactly.
+	const total = 2 * 4096
+	var answer string
+	for n := total - len(head) - 8; ; n++ {
+		h := head + strconv.Itoa(n) + "\r\n\r\n"
+		if len(h)+n == total {
+			answer = h + strings.Repeat("b", n)
+			break
+		}
+	}
+	srv := startTLSServer(t, &tls.Config{DynamicRecordSizingDisabled: true}, func(tc *tls.Conn, br *bufio.Reader) {
+		// A sound first answer, so the connection's looks have found it
+		// clean before the second.
+		if readRequest(br) != nil {
+			return
+		}
+		io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		for readRequest(br) == nil {
+			// One Write: one record of the answer and the stray bytes.
+			if _, err := io.WriteString(tc, answer+"HTTP/1.1 599 Stray\r\n\r\n"); err != nil {
+				return
+			}
+		}
+	})
+	c := NewH1()
+	c.ud.sh = NewShared(insecure())
+	defer c.Close()
+	ep := httpsEP(srv.addr)
+	var resp Response
+	if err := c.RoundTrip(get(ep, "/"), &resp); err != nil {
+		t.Fatalf("first answer: %v", err)
+	}
+	if len(c.conns) != 1 || c.conns[0].rec.dirty {
+		t.Fatalf("after a sound answer the connection is not kept clean")
+	}
+	err := c.RoundTrip(get(ep, "/"), &resp)
+	if !errors.Is(err, errMalformed) {
+		t.Fatalf("answer followed by stray bytes in its record: %v (body %d), want the malformed-answer error", err, resp.BodyLen)
 	}
 }
