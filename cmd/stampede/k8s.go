@@ -124,6 +124,11 @@ func runK8s(stdout, stderr io.Writer, planPath string, f k8sFlags) error {
 	if f.segments < 1 {
 		return fail(exitUsage, errors.New("--segments N is required (N ≥ 1): the number of pods"))
 	}
+	if f.startGrace <= 0 {
+		// The manifest and the wait must use one grace: zero or less
+		// would be the default in one and as given in the other.
+		return fail(exitUsage, fmt.Errorf("--start-grace %v: expected a duration above zero, such as 30s (how late after the start time a pod may still run)", f.startGrace))
+	}
 	p, err := loadPlan(planPath)
 	if err != nil {
 		return err
@@ -198,7 +203,7 @@ func applyK8s(stdout, stderr io.Writer, m *dist.Manifest, f k8sFlags, p *plan.Pl
 	}
 	defer s.Close()
 	c := dist.Cluster{Client: cs, Namespace: f.namespace, Progress: func(s string) { fmt.Fprintln(stderr, s) },
-		StartBy: start.Add(f.startGrace)}
+		StartBy: start.Add(f.startGrace), Ran: &dist.RanPods{}}
 	deadline := k8sWaitDeadline(time.Now(), m)
 	// Ctrl-C while the objects are created stops creating them (Apply
 	// deletes what it made); from then on the session hears it.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -45,6 +46,44 @@ type Cluster struct {
 	// starts them, and this machine's clock may differ from the nodes'
 	// (default 15s).
 	StartSlack time.Duration
+	// Ran, when set, remembers the pods Wait saw start, so Collect can
+	// tell a segment that sent load and whose pod is gone since (evicted
+	// through the API, deleted) from one that never ran.
+	Ran *RanPods
+}
+
+// RanPods is the pod per completion index whose stampede container was
+// seen started.
+type RanPods struct {
+	mu   sync.Mutex
+	pods map[int]string
+}
+
+func (r *RanPods) note(pods []corev1.Pod) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range pods {
+		if idx, ok := podIndex(&pods[i]); ok && started(&pods[i]) {
+			if r.pods == nil {
+				r.pods = map[int]string{}
+			}
+			r.pods[idx] = pods[i].Name
+		}
+	}
+}
+
+// Pod is the pod seen running for index i, if any.
+func (r *RanPods) Pod(i int) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name, ok := r.pods[i]
+	return name, ok
 }
 
 func (c Cluster) say(format string, a ...any) {
@@ -210,6 +249,7 @@ func (c Cluster) Wait(ctx context.Context, name string) (*batchv1.Job, error) {
 		if err != nil {
 			return j, err
 		}
+		c.Ran.note(pods)
 		n := 0
 		if j.Spec.Completions != nil {
 			n = int(*j.Spec.Completions)
@@ -399,6 +439,9 @@ func (c Cluster) Collect(ctx context.Context, job *batchv1.Job, segments int) ([
 		ps := byIndex[i]
 		if len(ps) == 0 {
 			o.Err = fmt.Errorf("no pod ran (none was created, or the Job controller deleted it when the Job failed)")
+			if name, ok := c.Ran.Pod(i); ok {
+				o.Err = fmt.Errorf("pod %s ran and is gone (evicted or deleted) with its log: the load it sent reached the target but is not in the merge, so the merged counts are short of the target's", name)
+			}
 			continue
 		}
 		// Newest first; a pod that ran (has a terminated container) beats
@@ -419,6 +462,9 @@ func (c Cluster) Collect(ctx context.Context, job *batchv1.Job, segments int) ([
 			}
 		} else if pod.Status.Phase != corev1.PodSucceeded {
 			o.Err = fmt.Errorf("pod %s is %s and never ran stampede (%s)", pod.Name, pod.Status.Phase, pendingWhy(pod))
+			if started(pod) {
+				o.Err = fmt.Errorf("pod %s was still %s when the results were collected: its segment had not finished, and what it sent so far is not in the merge", pod.Name, pod.Status.Phase)
+			}
 		}
 		res, err := c.readResult(ctx, pod)
 		if err != nil {
@@ -434,6 +480,20 @@ func (c Cluster) Collect(ctx context.Context, job *batchv1.Job, segments int) ([
 		o.Result = res
 	}
 	return outs, nil
+}
+
+// Finished collects the segments that finished before the Job is deleted
+// (a missed start): they sent their share, and deleting the Job deletes
+// their logs. It is nil when none left a result to merge.
+func (c Cluster) Finished(ctx context.Context, job *batchv1.Job, segments int) []Outcome {
+	if job == nil {
+		return nil
+	}
+	outs, err := c.Collect(ctx, job, segments)
+	if err != nil || !slices.ContainsFunc(outs, func(o Outcome) bool { return o.Result != nil }) {
+		return nil
+	}
+	return outs
 }
 
 func (c Cluster) readResult(ctx context.Context, pod *corev1.Pod) (_ *result.Result, err error) {

@@ -228,7 +228,12 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 	if k.Image == "" {
 		k.Image = DefaultImage
 	}
-	if k.StartGrace <= 0 {
+	switch {
+	case k.StartGrace < 0:
+		// The pods would refuse to start at all: refused here, not made
+		// the default in the manifest while the wait used it as given.
+		return nil, fmt.Errorf("start grace %v: expected a duration above zero, such as 30s", k.StartGrace)
+	case k.StartGrace == 0:
 		k.StartGrace = DefaultK8sStartGrace
 	}
 	if p.Target == "demo" {

@@ -138,7 +138,10 @@ func (e *Levels) Snapshot(reason string) *result.Result {
 	e.mu.Unlock()
 	if h != nil {
 		if snap := h.Snapshot(reason); snap != nil {
+			// Judged so far, as a partial run is: the page of a plan with
+			// thresholds said "no thresholds" until the first level ended.
 			cur.Result = snap
+			cur.SLO = gate.Evaluate(snap, levels.Criteria(e.Plan, e.Options.SLO))
 			lvs = append(lvs, cur)
 		}
 	}
