@@ -252,11 +252,21 @@ func (e *Cluster) Execute(ctx context.Context, _ Control) (*result.Result, error
 		// can no longer be whole: stop them, and leave nothing behind.
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer dcancel()
+		// Segments that finished sent their share: read it before the
+		// deletion takes their logs.
+		finished := c.Finished(dctx, job, e.Segments)
 		if derr := c.Delete(dctx, m.Job.Name); derr != nil {
 			return nil, fmt.Errorf("%v\nthe job could not be deleted (%v), so its running segments keep sending load: kubectl delete job %s -n %s",
 				err, derr, m.Job.Name, c.Namespace)
 		}
-		return nil, fmt.Errorf("%v\njob %s deleted (with its pods and configmap): the segments that started stopped, since the run could not be whole", err, m.Job.Name)
+		err = fmt.Errorf("%v\njob %s deleted (with its pods and configmap): the segments that started stopped, since the run could not be whole", err, m.Job.Name)
+		if finished == nil {
+			return nil, err
+		}
+		if res, merr := merged(w, finished); merr == nil {
+			return res, fmt.Errorf("%v; the segments that had finished are saved, merged, as a partial result", err)
+		}
+		return nil, err
 	case err != nil && errors.Is(err, context.Canceled):
 		return nil, err
 	case err != nil:
