@@ -179,3 +179,33 @@ load:
 		t.Errorf("%d TLS connections opened under max_connections_per_host: 2 (%d requests)\n%s", n, reqs.Load(), o)
 	}
 }
+
+// TestLevelsRefusalNamesTheLargestLevel: a sweep whose levels from 2M
+// users up are past the open-files limit was refused with the figures of
+// the first such level, and told to use --workers, which sweep does not
+// take. The refusal now gives the largest level's count and a command
+// that exists.
+func TestLevelsRefusalNamesTheLargestLevel(t *testing.T) {
+	t.Parallel()
+	srv := newSeenServer(t)
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`target: %s
+scenarios:
+  s: {steps: [{get: /ok}]}
+load:
+  stages:
+    - {duration: 1s, users: 1}
+`, srv.URL), nil)
+	o := e2etest.Stampede(t, 60*time.Second, "", "sweep", plan, "--users", "100,2000000,1000000000", "--hold", "1s", "-q",
+		"-o", filepath.Join(t.TempDir(), "s.json"))
+	if o.Code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", o.Code, o)
+	}
+	for _, w := range []string{"level users 1000000k", "1,000,000,000 users need", "'stampede run PLAN --workers "} {
+		if !strings.Contains(o.Stderr, w) {
+			t.Errorf("stderr lacks %q\n%s", w, o)
+		}
+	}
+	if strings.Contains(o.Stderr, "2,000,000 users") || strings.Contains(o.Stderr, "processes with --workers") {
+		t.Errorf("the refusal names a smaller level, or a --workers flag sweep does not take\n%s", o)
+	}
+}

@@ -40,7 +40,7 @@ func checkLevelsFit(p *plan.Plan, vary string, values []float64, ramp, hold time
 			fmt.Fprintln(os.Stderr, msg)
 		}
 	}
-	for _, v := range values {
+	for _, v := range largestFirst(p, vary, values, ramp, hold) {
 		lp, err := p.AtLevel(vary, v, ramp, hold)
 		if err != nil {
 			return fail(exitUsage, fmt.Errorf("level %s %s: %v", vary, levels.FormatLevel(vary, v), err))
@@ -58,6 +58,7 @@ func checkLevelsFit(p *plan.Plan, vary string, values []float64, ramp, hold time
 				if perr.Problems[i].Pos.Line == 0 {
 					perr.Problems[i].Pos = at
 				}
+				perr.Problems[i].Msg = inOneProcess(perr.Problems[i].Msg)
 			}
 		}
 		if err != nil {

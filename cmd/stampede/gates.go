@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -282,4 +285,36 @@ func writeIndicators(w io.Writer, ins []result.Indicator) {
 		}
 		fmt.Fprintf(w, "  ! %s: %s\n", in.ID, in.Message)
 	}
+}
+
+// largestFirst orders the levels by the open files and rate they need,
+// largest first, so a refusal gives the figures of the level that needs
+// the most (a sweep to 100k users was told the 25k level's count).
+func largestFirst(p *plan.Plan, vary string, values []float64, ramp, hold time.Duration) []float64 {
+	need := func(v float64) (int64, float64) {
+		lp, err := p.AtLevel(vary, v, ramp, hold)
+		if err != nil {
+			return 0, 0
+		}
+		k := lp.PeakOf(1)
+		return k.Files(), k.Rate
+	}
+	out := slices.Clone(values)
+	slices.SortStableFunc(out, func(a, b float64) int {
+		fa, ra := need(a)
+		fb, rb := need(b)
+		return cmp.Or(cmp.Compare(fb, fa), cmp.Compare(rb, ra))
+	})
+	return out
+}
+
+// splitHint is the advice plan.CheckFit gives a run: --workers, which
+// gates, sweep and capacity do not take.
+var splitHint = regexp.MustCompile(`run it as (several|\d+ or more) processes with --workers (\d+) \(or --segment i/N on several machines\)`)
+
+// inOneProcess rewrites that advice for a command that runs each level
+// in this one process: what exists is raising the limit, or measuring the
+// level alone as a run split over processes.
+func inOneProcess(msg string) string {
+	return splitHint.ReplaceAllString(msg, "this command runs each level in one process; measure this level alone as $2 processes with 'stampede run PLAN --workers $2' (the level's load as the plan's stages)")
 }
