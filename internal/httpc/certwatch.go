@@ -46,13 +46,9 @@ type certReq struct {
 	asked atomic.Bool
 }
 
-// context returns a context telling a handshake which address it is for,
-// and the record that handshake fills in.
-func (cw *certWatcher) context(addr string) (context.Context, *certReq) {
-	return cw.contextFrom(context.Background(), addr)
-}
-
-// contextFrom is context under parent (a dial's, which Interrupt cancels).
+// contextFrom returns a context under parent (a dial's, which Interrupt
+// cancels) telling a handshake which address it is for, and the record
+// that handshake fills in.
 func (cw *certWatcher) contextFrom(parent context.Context, addr string) (context.Context, *certReq) {
 	r := &certReq{addr: addr}
 	return context.WithValue(parent, certAddrKey{}, r), r
@@ -89,8 +85,9 @@ func (cw *certWatcher) blame(addr string, err error) error {
 	return fmt.Errorf("%w: the server asked for a client certificate, we have none (tls.cert_file), and it dropped the connection: %w", errTLSHandshake, err)
 }
 
-// config returns a clone of c (net/http writes "h2" into its config's
-// NextProtos, and the run's config is shared with WebSocket dialers) whose
+// config returns a clone of c (each user's handshakes set NextProtos and a
+// session cache on their own clones, and the run's config is shared with
+// WebSocket dialers) whose
 // handshakes record when a server asks for a client certificate that we
 // answer with none.
 func (cw *certWatcher) config(c *tls.Config) *tls.Config {

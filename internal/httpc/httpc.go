@@ -3,9 +3,8 @@
 // behind the caller's back (so each request the server sees is a request we
 // count), and reports failures as the exact transport error. HTTPS speaks
 // HTTP/1.1 through the same client over TLS (dial.go, tlsdial.go), each
-// user with its own connections and TLS session cache; HTTP/2 goes to the
-// user's HTTP/2 client when one is wired (dial.go), else through net/http
-// (std.go).
+// user with its own connections and TLS session cache; HTTP/2 (by ALPN,
+// required, or h2c) goes to the user's own HTTP/2 client (dial.go, h2*.go).
 package httpc
 
 import (
@@ -14,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"sync"
@@ -184,10 +182,8 @@ func (o Options) limits() (header, body int) {
 }
 
 // Shared holds what users share: the per-host connection limits, the TLS
-// config and handshake counts, and, until every HTTP/2 path has its own
-// client, the net/http transports for HTTP/2 (one pool each).
+// config and handshake counts, and the HTTP/2 clients' shared state.
 type Shared struct {
-	std    *http.Transport
 	cw     *certWatcher
 	opts   Options
 	next   atomic.Uint64
@@ -206,21 +202,7 @@ type Shared struct {
 // NewShared builds the shared part of the transports.
 func NewShared(o Options) *Shared {
 	cw := &certWatcher{}
-	tr := &http.Transport{
-		// A clone: net/http writes "h2" into its config's NextProtos,
-		// and the run's config is shared with WebSocket dialers.
-		TLSClientConfig:     cw.config(o.TLS),
-		ForceAttemptHTTP2:   true,
-		MaxIdleConns:        0,
-		MaxIdleConnsPerHost: 100000,
-		// max_connections_per_host holds for HTTPS too (0: no cap).
-		MaxConnsPerHost:    o.MaxConnsPerHost,
-		IdleConnTimeout:    90 * time.Second,
-		DisableCompression: true,
-	}
-	maxHeader, _ := o.limits()
-	tr.MaxResponseHeaderBytes = int64(maxHeader)
-	sh := &Shared{std: tr, cw: cw, opts: o, dialers: []*net.Dialer{{}}, tlsBase: cw.config(o.TLS)}
+	sh := &Shared{cw: cw, opts: o, dialers: []*net.Dialer{{}}, tlsBase: cw.config(o.TLS)}
 	if len(o.SourceAddrs) > 0 {
 		sh.dialers = sh.dialers[:0]
 		for _, a := range o.SourceAddrs {
@@ -236,9 +218,8 @@ func NewShared(o Options) *Shared {
 	return sh
 }
 
-// Close drops idle shared connections.
+// Close closes what the users' HTTP/2 clients share.
 func (s *Shared) Close() {
-	s.std.CloseIdleConnections()
 	if c, ok := s.h2state.(io.Closer); ok {
 		c.Close()
 	}
@@ -257,13 +238,8 @@ func (s *Shared) NewTransport() *Mux {
 	if newH2Client != nil {
 		m.h2 = newH2Client(s, ud.dial)
 	}
-	switch {
-	case m.h2 != nil:
-		if m.proto == ProtoAuto {
-			h.alpn = alpnAuto
-		}
-	case m.proto == ProtoH2:
-		m.std = &Std{tr: s.std, cw: s.cw, maxKept: h.MaxKeptBody}
+	if m.h2 != nil && m.proto == ProtoAuto {
+		h.alpn = alpnAuto
 	}
 	return m
 }
@@ -314,24 +290,19 @@ func (l *hostLimits) acquire(addr string, deadline time.Time, stop <-chan struct
 func (l *hostLimits) release(addr string) { <-l.sem(addr) }
 
 // Mux routes one user's requests by protocol: HTTP/1.1 (plain or over
-// TLS) to the lean client, HTTP/2 to the user's HTTP/2 client (dial.go),
-// or, while none is wired, to net/http (std.go, h2c.go).
+// TLS) to the lean client, HTTP/2 to the user's HTTP/2 client (dial.go).
 type Mux struct {
 	h1    *H1
 	proto Protocol
 	h2    h2Client // nil until the HTTP/2 client is wired (dial.go)
 	// h2eps are the endpoints whose server chose h2 by ALPN for this user.
 	h2eps []*Endpoint
-	std   *Std // HTTPS under ProtoH2 while h2 is nil
 }
 
 // RoundTrip implements Transport.
 func (m *Mux) RoundTrip(req *Request, resp *Response) error {
 	if m.h2 != nil && m.speaksH2(req.Endpoint) {
 		return m.h2.RoundTrip(req, resp)
-	}
-	if req.Endpoint.Scheme == "https" && m.std != nil {
-		return m.std.RoundTrip(req, resp)
 	}
 	err := m.h1.RoundTrip(req, resp)
 	if err == nil || m.h2 == nil {
@@ -375,9 +346,6 @@ func (m *Mux) Interrupt() {
 	m.h1.Interrupt()
 	if m.h2 != nil {
 		m.h2.Interrupt()
-	}
-	if m.std != nil {
-		m.std.Interrupt()
 	}
 }
 
