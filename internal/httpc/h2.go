@@ -127,7 +127,7 @@ func (c *H2) maxKept() int {
 
 // conn returns the user's connection to ep, after handling what the server
 // sent since the last answer; or a new one.
-func (c *H2) conn(ep *Endpoint, deadline time.Time) (*h2conn, error) {
+func (c *H2) conn(ep *Endpoint, sent, deadline time.Time) (*h2conn, error) {
 	for _, hc := range c.conns {
 		if hc.ep != ep {
 			continue
@@ -135,6 +135,14 @@ func (c *H2) conn(ep *Endpoint, deadline time.Time) (*h2conn, error) {
 		if !hc.usable() {
 			c.drop(hc, nil)
 			break
+		}
+		// As H1 does, a reuse right after the last answer (a user that
+		// does not think) skips the look: the answer's read just saw the
+		// connection, and a GOAWAY sent with an answer came before it.
+		looked := hc.lookedAt
+		hc.lookedAt = 0
+		if d := sent.Sub(clockBase) - looked; looked != 0 && d >= 0 && d < recheckAfter && hc.br.Buffered() == 0 && len(hc.src.pending) == 0 {
+			return hc, nil
 		}
 		err := hc.drainIdle(deadline)
 		if err == nil {
@@ -194,7 +202,7 @@ func (c *H2) RoundTrip(req *Request, resp *Response) error {
 	if c.pool != nil {
 		return c.sharedRoundTrip(req, resp, deadline)
 	}
-	hc, err := c.conn(req.Endpoint, deadline)
+	hc, err := c.conn(req.Endpoint, sent, deadline)
 	if err != nil {
 		return err
 	}
@@ -225,6 +233,7 @@ func (c *H2) RoundTrip(req *Request, resp *Response) error {
 		c.drop(hc, nil)
 	} else {
 		hc.nc.SetDeadline(time.Time{})
+		hc.lookedAt = max(time.Since(clockBase), 1)
 	}
 	return streamErr
 }

@@ -58,7 +58,10 @@ type h2conn struct {
 	peerInitWindow int64
 	peerMaxStreams uint32
 	gotSettings    bool
-	sendWindow     int64
+	// lookedAt is when the last answer was read, as time since clockBase
+	// (0: a look is due before reuse).
+	lookedAt   time.Duration
+	sendWindow int64
 
 	// Our receive side of the connection window.
 	recvAvail   int64
