@@ -98,13 +98,23 @@ func (p *parser) noteHeaders(hs []Header, slots, globals map[int]bool) {
 		if !p.plan.IsSecretHeader(h.Name) || h.Value == nil {
 			continue
 		}
+		if h.Value.Static() {
+			// Only a whole literal value is a credential: the literal
+			// parts of a template ("Bearer ") are not, and the rendered
+			// value is noted as it is sent.
+			var b strings.Builder
+			for _, part := range h.Value.Parts {
+				b.WriteString(part.Literal)
+			}
+			v := b.String()
+			p.secret(v)
+			for _, part := range secretParts(h.Name, v) {
+				p.secret(part)
+			}
+			continue
+		}
 		for _, part := range h.Value.Parts {
 			switch part.Kind {
-			case PartLiteral:
-				p.secret(part.Literal)
-				for _, v := range secretParts(h.Name, part.Literal) {
-					p.secret(v)
-				}
 			case PartCapture:
 				if slots != nil {
 					slots[part.Index] = true
