@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/session"
 )
 
@@ -47,6 +48,8 @@ func mainCode() (code int) {
 			code = exitRun
 		}
 	}()
+	// A --workers worker ends with its coordinator (dist.Local).
+	dist.FollowCoordinator(func() { os.Exit(exitRun) })
 	root := newRoot()
 	err := root.Execute()
 	if err == nil {

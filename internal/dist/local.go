@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -95,7 +96,6 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 	outs := make([]Outcome, l.Workers)
 	cmds := make([]*exec.Cmd, l.Workers)
 	logs := make([]*os.File, l.Workers)
-	var wg sync.WaitGroup
 	for i := range outs {
 		o := &outs[i]
 		o.Segment = segment.Segment{Index: i, Count: l.Workers}
@@ -113,26 +113,11 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 		logs[i] = f
 		cmd := exec.CommandContext(ctx, l.Bin, l.WorkerArgs(i, startAt)...)
 		cmd.Stdout, cmd.Stderr = f, f
-		cmd.Env = append(os.Environ(), l.Env...)
+		cmd.Env = append(append(os.Environ(), l.Env...), CoordinatorEnv+"=1")
 		cmd.SysProcAttr = workerAttrs()
-		if err := cmd.Start(); err != nil {
-			o.Err = fmt.Errorf("start: %w", err)
-			f.Close()
-			continue
-		}
 		cmds[i] = cmd
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := cmd.Wait()
-			o.ExitCode = cmd.ProcessState.ExitCode()
-			if err != nil {
-				o.Err = fmt.Errorf("exit status %d", o.ExitCode)
-			}
-		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	started, done := l.startAll(cmds, outs, logs)
 	forwarded := false
 	for waiting := true; waiting; {
 		select {
@@ -144,6 +129,7 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 				continue
 			}
 			forwarded = true
+			<-started // the workers' processes are known from here on
 			for _, c := range cmds {
 				if c != nil && c.Process != nil {
 					c.Process.Signal(s)
@@ -174,6 +160,61 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 		}
 	}
 	return outs, nil
+}
+
+// startAll starts the workers and waits for them on one goroutine locked
+// to its OS thread: a worker's parent-death signal (Linux) fires when the
+// thread that started it ends, and Go may end an idle thread that another
+// goroutine locked and left, so the thread that starts the workers is
+// kept by this goroutine until every worker has ended. Each worker's
+// stdin is a pipe that only the coordinator's death (or its end) closes,
+// the way workers stop with it where there is no such signal
+// (FollowCoordinator). started is closed once every start was tried (a
+// worker that did not start is nil in cmds from then on), done once every
+// worker has ended.
+func (l Local) startAll(cmds []*exec.Cmd, outs []Outcome, logs []*os.File) (started, done <-chan struct{}) {
+	startedC, doneC := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(doneC)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var wg sync.WaitGroup
+		for i, cmd := range cmds {
+			if cmd == nil {
+				continue
+			}
+			o := &outs[i]
+			if err := startWorker(cmd); err != nil {
+				o.Err = fmt.Errorf("start: %w", err)
+				logs[i].Close()
+				logs[i] = nil
+				cmds[i] = nil
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := cmd.Wait()
+				o.ExitCode = cmd.ProcessState.ExitCode()
+				if err != nil {
+					o.Err = fmt.Errorf("exit status %d", o.ExitCode)
+				}
+			}()
+		}
+		close(startedC)
+		wg.Wait()
+	}()
+	return startedC, doneC
+}
+
+// startWorker starts cmd with a stdin pipe that nothing is written to.
+func startWorker(cmd *exec.Cmd) error {
+	// The write end is kept open (by the Cmd, until Wait) for as long as
+	// the coordinator lives; the system closes it when the coordinator dies.
+	if _, err := cmd.StdinPipe(); err != nil {
+		return err
+	}
+	return cmd.Start()
 }
 
 // lastLines is the end of a worker's log, to say why it failed.

@@ -97,8 +97,10 @@ func (h *liveHist) drain(cum *sparseHist, interval *hdr.Histogram) (n int64) {
 }
 
 // addCounts adds h's counts, as they stand, into dst (a counts array of
-// result.NewHistogram's geometry) and returns how many it added.
-func (h *liveHist) addCounts(dst []int64) (n int64) {
+// result.NewHistogram's geometry) and, when set, into open (a histogram
+// of that geometry), each bucket read once so the two agree, and returns
+// how many it added.
+func (h *liveHist) addCounts(dst []int64, open *hdr.Histogram) (n int64) {
 	if h == nil {
 		return 0
 	}
@@ -107,11 +109,15 @@ func (h *liveHist) addCounts(dst []int64) (n int64) {
 		if c == nil {
 			continue
 		}
+		base := int32(ci) << chunkShift
 		d := dst[ci<<chunkShift:][:chunkLen]
 		for j := range c {
 			if k := atomic.LoadUint32(&c[j]); k > 0 {
 				d[j] += int64(k)
 				n += int64(k)
+				if open != nil {
+					open.RecordValues(valueAt(base+int32(j)), int64(k))
+				}
 			}
 		}
 	}
@@ -119,6 +125,9 @@ func (h *liveHist) addCounts(dst []int64) (n int64) {
 	for i, k := range h.wraps {
 		dst[i] += k
 		n += k
+		if open != nil {
+			open.RecordValues(valueAt(i), k)
+		}
 	}
 	h.mu.Unlock()
 	return n

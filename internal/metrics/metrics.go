@@ -87,6 +87,9 @@ type stepStats struct {
 	// step's "all" latency is ok's and fail's sum, made at snapshot.
 	byClass [sample.NumClasses]int64
 	fail    *sparseHist
+	// unfinished counts the failures that did not complete (dropped or
+	// cut off), which an interval's completed count leaves out.
+	unfinished int64
 }
 
 // window is a shard's failures in the current interval; its successes and
@@ -264,6 +267,7 @@ func (s *Shard) RecordUnfinished(step int, class sample.Class) {
 	s.mu.Lock()
 	s.message(step, class, 0, nil, "", 1)
 	s.steps[step].byClass[class]++
+	s.steps[step].unfinished++
 	s.win.failed[class]++
 	if class == sample.Dropped {
 		s.win.dropped++
@@ -282,6 +286,7 @@ func (s *Shard) DroppedN(step int, n int64) {
 	s.mu.Lock()
 	s.message(step, sample.Dropped, 0, nil, lateDropMessage, n)
 	s.steps[step].byClass[sample.Dropped] += n
+	s.steps[step].unfinished += n
 	s.win.failed[sample.Dropped] += n
 	s.win.dropped += n
 	s.mu.Unlock()
@@ -421,6 +426,36 @@ func emptyLatency() result.Latency {
 func (r *Recorder) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.snapshot(nil)
+}
+
+// SnapshotOpen is Snapshot with the interval still open appended to the
+// series, from the same reads the totals are made of: the series then add
+// up to the totals exactly, as a checkpoint must, where Snapshot's series
+// stop at the last closed interval while its totals go on to now. The
+// interval is partial (it covers less than interval_s); target gives the
+// profile's target at its start (seconds on the run clock), as Tick is
+// given it.
+func (r *Recorder) SnapshotOpen(target func(atS float64) float64) Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := float64(len(r.series.T)) * r.series.IntervalS
+	return r.snapshot(&openAt{t: at, target: target(at)})
+}
+
+// openAt places the interval still open: its start on the run clock and
+// the profile's target then.
+type openAt struct{ t, target float64 }
+
+func (r *Recorder) snapshot(open *openAt) Snapshot {
+	var openOK, openLag *hdr.Histogram
+	var liveOK, liveStarted, unfinished int64
+	if open != nil {
+		// Tick's scratch: Tick cannot run while r.mu is held.
+		openOK, openLag = r.tickOK, r.tickLag
+		openOK.Reset()
+		openLag.Reset()
+	}
 	// A step's latencies are summed across shards into these counts
 	// arrays, encoded, and cleared for the next step: the shards keep only
 	// the buckets they reached, and a snapshot makes no histogram per
@@ -444,11 +479,14 @@ func (r *Recorder) Snapshot() Snapshot {
 		var failN int64
 		for _, sh := range r.shards {
 			ss := &sh.steps[i]
-			okN += ss.ok.Load().addCounts(okC)
+			n := ss.ok.Load().addCounts(okC, openOK)
+			okN += n
+			liveOK += n
 			sh.mu.Lock()
 			for c, n := range ss.byClass {
 				byClass[c] += n
 			}
+			unfinished += ss.unfinished
 			if ss.fail != nil {
 				failN += ss.fail.addCounts(countsOf(&failC))
 			}
@@ -514,7 +552,9 @@ func (r *Recorder) Snapshot() Snapshot {
 	lagC := okC // cleared above, and no longer needed for steps
 	iters := r.lagCum.addCounts(lagC)
 	for _, sh := range r.shards {
-		iters += sh.lag.addCounts(lagC)
+		n := sh.lag.addCounts(lagC, openLag)
+		iters += n
+		liveStarted += n
 	}
 	snap.Iterations = iters
 	snap.Lag = result.LatencyOfCounts(lagC)
@@ -530,6 +570,13 @@ func (r *Recorder) Snapshot() Snapshot {
 	snap.ErrorsTop = r.top
 	snap.Errors = result.FlatSamples(snap.Steps)
 	snap.Series = copySeries(r.series)
+	if open != nil {
+		appendOpen(&snap.Series, *open, openInterval{
+			totals: snap.Totals, unfinished: unfinished, ok: liveOK, started: liveStarted,
+			okHist: openOK, lagHist: openLag,
+			active: r.Active.Load(), inFlight: r.InFlight.Load(), conns: r.Connections.Load(), trackConns: r.TrackConnections,
+		})
+	}
 	return snap
 }
 

@@ -81,6 +81,13 @@ func Decode(data []byte) (*Result, error) {
 	if err := r.Check(); err != nil {
 		return nil, fmt.Errorf("corrupt result file: %w", err)
 	}
+	// A partial result (a checkpoint, a run cut off) is where the totals
+	// could run on past the series; a complete one closes every interval.
+	if r.Run.Partial {
+		if err := r.CheckSeriesTotals(); err != nil {
+			return nil, fmt.Errorf("inconsistent result file: %w", err)
+		}
+	}
 	return &r, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -82,6 +84,7 @@ func Open(path string, need int64) (*Output, error) {
 	if ok && free < need {
 		return nil, &SpaceError{Dir: dir, Need: need, Free: free}
 	}
+	removeStale(path)
 	o := &Output{path: path}
 	var err error
 	if o.reserve, err = tempIn(path); err != nil {
@@ -121,8 +124,35 @@ func Open(path string, need int64) (*Output, error) {
 	return o, nil
 }
 
+// tempIn makes a spare file beside path, named for it and for this
+// process (.NAME.tmp-pPID-*): a process killed outright leaves its spares
+// behind, and the next run for the same result removes those of processes
+// that no longer run (removeStale).
 func tempIn(path string) (*os.File, error) {
-	return os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	return os.CreateTemp(filepath.Dir(path), tempPrefix(path)+strconv.Itoa(os.Getpid())+"-*")
+}
+
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-p" }
+
+// removeStale removes the spare files that runs for the same result left
+// when they were killed (kill -9, a crash, a CI timeout): those named for
+// a process that no longer runs. A live process's are its own, in use.
+func removeStale(path string) {
+	prefix := tempPrefix(path)
+	dir := filepath.Dir(path)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
 }
 
 // Path is where the result goes.

@@ -46,7 +46,13 @@ func (h *Handle) Snapshot(reason string) *result.Result {
 	if res := r.afterLoad(reason); res != nil {
 		return res // the load is over: complete, whatever the reason
 	}
+	// A snapshot that is written (a quit) adds up to its totals, the open
+	// interval included; one streamed to the sinks (no reason) keeps to
+	// closed intervals, which a sink may write once.
 	res := r.build(true)
+	if reason != "" {
+		res = r.buildCheckpoint()
+	}
 	res.Run.Partial = true
 	res.Run.PartialReason = reason
 	return res

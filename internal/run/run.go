@@ -476,7 +476,7 @@ func (r *runner) ticker(stop <-chan struct{}, done chan<- struct{}) {
 		}
 		if r.opts.Checkpoint != nil && time.Since(lastCheckpoint) >= r.opts.CheckpointEvery {
 			lastCheckpoint = time.Now()
-			r.opts.Checkpoint(r.build(true))
+			r.opts.Checkpoint(r.buildCheckpoint())
 		}
 	}
 }
@@ -572,7 +572,18 @@ func gcPauseP99() time.Duration {
 
 // build assembles the result from what was recorded so far.
 func (r *runner) build(checkpoint bool) *result.Result {
-	snap := r.rec.Snapshot()
+	return r.buildFrom(r.rec.Snapshot(), checkpoint)
+}
+
+// buildCheckpoint is a checkpoint's result: its series end with the
+// interval still open, so they add up to its totals (a kill -9 leaves a
+// file whose every figure agrees with every other).
+func (r *runner) buildCheckpoint() *result.Result {
+	target := func(atS float64) float64 { return r.segTarget(time.Duration(atS * float64(time.Second))) }
+	return r.buildFrom(r.rec.SnapshotOpen(target), true)
+}
+
+func (r *runner) buildFrom(snap metrics.Snapshot, checkpoint bool) *result.Result {
 	now := time.Now()
 	r.stopMu.Lock()
 	stopped, partial, why := r.stopped, r.partial, r.stopWhy

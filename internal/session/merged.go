@@ -42,6 +42,9 @@ type Workers struct {
 	// Warn, when set, hears what the user should know at once: a setup
 	// that overran the given start time.
 	Warn func(msg string)
+	// CheckpointEvery is how often the merge of the workers' checkpoints
+	// replaces the result file while they run (default 5s, as run's).
+	CheckpointEvery time.Duration
 
 	live    workersLive // the checkpoints Snapshot read (workers_live.go)
 	phaseOf             // the coordinator's setup and teardown
@@ -128,7 +131,9 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 	}
 	started.Store(true)
 	forward(true)
+	stopCheckpoints := e.checkpoints(c.Checkpoint)
 	outs, err := l.Run(ctx, c.Signals)
+	stopCheckpoints()
 	forward(false)
 	var res *result.Result
 	if err == nil {

@@ -33,6 +33,15 @@ type segCheckpoint struct {
 // reached, so a sink that writes an interval once (csv) never writes one
 // that a segment is still filling. Nil until a checkpoint was written.
 func (e *Workers) Snapshot(reason string) *result.Result {
+	// One that is written (a quit, with its reason) keeps every segment's
+	// series whole, so they add up to its totals.
+	return e.snapshot(reason, reason == "")
+}
+
+// snapshot is Snapshot; common keeps only the intervals every segment has
+// reached. Without it every segment's series is kept whole, so the series
+// add up to the totals, as a checkpoint's must.
+func (e *Workers) snapshot(reason string, common bool) *result.Result {
 	e.mu.Lock()
 	if e.load != nil {
 		// The workers are done and merged; only the teardown runs, or has
@@ -81,7 +90,7 @@ func (e *Workers) Snapshot(reason string) *result.Result {
 	if err != nil {
 		return nil
 	}
-	if iv := m.Series.IntervalS; iv > 0 {
+	if iv := m.Series.IntervalS; iv > 0 && common {
 		// Where each segment's series ends on the merged clock; a segment
 		// with no checkpoint yet has reached no interval.
 		common := -1
@@ -99,7 +108,12 @@ func (e *Workers) Snapshot(reason string) *result.Result {
 	m.Run.Partial = true
 	m.Run.PartialReason = reason
 	if len(rs) < e.Local.Workers {
-		m.Run.PartialReason = fmt.Sprintf("%d of %d segments so far", len(rs), e.Local.Workers)
+		so := fmt.Sprintf("%d of %d segments so far", len(rs), e.Local.Workers)
+		if common {
+			m.Run.PartialReason = so
+		} else {
+			m.Run.PartialReason = reason + "; " + so
+		}
 	}
 	return m
 }
@@ -125,3 +139,47 @@ func truncateSeries(s *result.Series, n int) {
 		s.Failed[k] = cut(v)
 	}
 }
+
+// checkpoints replaces the result file with the merge of the workers'
+// checkpoints every CheckpointEvery while they run, as a run of one
+// process checkpoints its own: a coordinator killed outright (kill -9, a
+// CI job's timeout) still leaves what the workers had measured, marked
+// partial. The returned function stops it and waits for it.
+func (e *Workers) checkpoints(save func(*result.Result)) (stop func()) {
+	if save == nil {
+		return func() {}
+	}
+	every := e.CheckpointEvery
+	if every <= 0 {
+		every = defaultCheckpointEvery
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	began := time.Now()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			reason := fmt.Sprintf("run still in progress (the coordinator's checkpoint at %.0fs, merged from the workers' own); the process ended before the final write",
+				time.Since(began).Seconds())
+			if cp := e.snapshot(reason, false); cp != nil {
+				save(cp)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(quit)
+			<-done
+		})
+	}
+}
+
+// defaultCheckpointEvery is run's default, which the workers use.
+const defaultCheckpointEvery = 5 * time.Second
