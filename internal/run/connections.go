@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -686,7 +687,9 @@ func matcher(st *plan.WSStep) ws.Matcher {
 type captureError struct{ name string }
 
 func (e *captureError) Error() string {
-	return "capture " + e.name + ": nothing found in the message"
+	// Worded as an HTTP step's capture failure (vu.judge), so one plan's
+	// failures read alike whichever protocol they came over.
+	return "capture " + strconv.Quote(e.name) + " found nothing in the message"
 }
 
 func capture(st *plan.WSStep, msg []byte, env *plan.Env) error {
