@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -63,11 +64,13 @@ type Summary struct {
 
 // HAR converts a HAR file's contents to a plan.
 func HAR(data []byte, o Options) ([]byte, Summary, error) {
-	xs, err := parseHAR(data)
+	xs, notes, err := parseHAR(data)
 	if err != nil {
 		return nil, Summary{}, err
 	}
-	return build(xs, o)
+	plan, s, err := build(xs, o)
+	s.Notes = append(notes, s.Notes...)
+	return plan, s, err
 }
 
 func (o *Options) defaults() {
@@ -277,6 +280,9 @@ func newStep(x *exchange, main string, s *Summary) *step {
 	if x.status >= 400 {
 		s.Notes = append(s.Notes, fmt.Sprintf("%s %s: recorded answer %d; the plan expects a success there (add expect: {status: %d} if the error is the point)", x.method, x.u.Redacted(), x.status, x.status))
 	}
+	if len(x.respBody) > 0 && (isJSONType(x.respCT) || looksJSON(x.respBody)) && jsonTooDeep(x.respBody) {
+		s.Notes = append(s.Notes, fmt.Sprintf("%s %s: the response is %v; its fields were not searched for values to capture", x.method, x.u.Redacted(), errJSONTooDeep))
+	}
 	p := x.u.EscapedPath()
 	if p == "" {
 		p = "/"
@@ -385,7 +391,11 @@ func newStep(x *exchange, main string, s *Summary) *step {
 		}
 	case len(x.body) > 0:
 		if isJSONType(x.bodyCT) || looksJSON(x.body) {
-			if v, err := parseJSON(x.body); err == nil {
+			v, err := parseJSON(x.body)
+			if errors.Is(err, errJSONTooDeep) {
+				s.Notes = append(s.Notes, fmt.Sprintf("%s %s: the body is %v; it is sent as recorded text, and its values are not templated", x.method, x.u.Redacted(), err))
+			}
+			if err == nil {
 				st.json = v
 				// The plan's json: sets this one itself.
 				if mediaType(x.bodyCT) == "application/json" {
@@ -450,6 +460,9 @@ type jv struct {
 }
 
 func parseJSON(b []byte) (*jv, error) {
+	if jsonTooDeep(b) {
+		return nil, errJSONTooDeep
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	v, err := decodeJV(d)
