@@ -27,6 +27,7 @@ func newCapacityCmd() *cobra.Command {
 		budget        time.Duration
 		out, demoOpts string
 		quiet         bool
+		split         levelSplit
 	)
 	cmd := &cobra.Command{
 		Use:   `capacity PLAN --slo "p95 < 500ms" [--slo ...]`,
@@ -64,8 +65,11 @@ in the result's capacity indicator).`,
 			}
 			// Every rate holds the same max_in_flight and connections, so
 			// the first rate's open files are every rate's.
+			if err := split.check(p); err != nil {
+				return err
+			}
 			if start > 0 && stepHold > 0 {
-				if err := checkLevelsFit(p, plan.VaryRate, []float64{start}, ramp, stepHold); err != nil {
+				if err := checkLevelsFitIn(p, plan.VaryRate, []float64{start}, ramp, stepHold, split.processes()); err != nil {
 					return err
 				}
 			}
@@ -84,6 +88,9 @@ in the result's capacity indicator).`,
 			co := levels.CapacityOptions{Start: start, Max: maxR, Budget: budget}
 			lo := levels.Options{Run: opts, Hold: stepHold, Ramp: ramp, SLO: slo}
 			lo.Run.Progress, lo.Event = disp.progress, disp.event
+			if lo.Runner, err = split.runner(p, args[0], out, stderr); err != nil {
+				return err
+			}
 			e := &session.Levels{Plan: p, Options: lo, Capacity: &co}
 			oc := s.Run(e)
 			disp.done()
@@ -114,6 +121,7 @@ in the result's capacity indicator).`,
 	f.StringVarP(&out, "out", "o", "", "result file (default stampede-<name>-capacity-<time>.json)")
 	f.StringVar(&demoOpts, "demo", "", "demo target settings when the plan says target: demo")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
+	split.add(f, false)
 	outputs.addDashboard(f) // --dashboard (outputs.go)
 	return cmd
 }

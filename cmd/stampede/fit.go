@@ -32,11 +32,17 @@ func checkFit(p *plan.Plan, processes int) error {
 // without this a level past the open-files limit would only fail once the
 // levels before it had run.
 func checkLevelsFit(p *plan.Plan, vary string, values []float64, ramp, hold time.Duration) error {
+	return checkLevelsFitIn(p, vary, values, ramp, hold, 1)
+}
+
+// checkLevelsFitIn checks every level as one of processes processes holds
+// its share (gates, sweep and capacity with --workers).
+func checkLevelsFitIn(p *plan.Plan, vary string, values []float64, ramp, hold time.Duration, processes int) error {
 	limit := openFilesLimit()
 	// An open plan's rate and tenants levels keep its max_in_flight, so
 	// lowering the default here is what those levels run with.
 	if vary != plan.VaryUsers {
-		if msg := p.LowerToFit(1, limit); msg != "" {
+		if msg := p.LowerToFit(processes, limit); msg != "" {
 			fmt.Fprintln(os.Stderr, msg)
 		}
 	}
@@ -45,7 +51,7 @@ func checkLevelsFit(p *plan.Plan, vary string, values []float64, ramp, hold time
 		if err != nil {
 			return fail(exitUsage, fmt.Errorf("level %s %s: %v", vary, levels.FormatLevel(vary, v), err))
 		}
-		err = lp.CheckFit(1, limit)
+		err = lp.CheckFit(processes, limit)
 		var perr *plan.Error
 		if errors.As(err, &perr) {
 			// A level's stages are made up, so their place in the file
@@ -58,7 +64,6 @@ func checkLevelsFit(p *plan.Plan, vary string, values []float64, ramp, hold time
 				if perr.Problems[i].Pos.Line == 0 {
 					perr.Problems[i].Pos = at
 				}
-				perr.Problems[i].Msg = inOneProcess(perr.Problems[i].Msg)
 			}
 		}
 		if err != nil {

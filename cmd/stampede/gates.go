@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ func newGatesCmd() *cobra.Command {
 		demoOpts string
 		quiet    bool
 		format   string
+		split    levelSplit
 	)
 	cmd := &cobra.Command{
 		Use:   "gates PLAN",
@@ -56,7 +56,7 @@ plan; 3 the run could not complete.`,
 			return runLevels(cmd, p, levelsJob{
 				vary: g.Vary, values: g.Levels, ramp: g.Ramp, hold: g.Hold,
 				slo: locatedValues(g.SLO), stopAtFail: true, out: out, demoOpts: demoOpts, quiet: quiet, format: format,
-				kind: "gates",
+				kind: "gates", planFile: args[0], split: split,
 			})
 		},
 	}
@@ -64,6 +64,7 @@ plan; 3 the run could not complete.`,
 	cmd.Flags().StringVar(&demoOpts, "demo", "", `demo target settings when the plan says target: demo, e.g. "pool=2,service=20ms,wait=100ms"`)
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
 	cmd.Flags().StringVar(&format, "format", "text", "table format: text or md")
+	split.add(cmd.Flags(), false)
 	outputs.add(cmd.Flags()) // --output, --junit, --dashboard (outputs.go)
 	return cmd
 }
@@ -96,6 +97,8 @@ type levelsJob struct {
 	demoOpts   string
 	quiet      bool
 	format     string
+	planFile   string
+	split      levelSplit
 }
 
 func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
@@ -108,11 +111,19 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 			return fail(exitUsage, fmt.Errorf("level %s: %v", levels.FormatLevel(j.vary, v), err))
 		}
 	}
-	if err := checkLevelsFit(p, j.vary, j.values, j.ramp, j.hold); err != nil {
+	if err := j.split.check(p); err != nil {
+		return err
+	}
+	if err := checkLevelsFitIn(p, j.vary, j.values, j.ramp, j.hold, j.split.processes()); err != nil {
 		return err
 	}
 	out, s, opts, stop, err := prepareLevels(stderr, p, j.kind, j.out, j.demoOpts, levelsNeed(p, j.vary, j.values, j.ramp, j.hold))
 	if err != nil {
+		return err
+	}
+	if err := j.split.apply(&opts, stderr); err != nil {
+		s.Close()
+		stop()
 		return err
 	}
 	outputs.planLevels(j.vary, j.values, j.ramp, j.hold)
@@ -125,6 +136,9 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	}}
 	lo := levels.Options{Run: opts, Ramp: j.ramp, Hold: j.hold, SLO: j.slo, StopAtFail: j.stopAtFail}
 	lo.Run.Progress, lo.Event = disp.progress, disp.event
+	if lo.Runner, err = j.split.runner(p, j.planFile, out, stderr); err != nil {
+		return err
+	}
 	e := &session.Levels{Plan: p, Vary: j.vary, Values: j.values, Options: lo}
 	oc := s.Run(e)
 	disp.done()
@@ -306,15 +320,4 @@ func largestFirst(p *plan.Plan, vary string, values []float64, ramp, hold time.D
 		return cmp.Or(cmp.Compare(fb, fa), cmp.Compare(rb, ra))
 	})
 	return out
-}
-
-// splitHint is the advice plan.CheckFit gives a run: --workers, which
-// gates, sweep and capacity do not take.
-var splitHint = regexp.MustCompile(`run it as (several|\d+ or more) processes with --workers (\d+) \(or --segment i/N on several machines\)`)
-
-// inOneProcess rewrites that advice for a command that runs each level
-// in this one process: what exists is raising the limit, or measuring the
-// level alone as a run split over processes.
-func inOneProcess(msg string) string {
-	return splitHint.ReplaceAllString(msg, "this command runs each level in one process; measure this level alone as $2 processes with 'stampede run PLAN --workers $2' (the level's load as the plan's stages)")
 }

@@ -20,6 +20,7 @@ func newSweepCmd() *cobra.Command {
 		out, demoOpts        string
 		quiet                bool
 		format               string
+		split                levelSplit
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep PLAN (--users L1,L2,... | --rate R1,R2,... | --tenants T1,T2,...)",
@@ -71,7 +72,7 @@ complete.`,
 			}
 			return runLevels(cmd, p, levelsJob{
 				kind: "sweep", vary: vary, values: values, ramp: ramp, hold: hold, slo: slo,
-				out: out, demoOpts: demoOpts, quiet: quiet, format: format,
+				out: out, demoOpts: demoOpts, quiet: quiet, format: format, planFile: args[0], split: split,
 			})
 		},
 	}
@@ -85,6 +86,7 @@ complete.`,
 	f.StringVar(&demoOpts, "demo", "", "demo target settings when the plan says target: demo")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no live progress on stderr")
 	f.StringVar(&format, "format", "text", "table format: text or md")
+	split.add(f, true)
 	outputs.add(f) // --output, --junit, --dashboard (outputs.go)
 	return cmd
 }

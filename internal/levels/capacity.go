@@ -157,7 +157,7 @@ func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 			c.Stopped = fmt.Sprintf("budget of %v spent", o.Budget)
 			return false, false, nil
 		}
-		lv, err := runLevel(ctx, p, plan.VaryRate, rate, len(levels), 0, o.Options)
+		lv, err := o.level(ctx, p, plan.VaryRate, rate, len(levels), 0)
 		if err != nil {
 			return false, false, err
 		}

@@ -61,6 +61,10 @@ type Options struct {
 	Level func(vary string, value float64, h *run.Handle)
 	// Done, when set, hears each level as it ends, judged.
 	Done func(result.Level)
+	// Runner, when set, runs each level in place of this process (local
+	// workers: the level's share in each of several processes, merged and
+	// judged here); it returns the level judged, as runLevel does.
+	Runner func(ctx context.Context, vary string, v float64, i, n int, o Options) (result.Level, error)
 	// LoadOver, when set, hears the whole run once its last level ended
 	// and before the plan's teardown runs (gates, sweeps; a capacity
 	// search's is CapacityOptions.Found): the teardown may take
@@ -110,7 +114,7 @@ func runLevels(ctx context.Context, p *plan.Plan, vary string, values []float64,
 	out := &Outcome{Failed: -1}
 	var levels []result.Level
 	for i, v := range values {
-		lv, err := runLevel(ctx, p, vary, v, i, len(values), o)
+		lv, err := o.level(ctx, p, vary, v, i, len(values))
 		if err != nil {
 			if len(levels) == 0 {
 				return nil, err
@@ -136,6 +140,14 @@ func runLevels(ctx context.Context, p *plan.Plan, vary string, values []float64,
 	}
 	out.Result = Combine(p, levels)
 	return out, nil
+}
+
+// level runs one level: through Runner when set, else in this process.
+func (o Options) level(ctx context.Context, p *plan.Plan, vary string, v float64, i, n int) (result.Level, error) {
+	if o.Runner != nil {
+		return o.Runner(ctx, vary, v, i, n, o)
+	}
+	return runLevel(ctx, p, vary, v, i, n, o)
 }
 
 // carry makes the levels of one command one test for the plan's data: a
