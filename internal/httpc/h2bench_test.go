@@ -1,6 +1,7 @@
 package httpc
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -26,4 +27,33 @@ func BenchmarkH2(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkH2Shared is 64 users' streams over one shared h2c connection.
+func BenchmarkH2Shared(b *testing.B) {
+	srv := hostile.H2OK(b, false)
+	ep := h2EP(srv)
+	const users = 64
+	sh := NewShared(Options{H2Shared: true, Protocol: ProtoH2C})
+	b.Cleanup(sh.Close)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for u := 0; u < users; u++ {
+		c := sh.NewTransport()
+		b.Cleanup(c.Close)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var resp Response
+			req := &Request{Method: "GET", Endpoint: ep, PathQuery: []byte("/"), Timeout: 10 * time.Second}
+			for i := u; i < b.N; i += users {
+				if err := c.RoundTrip(req, &resp); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
