@@ -249,9 +249,14 @@ func (pl *Plan) CheckFit(processes int, openFiles uint64) error {
 	k := lowered.PeakOf(processes)
 	var probs []Problem
 	if k.Rate > MaxRatePerProcess {
-		need := int(math.Ceil(k.Rate * float64(processes) / MaxRatePerProcess))
-		probs = append(probs, Problem{Pos: pl.peakStagePos(), Msg: "rate " + fmtCount(k.Rate) + "/s per process is more than one process can schedule (at most " +
-			fmtCount(MaxRatePerProcess) + " arrivals/s): run it as " + strconv.Itoa(need) + " or more processes with --workers " + strconv.Itoa(need) + " (or --segment i/N on several machines)"})
+		need := math.Ceil(k.Rate * float64(processes) / MaxRatePerProcess)
+		msg := "rate " + fmtCount(k.Rate) + "/s per process is more than one process can schedule (at most " + fmtCount(MaxRatePerProcess) + " arrivals/s): "
+		if n, ok := advisedProcesses(need); ok {
+			msg += "run it as " + n + " or more processes with --workers " + n + " (or --segment i/N on several machines)"
+		} else {
+			msg += "it would take more than " + fmtCount(MaxAdvisedProcesses) + " processes; lower the rate"
+		}
+		probs = append(probs, Problem{Pos: pl.peakStagePos(), Msg: msg})
 	}
 	if openFiles != math.MaxUint64 && uint64(k.Files())+ReservedFiles > openFiles {
 		avail := int64(openFiles) - ReservedFiles
@@ -260,8 +265,11 @@ func (pl *Plan) CheckFit(processes int, openFiles uint64) error {
 			fmtCount(float64(openFiles)) + " files (its open-files limit, RLIMIT_NOFILE; " + strconv.Itoa(ReservedFiles) + " are kept for the result file, monitors and logs)"
 		if avail > 0 {
 			total := pl.PeakOf(1).Files()
-			need := (total + avail - 1) / avail
-			msg += ": run it as several processes with --workers " + strconv.FormatInt(need, 10) + " (or --segment i/N on several machines),"
+			if n, ok := advisedProcesses(math.Ceil(float64(total) / float64(avail))); ok {
+				msg += ": run it as several processes with --workers " + n + " (or --segment i/N on several machines),"
+			} else {
+				msg += ": more than " + fmtCount(MaxAdvisedProcesses) + " processes would be needed; lower the load,"
+			}
 		} else {
 			msg += ":"
 		}
@@ -275,6 +283,19 @@ func (pl *Plan) CheckFit(processes int, openFiles uint64) error {
 		return &Error{Problems: probs}
 	}
 	return nil
+}
+
+// MaxAdvisedProcesses is the most processes an error advises splitting a
+// run into: past it (a rate of 1e308/s) the advice would be absurd, or
+// overflow into a negative --workers.
+const MaxAdvisedProcesses = 10_000
+
+// advisedProcesses is need as a --workers value, when it is one to advise.
+func advisedProcesses(need float64) (string, bool) {
+	if math.IsNaN(need) || need > MaxAdvisedProcesses {
+		return "", false
+	}
+	return strconv.Itoa(max(int(need), 2)), true
 }
 
 func (pl *Plan) peakWhat(k Peak, processes int) string {
@@ -331,6 +352,11 @@ func (pl *Plan) peakStagePos() Pos {
 
 // fmtCount prints a count with thousands separators, as the reports do.
 func fmtCount(v float64) string {
+	if math.Abs(v) >= 1e15 {
+		// Digits past the float's precision would be noise: 1e308 is not
+		// a 309-digit count.
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
 	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")

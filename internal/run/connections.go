@@ -88,7 +88,7 @@ type population struct {
 
 	opened, failed atomic.Int64
 	byClass        [sample.NumClasses]atomic.Int64
-	peak           atomic.Int64
+	peak           atomic.Int64 // WebSocket's peak open (SignalR's is in its Stats)
 	// wsAtEnd counts WebSocket connections still open when the run ended
 	// (SignalR's are in Stats.ClosedAtEnd). Each opened connection ends
 	// exactly once, as a disconnect or open at the end, so opened =
@@ -103,6 +103,26 @@ func (p *population) openAtEnd() int64 {
 		return p.sro.Stats.ClosedAtEnd.Load()
 	}
 	return p.wsAtEnd.Load()
+}
+
+// peakOpen is the most connections open at once, counted at every open
+// (a sample every control period missed those that opened and closed
+// between two: 644 connections opened, a peak of 0).
+func (p *population) peakOpen() int64 {
+	if p.sro != nil {
+		return p.sro.Stats.PeakOpen.Load()
+	}
+	return p.peak.Load()
+}
+
+// raisePeak makes peak at least n.
+func raisePeak(peak *atomic.Int64, n int64) {
+	for {
+		old := peak.Load()
+		if n <= old || peak.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 func (p *population) open() int64 {
@@ -337,11 +357,7 @@ func (cr *connRunner) control(now time.Time, poll bool) {
 				}
 			}
 		}
-		o := p.open()
-		if o > p.peak.Load() {
-			p.peak.Store(o)
-		}
-		open += o
+		open += p.open()
 	}
 	cr.r.rec.Connections.Store(open)
 }
@@ -589,7 +605,7 @@ func (p *population) connectWS(ctx context.Context, s *slot) {
 		return
 	}
 	p.opened.Add(1)
-	p.wsOp.Add(1)
+	raisePeak(&p.peak, p.wsOp.Add(1))
 	p.rec.RecordWS(ws.OpUpgrade, sample.OK, c.Timing.Upgrade, nil)
 	s.wc, s.since, s.pc = c, time.Now(), 0
 	for i := range s.env.Captures {
@@ -835,7 +851,7 @@ func (r *runner) connectionsInto(res *result.Result) {
 		cs := result.ConnScenario{
 			Scenario: p.sc.Name, Protocol: p.kind, Target: len(p.slots),
 			Opened: p.opened.Load(), Failed: p.failed.Load(),
-			ByClass: map[string]int64{}, PeakOpen: p.peak.Load(), OpenAtEnd: p.openAtEnd(),
+			ByClass: map[string]int64{}, PeakOpen: p.peakOpen(), OpenAtEnd: p.openAtEnd(),
 			Disconnects: map[string]int64{},
 		}
 		// An attempt still connecting is neither opened nor failed yet:

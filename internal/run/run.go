@@ -112,7 +112,10 @@ var ErrSetupCut = errors.New("setup cut off by Ctrl-C")
 // setupErr is the error of a setup that did not finish.
 func setupErr(ctx context.Context, ph *result.Phase) error {
 	if ctx.Err() != nil {
-		ph.Error = "cut off by Ctrl-C"
+		ph.Error = "cut off by " + InterruptName(ctx)
+		if name := InterruptName(ctx); name != "Ctrl-C" {
+			return fmt.Errorf("%w (it was %s) after %d of its requests; no load was sent", ErrSetupCut, name, ph.Requests)
+		}
 		return fmt.Errorf("%w after %d of its requests; no load was sent", ErrSetupCut, ph.Requests)
 	}
 	return fmt.Errorf("%w: %s; no load was sent", ErrSetup, ph.Error)
@@ -404,7 +407,7 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 		select {
 		case <-ctx.Done():
 			el := time.Since(r.start).Round(100 * time.Millisecond)
-			r.stop(fmt.Sprintf("interrupted (Ctrl-C) at %v of %v", el, total), true)
+			r.stop(fmt.Sprintf("interrupted (%s) at %v of %v", InterruptName(ctx), el, total), true)
 		case <-r.opts.End:
 			r.stop("", false)
 		case <-r.soft:

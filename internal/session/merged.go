@@ -124,7 +124,7 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 		if setup != nil {
 			return nil, fmt.Errorf("%w as it ended; no worker was started, no load was sent", run.ErrSetupCut)
 		}
-		return nil, errors.New("interrupted (Ctrl-C) before the workers started; nothing was sent")
+		return nil, fmt.Errorf("interrupted (%s) before the workers started; nothing was sent", run.InterruptName(ctx))
 	}
 	if e.Starting != nil {
 		e.Starting(l)

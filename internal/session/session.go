@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -77,6 +78,14 @@ const DefaultStopNote = "stopping: no new work starts; requests in flight get th
 
 // QuitReason marks the partial result the second Ctrl-C writes.
 const QuitReason = "interrupted twice (Ctrl-C): requests in flight were not waited for and are not counted"
+
+// quitReason is QuitReason naming the signal that came second.
+func quitReason(sig os.Signal) string {
+	if name := run.SignalName(sig); name != "Ctrl-C" {
+		return strings.Replace(QuitReason, "(Ctrl-C)", "(the second was "+name+")", 1)
+	}
+	return QuitReason
+}
 
 // Options shape a session.
 type Options struct {
@@ -225,8 +234,10 @@ func (o *Outcome) Err() error {
 // The first Ctrl-C cancels the run's context (a graceful stop, partial
 // result); the second writes the partial result at once and exits.
 func (s *Session) Run(e Executor) *Outcome {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	defer cancelCause(nil)
+	// The signal is the cause, so what the run writes names it (run.Interrupt).
+	cancel := func(sig os.Signal) { cancelCause(run.Interrupt{Signal: sig}) }
 	sigs := s.o.Signals
 	if sigs == nil {
 		ch := make(chan os.Signal, 2)
@@ -331,10 +342,10 @@ func (f *forwarding) pass(sig os.Signal) bool {
 }
 
 // interrupts applies the Ctrl-C policy until the test ends.
-func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan struct{}, cancel func(), e Executor, quit chan<- *Outcome, stopPump func()) {
+func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan struct{}, cancel func(os.Signal), e Executor, quit chan<- *Outcome, stopPump func()) {
 	stopping := false
+	var sig os.Signal
 	for {
-		var sig os.Signal
 		select {
 		case sig = <-sigs:
 		case <-done:
@@ -354,8 +365,12 @@ func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan 
 		// Before the note and the cancel: a teardown that the cancel
 		// leads to says it starts (Run's phase watch).
 		s.stopping.Store(true)
-		s.o.Note(s.stopNote(e))
-		cancel()
+		note := s.stopNote(e)
+		if name := run.SignalName(sig); name != "Ctrl-C" {
+			note = name + " received; " + note
+		}
+		s.o.Note(note)
+		cancel(sig)
 	}
 	if !s.claimFinal() {
 		return // the test has just ended and is writing its own result
@@ -363,7 +378,7 @@ func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan 
 	oc := &Outcome{Quit: true, Verdict: gate.Incomplete}
 	var snap *result.Result
 	if sn, ok := e.(Snapshotter); ok {
-		snap = sn.Snapshot(QuitReason)
+		snap = sn.Snapshot(quitReason(sig))
 	}
 	if s.o.OnQuit != nil {
 		s.o.OnQuit()

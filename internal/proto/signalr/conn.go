@@ -318,7 +318,7 @@ func Connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 	switch {
 	case st == nil:
 	case c.state.CompareAndSwap(stateNew, stateOpen):
-		st.Open.Add(1)
+		raiseTo(&st.PeakOpen, st.Open.Add(1))
 		st.Opened.Add(1)
 		st.Transports[c.kind].Add(1)
 	default:
@@ -913,4 +913,14 @@ func (c *Conn) sentAt(args json.RawMessage) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(int64(ms)), true
+}
+
+// raiseTo makes peak at least n.
+func raiseTo(peak *atomic.Int64, n int64) {
+	for {
+		old := peak.Load()
+		if n <= old || peak.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }

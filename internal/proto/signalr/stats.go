@@ -30,6 +30,9 @@ type Stats struct {
 	Connecting  atomic.Int64 // negotiating, upgrading or handshaking now
 	Open        atomic.Int64 // handshaken and not yet ended
 	Opened      atomic.Int64 // ever handshaken
+	// PeakOpen is the most connections Open held at once, raised at every
+	// open, so a connection that lives less than a sampling period counts.
+	PeakOpen atomic.Int64
 	// Disconnects counts connections that ended while wanted open, by
 	// reason; ClosedAtEnd those still open when CloseAtEnd closed them.
 	// Opened = Open + ClosedAtEnd + the sum of Disconnects.
