@@ -80,6 +80,7 @@ type h2conn struct {
 	streams map[uint32]*h2stream
 	mux     *h2mux
 	blkSt   *h2stream // the stream of the header block being decoded
+	blkID   uint32    // and its id (blkSt may have moved on to another)
 
 	// peek looks at the socket without reading (nil: cannot); over TLS
 	// the look reads through the tls.Conn (tc, rec) into src.

@@ -66,7 +66,7 @@ func (c *h2conn) startBlock(id uint32, endStream bool) error {
 	c.blk = h2block{endStream: endStream}
 	c.dec.SetEmitEnabled(true)
 	st := c.active(id)
-	c.blkSt = st
+	c.blkSt, c.blkID = st, id
 	switch {
 	case st == nil && !c.opened(id):
 		return h2Violation(http2.ErrCodeProtocol, "HEADERS on stream %d, which we never opened", id)
@@ -122,8 +122,9 @@ func (c *h2conn) emit(f hpack.HeaderField) {
 	}
 	b.regular = true
 	st := c.blkSt
-	if st == nil || st.done {
-		// Its user gave up (a timeout) while the block was decoded.
+	if st == nil || st.done || st.id != c.blkID {
+		// Its user gave up (a timeout) while the block was decoded, and
+		// may have started another request on the same h2stream.
 		return
 	}
 	if f.Name == "content-length" {
