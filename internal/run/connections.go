@@ -70,6 +70,8 @@ type slot struct {
 }
 
 type population struct {
+	// plan notes the credentials a connection sends (headerOf).
+	plan  *plan.Plan
 	sc    *plan.Scenario
 	kind  string
 	spec  *plan.Connection
@@ -179,7 +181,7 @@ func (r *runner) startConnections() {
 	seg := r.seg()
 	for i, sc := range scs {
 		p := &population{sc: sc, kind: sc.Connection.Kind, spec: sc.Connection.Spec(),
-			total: sc.Connection.Count(r.plan.Tenants), base: r.base}
+			total: sc.Connection.Count(r.plan.Tenants), base: r.base, plan: r.plan}
 		p.rec = newConnRecorder(cr.rec, ids[i])
 		for idx := 0; idx < p.total; idx++ {
 			if idx%seg.Count != seg.Index {
@@ -453,13 +455,18 @@ func (p *population) url(t *plan.Template, s *slot) string {
 	return u
 }
 
-func headerOf(hs []plan.Header, env *plan.Env) http.Header {
+func (p *population) headerOf(hs []plan.Header, env *plan.Env) http.Header {
 	if len(hs) == 0 {
 		return nil
 	}
 	h := make(http.Header, len(hs))
 	for _, x := range hs {
-		h.Add(x.Name, x.Value.String(env))
+		v := x.Value.String(env)
+		if p.plan.IsSecretHeader(x.Name) {
+			// Hidden before it is sent, as a request step's are (vu).
+			p.plan.NoteSecretHeader(x.Name, v)
+		}
+		h.Add(x.Name, v)
 	}
 	return h
 }
@@ -479,7 +486,7 @@ func (p *population) connect(ctx context.Context, s *slot) {
 
 func (p *population) connectSignalR(ctx context.Context, s *slot) {
 	spec := p.spec.SignalR
-	c, err := signalr.Connect(ctx, p.url(spec.URL, s), headerOf(spec.Headers, s.env), p.sro)
+	c, err := signalr.Connect(ctx, p.url(spec.URL, s), p.headerOf(spec.Headers, s.env), p.sro)
 	if err != nil {
 		p.failedAttempt(err)
 		p.retryLater(s)
@@ -597,7 +604,7 @@ func (p *population) closeWS(s *slot, code int, reason string, atEnd bool) {
 
 func (p *population) connectWS(ctx context.Context, s *slot) {
 	spec := p.spec.WebSocket
-	c, err := ws.Dial(ctx, p.url(spec.URL, s), headerOf(spec.Headers, s.env), p.wso, nil)
+	c, err := ws.Dial(ctx, p.url(spec.URL, s), p.headerOf(spec.Headers, s.env), p.wso, nil)
 	if err != nil {
 		p.failedAttempt(err)
 		p.rec.RecordWS(ws.OpUpgrade, ws.Classify(err), 0, err)
