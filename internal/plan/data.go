@@ -158,15 +158,23 @@ func readCSV(path string, open func(string) (io.ReadCloser, error), where string
 		defer zr.Close()
 		r = zr
 	}
-	cr := csv.NewReader(r)
+	// Bounded as it is read, decompressed: a 1 MB .csv.gz can hold a
+	// gigabyte of rows, or one line of 4 GiB that the CSV reader would
+	// buffer whole.
+	br := &boundedReader{r: r}
+	cr := csv.NewReader(br)
 	// Checked here rather than by encoding/csv so the message can say what
 	// the header expects.
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
+	br.record()
 	if err == io.EOF {
 		return nil, nil, 0, "data file " + path + " is empty: expected a header row and at least one data row"
 	}
 	if err != nil {
+		if m := tooLarge(path, 0, err); m != "" {
+			return nil, nil, 0, m
+		}
 		return nil, nil, 0, "data file " + csvErr(path, err)
 	}
 	// Spreadsheet exports often start with a byte order mark that would
@@ -182,20 +190,31 @@ func readCSV(path string, open func(string) (io.ReadCloser, error), where string
 		}
 		seen[c] = true
 	}
+	line := 1
+	var held int64 // the memory the rows kept take, about
 	for {
 		rec, err := cr.Read()
+		br.record()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if m := tooLarge(path, line, err); m != "" {
+				return nil, nil, 0, m
+			}
 			return nil, nil, 0, "data file " + csvErr(path, err)
 		}
+		line, _ = cr.FieldPos(0)
 		if len(rec) != len(header) {
 			line, _ := cr.FieldPos(0)
 			return nil, nil, 0, "data file " + path + " line " + strconv.Itoa(line) + ": found " + strconv.Itoa(len(rec)) + " fields, expected " + strconv.Itoa(len(header)) + " as in the header"
 		}
 		if total%count == index {
 			rows = append(rows, rec)
+			if held += rowCost(rec); held > maxDataHeld {
+				return nil, nil, 0, fmt.Sprintf("data file %s: its rows take more than %d MiB of memory by line %d (every row is held in memory for the run); use a smaller file, or split the run (--workers, --segment) with pick: unique so each process holds its share",
+					path, maxDataHeld>>20, line)
+			}
 		}
 		total++
 	}
@@ -211,4 +230,70 @@ func csvErr(path string, err error) string {
 		return path + " line " + strconv.Itoa(pe.Line) + ": " + pe.Err.Error()
 	}
 	return path + ": " + err.Error()
+}
+
+// Bounds on a data file, decompressed: the rows are held in memory for the
+// whole run, so a file's size is a promise about the run's memory.
+const (
+	// maxDataHeld bounds the memory the rows kept take (rowCost).
+	maxDataHeld = 128 << 20
+	// maxDataRead bounds what is read, kept or not (a segment keeps a
+	// stripe of a unique source, and reads the whole file for it).
+	maxDataRead = 1 << 30
+	// maxDataRecord bounds one row, which the CSV reader holds whole.
+	maxDataRecord = 1 << 20
+)
+
+var (
+	errDataRead   = errors.New("data file too large")
+	errDataRecord = errors.New("data row too long")
+)
+
+// boundedReader stops a data file at maxDataRead bytes, and a row at
+// maxDataRecord bytes past the end of the row before it (record marks
+// each row's end; the CSV reader's read-ahead makes that about right).
+type boundedReader struct {
+	r           io.Reader
+	read, since int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	b.since += int64(n)
+	switch {
+	case b.read > maxDataRead:
+		return n, errDataRead
+	case b.since > maxDataRecord+64<<10:
+		return n, errDataRecord
+	}
+	return n, err
+}
+
+func (b *boundedReader) record() { b.since = 0 }
+
+// tooLarge is the message for a file stopped by boundedReader, naming
+// the last line read whole (0: none); "" for any other error.
+func tooLarge(path string, line int, err error) string {
+	after := "in its header"
+	if line > 0 {
+		after = "after line " + strconv.Itoa(line)
+	}
+	switch {
+	case errors.Is(err, errDataRead):
+		return fmt.Sprintf("data file %s holds more than %d GiB of rows, decompressed: use a smaller file", path, maxDataRead>>30)
+	case errors.Is(err, errDataRecord):
+		return fmt.Sprintf("data file %s has a row longer than %d MiB %s: a data row is a few values, not a document", path, maxDataRecord>>20, after)
+	}
+	return ""
+}
+
+// rowCost is about what a kept row takes in memory: its text, a string
+// header per field, the row's slice and its place in the rows slice.
+func rowCost(rec []string) int64 {
+	n := int64(24 + 16 + 16*len(rec))
+	for _, f := range rec {
+		n += int64(len(f))
+	}
+	return n
 }
