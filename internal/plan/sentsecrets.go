@@ -29,6 +29,9 @@ type sentSecrets struct {
 	seen     sync.Map            // value → struct{}: already noted (cur or old)
 }
 
+// minCookieSecret is the shortest cookie value noted on its own.
+const minCookieSecret = 8
+
 // maxSentSecrets bounds one generation: 65,536 tokens of ~200 bytes and
 // their forms are some tens of MB at most.
 const maxSentSecrets = 1 << 16
@@ -72,8 +75,12 @@ func secretParts(name, v string) []string {
 			pairs, _, _ = strings.Cut(v, ";") // attributes are no secret
 		}
 		for _, kv := range strings.Split(pairs, ";") {
-			if _, val, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
-				parts = append(parts, strings.Trim(val, `"`))
+			_, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			// A short cookie value is a preference (lang=en-US, dark=true),
+			// and hiding every "true" would garble messages; a session's
+			// is long.
+			if val = strings.Trim(val, `"`); ok && len(val) >= minCookieSecret {
+				parts = append(parts, val)
 			}
 		}
 	default:

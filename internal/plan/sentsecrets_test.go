@@ -38,7 +38,8 @@ func TestSentSecretsAreRedacted(t *testing.T) {
 			t.Errorf("Redact(%q) = %q: nothing hidden", msg, got)
 		}
 	}
-	if got := p.Redact("nothing secret here"); got != "nothing secret here" {
+	p.NoteSecretHeader("Set-Cookie", "dark=true; Path=/")
+	if got := p.Redact(`nothing secret here: {"ok":true}`); got != `nothing secret here: {"ok":true}` {
 		t.Errorf("a clean message changed: %q", got)
 	}
 }
