@@ -87,13 +87,15 @@ run_plain() {
 
 run_dashboard() {
   taskset -c 1 "$STAMPEDE" run "$work/plan.yaml" -q -o "$work/$1.json" --dashboard=127.0.0.1:$DASH >/dev/null 2>"$work/$1.err" &
-  local run=$!
+  local run=$! url=""
+  # The page is at the printed URL only: its path holds the run's token.
   for _ in $(seq 100); do
-    curl -fs "http://127.0.0.1:$DASH/" >/dev/null && break
+    url=$(sed -n 's/^dashboard: //p' "$work/$1.err" | head -n1)
+    [ -n "$url" ] && curl -fs "$url/" >/dev/null && break
     sleep 0.05
   done
   taskset -c 0 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage \
-    --user-data-dir="$work/chromium-$1" --remote-debugging-port=0 "http://127.0.0.1:$DASH/" >/dev/null 2>&1 &
+    --user-data-dir="$work/chromium-$1" --remote-debugging-port=0 "$url/" >/dev/null 2>&1 &
   local chr=$!
   wait "$run"
   kill "$chr" 2>/dev/null || true
