@@ -58,7 +58,9 @@ type Sink struct {
 	renderedAt time.Time
 	renderTook time.Duration
 	clients    int
-	// pageSeen: a page has fetched a report, so a page is what watches.
+	// pages are the event streams of pages (?page=1, page.html); pageSeen:
+	// a report was fetched, so a page is what watches.
+	pages    int
 	pageSeen bool
 	// profile is the planned load, drawn ahead of the actual one.
 	profile *Profile
@@ -132,10 +134,11 @@ func (s *Sink) Close(final *result.Result) error {
 	}
 	s.final = true
 	s.bump()
-	// Only a page waits for the final report: one that has fetched a
-	// report before. A client that only holds /events open (curl, a
-	// stuck proxy) never fetches it and must not hold the run's exit.
-	watching := s.clients > 0 && s.cur != nil && s.pageSeen
+	// Only a page is waited for: one whose event stream says it is one
+	// (page.html), or that has fetched a report. A client that only holds
+	// /events open (curl, a stuck proxy) never fetches the final report
+	// and must not hold the run's exit.
+	watching := s.cur != nil && (s.pages > 0 || s.clients > 0 && s.pageSeen)
 	s.mu.Unlock()
 	if watching {
 		// Long enough for a page on a machine the run itself kept busy:
@@ -168,11 +171,18 @@ func (s *Sink) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("stampede dashboard: %d pages watch already; close one", maxViewers), http.StatusServiceUnavailable)
 		return
 	}
+	page := r.URL.Query().Get("page") != ""
 	s.clients++
+	if page {
+		s.pages++
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.clients--
+		if page {
+			s.pages--
+		}
 		s.mu.Unlock()
 	}()
 	sent := -1

@@ -131,3 +131,40 @@ func TestListenerWithoutPageDoesNotHoldTheEnd(t *testing.T) {
 		t.Fatal("Close is waiting for a listener that is no page")
 	}
 }
+
+// A page that has fetched no report yet (opened in a background tab) but
+// says it is one is waited for: it fetches the final report at once.
+func TestPageThatSaysSoIsWaitedFor(t *testing.T) {
+	s, err := New("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.finalWait = time.Hour
+	s.Sample(snap(3))
+	r, err := http.Get(s.URL() + "/events?page=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	if _, err := bufio.NewReader(r.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(snap(4)) }()
+	select {
+	case <-closed:
+		t.Fatal("Close did not wait for the page's final fetch")
+	case <-time.After(100 * time.Millisecond):
+	}
+	resp, err := http.Get(s.URL() + "/report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("X-Stampede-Final") != "1" {
+		t.Errorf("report after Close: %v", resp.Header)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
