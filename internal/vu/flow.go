@@ -3,7 +3,6 @@ package vu
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"strconv"
@@ -157,11 +156,11 @@ func (u *User) listOf(e *plan.Expr) ([]any, error) {
 		return nil, err
 	}
 	if s, ok := v.(string); ok {
-		var doc any
 		if s == "" {
 			return nil, nil
 		}
-		if json.Unmarshal([]byte(s), &doc) != nil {
+		doc, ok := decodeItems(s) // jsonpath.go
+		if !ok {
 			return nil, errors.New("not a JSON list: " + strconv.Quote(cut(s, 60)))
 		}
 		v = doc

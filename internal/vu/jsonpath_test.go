@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/plan"
 )
 
 const bigNumbersAnswer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 76\r\n\r\n" +
@@ -46,5 +47,34 @@ func TestDecodeJSONTakesOneDocument(t *testing.T) {
 	}
 	if decodeJSON([]byte(" {\"a\": 1}\n")) == nil {
 		t.Error("a document with white space around it was refused")
+	}
+}
+
+// for_each over a captured list hands out its numbers exact: through
+// float64 the id went out as 1234567890123456768.
+func TestForEachItemsKeepNumbersExact(t *testing.T) {
+	p, err := plan.Parse("t.yaml", []byte(`
+target: http://127.0.0.1:1
+scenarios:
+  s:
+    steps:
+      - {get: /, capture: {ids: {json: ids}}}
+      - for_each: ids
+        steps: [{get: "/x/{{ item }}"}]
+load: {stages: [{duration: 1s, users: 1}]}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &User{}
+	u.env.Captures = []string{`[1234567890123456789, {"id": 9007199254740993, "p": 1.5}, 2]`, ""}
+	items, err := u.listOf(p.Scenarios[0].Steps[1].Flow.Cond)
+	if err != nil || len(items) != 3 {
+		t.Fatalf("%v, %v", items, err)
+	}
+	for i, want := range []string{"1234567890123456789", `{"id":9007199254740993,"p":1.5}`, "2"} {
+		if got := itemText(items[i]); got != want {
+			t.Errorf("item %d: %q, want %q", i, got, want)
+		}
 	}
 }
