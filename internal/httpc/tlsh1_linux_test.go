@@ -495,3 +495,27 @@ func TestTLSStrayBytesLeftInsideTLS(t *testing.T) {
 		t.Fatalf("answer followed by stray bytes in its record: %v (body %d), want the malformed-answer error", err, resp.BodyLen)
 	}
 }
+
+// TestHTTPSFramingRules: over TLS the lean client judges answers by the
+// same rules as over plain TCP: each framing case of issue 27 ends as it
+// does there (the same error or the same body length).
+func TestHTTPSFramingRules(t *testing.T) {
+	for _, c := range framingCases {
+		srv := startTLSServer(t, &tls.Config{}, func(tc *tls.Conn, br *bufio.Reader) {
+			for readRequest(br) == nil {
+				if _, err := io.WriteString(tc, c.raw); err != nil || c.end != nil {
+					return
+				}
+			}
+		})
+		sh := NewShared(insecure())
+		tr := sh.NewTransport()
+		var resp Response
+		req := get(httpsEP(srv.addr), "/")
+		req.Timeout = 5 * time.Second
+		err := tr.RoundTrip(req, &resp)
+		tr.Close()
+		sh.Close()
+		checkFraming(t, c.name+" (HTTPS)", err, resp.BodyLen, c.wantErr, c.bodyLen)
+	}
+}
