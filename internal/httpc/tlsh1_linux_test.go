@@ -519,3 +519,47 @@ func TestHTTPSFramingRules(t *testing.T) {
 		checkFraming(t, c.name+" (HTTPS)", err, resp.BodyLen, c.wantErr, c.bodyLen)
 	}
 }
+
+// TestALPNRouting: against a server that speaks both, version auto hands
+// the connection whose handshake chose h2 to the user's HTTP/2 client
+// (the first request goes on that very connection: one connection for
+// every request, nothing sent twice), and version http/1.1 offers only
+// http/1.1.
+func TestALPNRouting(t *testing.T) {
+	var requests, conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		io.WriteString(w, r.Proto)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	ep := httpsEP(strings.TrimPrefix(srv.URL, "https://"))
+	for _, c := range []struct {
+		proto Protocol
+		want  string
+	}{{ProtoAuto, "HTTP/2.0"}, {ProtoHTTP1, "HTTP/1.1"}} {
+		requests.Store(0)
+		conns.Store(0)
+		o := insecure()
+		o.Protocol = c.proto
+		sh := NewShared(o)
+		tr := sh.NewTransport()
+		for i := 0; i < 3; i++ {
+			var resp Response
+			if err := tr.RoundTrip(get(ep, "/"), &resp); err != nil || string(resp.Body) != c.want {
+				t.Fatalf("protocol %d request %d: %v, body %q, want %q", c.proto, i, err, resp.Body, c.want)
+			}
+		}
+		tr.Close()
+		sh.Close()
+		if requests.Load() != 3 || conns.Load() != 1 {
+			t.Errorf("protocol %d: the server saw %d requests on %d connections, want 3 on 1", c.proto, requests.Load(), conns.Load())
+		}
+	}
+}
