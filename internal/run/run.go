@@ -171,6 +171,11 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		}
 	}
 	r := newRunner(p, prog, base, o)
+	// One runaway script would only be followed by the next: the run
+	// stops, with what it measured, rather than crash on "out of memory".
+	prog.ScriptMemoryHit = func(msg string) {
+		r.stop("memory budget hit: "+msg+"; the run stopped", true)
+	}
 	r.rec.Configure(o.Errors)
 	defer r.shared.Close()
 	// Lateness is the process's own, judged when it comes up: a setup

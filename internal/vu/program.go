@@ -38,6 +38,9 @@ type Program struct {
 	// globals are the setup's captures every user reads (flow.go).
 	globals  []string
 	renewals atomic.Int64
+	// ScriptMemoryHit, when set, hears that a script call was stopped for
+	// growing the memory past its budget (scriptmem.go): the run stops.
+	ScriptMemoryHit func(msg string)
 }
 
 // Scenario is a plan scenario with its steps compiled.

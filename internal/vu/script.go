@@ -103,6 +103,9 @@ type jsVM struct {
 	// clears it.
 	mu    sync.Mutex
 	owner *User
+	// memCall and memBase are the memory watch's (scriptmem.go), under
+	// mu: the call it last saw (its start) and the heap when it saw it.
+	memCall, memBase int64
 	// mac is hmac_sha256's state for macKey.
 	mac    hash.Hash
 	macKey string
@@ -233,6 +236,12 @@ func (vm *jsVM) call(u *User, s *plan.Script) (msg string, stopped bool) {
 	var ie *sobek.InterruptedError
 	if errors.As(err, &ie) {
 		vm.rt.ClearInterrupt()
+		if _, ok := ie.Value().(memoryInterrupt); ok {
+			if hit := u.prog.ScriptMemoryHit; hit != nil {
+				hit(scriptMemoryMessage)
+			}
+			return scriptMemoryMessage, false
+		}
 		if u.interrupted.Load() {
 			return "", true
 		}
@@ -436,6 +445,7 @@ func watch(vm *jsVM) {
 	watched.vms = append(watched.vms, vm)
 	watched.mu.Unlock()
 	watched.once.Do(func() { go watchdog() })
+	startMemWatch()
 }
 
 func unwatch(vm *jsVM) {
