@@ -24,6 +24,9 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 # Prometheus is not started here: the remote-write tests start their own
 # on a free loopback port with a temp dir, so they never share its data.
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+# nginx: the HTTP/2 tests run a real nginx over TLS with http2 (connection
+# rotation by keepalive_requests); they start their own on a free port.
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
