@@ -132,7 +132,9 @@ load:
 	p := e2etest.Start(t, "", nil, "capacity", planPath, "--slo", "error_rate < 50%", "--start", "10", "--max", "20",
 		"--step-hold", "2s", "--budget", "60s", "-o", res, "-q", "--dashboard="+addr)
 	views, o := watchLive(t, "http://"+addr, p)
-	if o.Code != 0 {
+	// A busy machine that delays the generator makes the capacity
+	// undetermined (exit 4), which says why; the page is what is tested.
+	if o.Code != 0 && (o.Code != 4 || !strings.Contains(o.Stdout, "is suspect: generator lag")) {
 		t.Fatalf("capacity: %s", o)
 	}
 	tried := 0

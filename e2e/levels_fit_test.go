@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -50,7 +51,9 @@ gates:
 			t.Errorf("%s: exit %d, want 2\n%s", args[0], o.Code, o)
 			continue
 		}
-		for _, w := range []string{"level users 1000000k", "1,000,000,000 users need", "open-files limit", "--workers", plan + ":8:"} {
+		// "--workers N", or for a count no number of workers holds,
+		// "more than ... processes would be needed".
+		for _, w := range []string{"level users 1000000k", "1,000,000,000 users need", "open-files limit", "processes", plan + ":8:"} {
 			if !strings.Contains(o.Stderr, w) {
 				t.Errorf("%s: stderr lacks %q\n%s", args[0], w, o)
 			}
@@ -180,13 +183,17 @@ load:
 	}
 }
 
-// TestLevelsRefusalNamesTheLargestLevel: a sweep whose levels from 2M
-// users up are past the open-files limit was refused with the figures of
-// the first such level, and told to use --workers, which sweep does not
-// take. The refusal now gives the largest level's count and a command
-// that exists.
+// TestLevelsRefusalNamesTheLargestLevel: under an open-files limit of
+// 1024 (set with prlimit), a sweep of 100, 2,000 and 5,000 users was
+// refused with the figures of the first level past it (2,000), and told
+// to use --workers, which sweep did not take. The refusal now gives the
+// largest level's count and the workers it needs, and sweep takes them.
 func TestLevelsRefusalNamesTheLargestLevel(t *testing.T) {
 	t.Parallel()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("needs prlimit (util-linux) to lower the open-files limit of the run")
+	}
 	srv := newSeenServer(t)
 	plan := e2etest.WritePlan(t, fmt.Sprintf(`target: %s
 scenarios:
@@ -195,18 +202,25 @@ load:
   stages:
     - {duration: 1s, users: 1}
 `, srv.URL), nil)
-	o := e2etest.Stampede(t, 60*time.Second, "", "sweep", plan, "--users", "100,2000000,1000000000", "--hold", "1s", "-q",
-		"-o", filepath.Join(t.TempDir(), "s.json"))
-	if o.Code != 2 {
-		t.Fatalf("exit %d, want 2\n%s", o.Code, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prlimit, "--nofile=1024:1024", "--", e2etest.Bin, "sweep", plan, "--users", "100,2000,5000",
+		"--hold", "1s", "-q", "-o", filepath.Join(t.TempDir(), "s.json"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("err %v, want exit 2\n%s", err, stderr.String())
 	}
-	for _, w := range []string{"level users 1000000k", "1,000,000,000 users need", "processes with --workers "} {
-		if !strings.Contains(o.Stderr, w) {
-			t.Errorf("stderr lacks %q\n%s", w, o)
+	// 5,000 users in processes of 1,024 - 256 files: 7.
+	for _, w := range []string{"level users 5000", "5,000 users need", "processes with --workers 7 "} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr lacks %q\n%s", w, stderr.String())
 		}
 	}
-	if strings.Contains(o.Stderr, "2,000,000 users") {
-		t.Errorf("the refusal names a smaller level\n%s", o)
+	if strings.Contains(stderr.String(), "2,000 users") {
+		t.Errorf("the refusal names a smaller level\n%s", stderr.String())
 	}
 	// The advice is a flag sweep takes (it did not: "unknown flag").
 	if h := e2etest.Stampede(t, 30*time.Second, "", "sweep", "--help"); !strings.Contains(h.Stdout, "--workers") {

@@ -47,12 +47,26 @@ func TestCapacityFindsThePoolsLimit(t *testing.T) {
 	out := filepath.Join(dir, "cap.json")
 	o := e2etest.Stampede(t, 3*time.Minute, dir, "capacity", plan, "--slo", "error_rate < 1%", "--start", "20",
 		"--step-hold", "2s", "--budget", "90s", "--demo", "pool=4,service=50ms,wait=100ms", "-o", out, "-q")
-	if o.Code != 0 {
-		t.Fatalf("exit %d, want 0: a capacity was found\n%s", o.Code, o)
-	}
+	foundOrLagged(t, o)
 	in := capacityOf(t, e2etest.ReadResult(t, out))
-	if rate := in.Evidence["capacity_rate"]; rate < 72 || rate > 88 || in.Evidence["undetermined"] != 0 {
-		t.Errorf("capacity %g (undetermined %g), want 80/s within 10%%\n%s", rate, in.Evidence["undetermined"], o)
+	if rate := in.Evidence["capacity_rate"]; rate < 72 || rate > 88 {
+		t.Errorf("capacity %g, want 80/s within 10%%\n%s", rate, o)
+	}
+}
+
+// foundOrLagged wants exit 0, a capacity found. A machine busy enough to
+// delay the generator by a quarter of the target's latency makes a level
+// that bounds the answer suspect, and then the honest answer is
+// "undetermined" (exit 4) naming the lag: that is accepted, and the rate
+// the search settled on is still checked.
+func foundOrLagged(t *testing.T, o e2etest.Outcome) {
+	t.Helper()
+	switch {
+	case o.Code == 0:
+	case o.Code == 4 && strings.Contains(o.Stdout, "is suspect: generator lag") && !strings.Contains(o.Stdout, "dropped"):
+		t.Logf("this machine delayed the generator: the capacity is undetermined\n%s", o.Stdout)
+	default:
+		t.Fatalf("exit %d, want 0: a capacity was found (or 4 for a lagging generator)\n%s", o.Code, o)
 	}
 }
 

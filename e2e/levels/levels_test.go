@@ -192,9 +192,7 @@ load:
 	out := filepath.Join(dir, "cap.json")
 	o := e2etest.Stampede(t, time.Minute, dir, "capacity", plan, "--slo", "error_rate < 1%", "--start", "40",
 		"--step-hold", "1500ms", "--budget", "30s", "-o", out, "-q")
-	if o.Code != 0 {
-		t.Fatalf("want exit 0\n%s", o)
-	}
+	foundOrLagged(t, o)
 	res := e2etest.ReadResult(t, out)
 	var rate float64
 	for _, in := range res.Indicators {
