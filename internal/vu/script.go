@@ -144,6 +144,9 @@ var errScriptFail = errors.New("fail")
 
 func newVM() *jsVM {
 	rt := sobek.New()
+	if _, err := rt.RunString(boundStrings); err != nil {
+		panic("vu: bounding the script builtins: " + err.Error()) // a bug in boundStrings
+	}
 	vm := &jsVM{rt: rt, fns: map[*plan.Script]sobek.Callable{}}
 	watch(vm)
 	vm.args[0] = rt.NewDynamicObject(&capturesObj{vm})

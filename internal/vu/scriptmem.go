@@ -18,6 +18,30 @@ import (
 // scriptMemoryBudget is how much the heap may grow while one call runs.
 const scriptMemoryBudget = 128 << 20
 
+// maxScriptString bounds the strings the builtins that make one string in
+// a single allocation (repeat, padStart, padEnd) may make, in characters:
+// the heap watch stops a call between instructions, so it cannot stop
+// one allocation of gigabytes.
+const maxScriptString = 32 << 20
+
+// boundStrings wraps those builtins in a runtime with the bound.
+var boundStrings = fmt.Sprintf(`(function (lim) {
+  const P = String.prototype;
+  const check = (n) => {
+    if (n > lim) throw new RangeError("a string of " + n + " characters is more than a script may make (" + lim + ")");
+  };
+  const wrap = (name, size) => {
+    const orig = P[name];
+    Object.defineProperty(P, name, {writable: true, configurable: true, value: function (...args) {
+      check(size(String(this), args));
+      return orig.apply(this, args);
+    }});
+  };
+  wrap("repeat", (s, a) => s.length * Math.max(0, Math.floor(Number(a[0])) || 0));
+  wrap("padStart", (s, a) => Number(a[0]) || 0);
+  wrap("padEnd", (s, a) => Number(a[0]) || 0);
+})(%d);`, maxScriptString)
+
 // memoryInterrupt is what a call stopped for memory is interrupted with.
 type memoryInterrupt struct{}
 
