@@ -126,8 +126,13 @@ func TestGatesMeasureConnectionSteps(t *testing.T) {
 		if cs.Opened != displays || hs.Requests != cs.Attempts || hs.Failed != 0 {
 			t.Errorf("level %d: %d opened (want %d), handshake %d of %d attempts, %d failed", i+1, cs.Opened, displays, hs.Requests, cs.Attempts, hs.Failed)
 		}
-		if p := stepOf(t, r, "kitchen-display", "push OrderPlaced"); p.Requests != cs.Pushes["OrderPlaced"] {
-			t.Errorf("level %d: step push OrderPlaced %d, Connections pushes %d", i+1, p.Requests, cs.Pushes["OrderPlaced"])
+		// Both cover the level from its start (the step was cut to the
+		// hold, a quarter short, the count was not). A push is counted as
+		// it arrives and its latency recorded just after, and the hold's
+		// end is read as one snapshot, so pushes arriving meanwhile may be
+		// in the count and not yet in the step: a few, never the ramp's.
+		if p, n := stepOf(t, r, "kitchen-display", "push OrderPlaced"), cs.Pushes["OrderPlaced"]; p.Requests > n || n-p.Requests > n/10+displays {
+			t.Errorf("level %d: step push OrderPlaced %d, Connections pushes %d", i+1, p.Requests, n)
 		}
 		measured += r.Run.DurationS
 		requests += float64(r.Totals.Requests)
