@@ -67,6 +67,9 @@ func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n i
 	}
 	wg.Wait()
 	lv, err := w.merge(vary, v, outs, errs)
+	if err != nil && ctx.Err() != nil {
+		return lv, fmt.Errorf("level %s %s: interrupted before its segments measured anything (%v)", vary, levels.FormatLevel(vary, v), err)
+	}
 	if err != nil {
 		return lv, err
 	}
