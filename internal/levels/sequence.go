@@ -18,7 +18,7 @@ func sequential(top *result.Result, rs []*result.Result) {
 	for _, r := range rs {
 		top.Run.DurationS += r.Run.DurationS
 	}
-	if top.Totals.Requests > 0 && top.Run.DurationS > 0 && top.Generator.Cores > 0 {
+	if top.Run.DurationS > 0 && top.Generator.Cores > 0 {
 		top.Generator.CPUUtil = top.Generator.CPUSeconds / (top.Run.DurationS * float64(top.Generator.Cores))
 	}
 	top.Connections = connectionsInSequence(rs)
