@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -146,5 +148,87 @@ load:
 	}
 	if tried == 0 {
 		t.Errorf("no rate tried ever showed on the dashboard (%d views)", len(views))
+	}
+}
+
+// TestDashboardGatesJudgedAndFinal: a page watching gates sees the running
+// level judged by the plan's thresholds (it said "no thresholds (partial
+// result)" until a level ended), and the final report reaches it before
+// the process exits.
+func TestDashboardGatesJudgedAndFinal(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer target.Close()
+	planPath := e2etest.WritePlan(t, fmt.Sprintf(`
+name: live-gates
+target: %s
+scenarios:
+  s:
+    steps:
+      - get: /
+      - think: 50ms
+load:
+  stages: [{duration: 1s, users: 1}]
+thresholds: ["p99 < 10s"]
+gates:
+  vary: users
+  levels: [1, 2]
+  hold: 2s
+  slo: ["error_rate < 50%%"]
+`, target.URL), nil)
+	res := filepath.Join(filepath.Dir(planPath), "r.json")
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t))
+	p := e2etest.Start(t, "", nil, "gates", planPath, "-o", res, "-q", "--dashboard="+addr)
+	u := waitDashboard(t, p, addr)
+	var events *http.Response
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(u + "/events?page=1")
+		if err == nil && resp.StatusCode == http.StatusOK {
+			events = resp
+			break
+		}
+		if err == nil {
+			resp.Body.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dashboard's events never answered: %v", err)
+		}
+	}
+	defer events.Body.Close()
+	report := func() (string, bool) {
+		resp, err := http.Get(u + "/report")
+		if err != nil {
+			t.Fatalf("report: %v (the server is gone)", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp.Header.Get("X-Stampede-Final") == "1"
+	}
+	sc := bufio.NewScanner(events.Body)
+	sawRunning := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data: ") {
+			continue
+		}
+		html, final := report()
+		if !final && !sawRunning {
+			sawRunning = true
+			if strings.Contains(html, "no thresholds") || !strings.Contains(html, "p99 &lt; 10s") {
+				t.Errorf("the first level's page is not judged by the plan's threshold")
+			}
+		}
+		if strings.Contains(line, `"final":true`) {
+			if !final || !strings.Contains(html, "users 2: p99 &lt; 10s") {
+				t.Errorf("the final report (final %v) lacks the last level's verdicts", final)
+			}
+			break
+		}
+	}
+	if o := p.Wait(t, 2*time.Minute); o.Code != 0 {
+		t.Fatalf("gates: %s", o)
+	}
+	if !sawRunning {
+		t.Error("no update came before the final one")
 	}
 }
