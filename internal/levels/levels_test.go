@@ -430,7 +430,11 @@ func TestLevelThatEndsDuringItsRamp(t *testing.T) {
 	if err := os.WriteFile(csv, []byte("id\n1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := mustPlan(t, getPlan(srv.URL, "/{{ data.ids.id }}", "data:\n  ids: {file: "+csv+", pick: unique}", "    - {duration: 1s, users: 1}"))
+	// The plan sits beside its data file: plans read files only there.
+	p, err := plan.Parse(dir+"/test.yaml", []byte(getPlan(srv.URL, "/{{ data.ids.id }}", "data:\n  ids: {file: ids.csv, pick: unique}", "    - {duration: 1s, users: 1}")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{10}, Options{Ramp: 5 * time.Second, Hold: time.Second, SLO: []string{"error_rate < 1%"}, StopAtFail: true})
 	if err != nil {
 		t.Fatal(err)
