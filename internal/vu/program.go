@@ -68,6 +68,9 @@ type Step struct {
 	// secretHeaders index the headers whose values are noted as sent
 	// (secrets.go).
 	secretHeaders []int
+	// secretCaptures: a capture of the step is a credential, noted before
+	// the step's checks run (secrets.go).
+	secretCaptures bool
 }
 
 // Compile prepares p to run against base, the target's base URL.
@@ -111,6 +114,9 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 					}
 				}
 				cs.secretHeaders = secretHeaderIndexes(p, st)
+				for _, c := range st.Captures {
+					cs.secretCaptures = cs.secretCaptures || c.Secret
+				}
 				for _, h := range st.Headers {
 					cs.hasCT = cs.hasCT || strings.EqualFold(h.Name, "Content-Type")
 					cs.hasUA = cs.hasUA || strings.EqualFold(h.Name, "User-Agent")

@@ -47,6 +47,35 @@ func (u *User) noteHeader(name, value []byte) {
 	u.remember(v)
 }
 
+// capturedValue is a capture's value and whether the answer had one.
+type capturedValue struct {
+	v     string
+	found bool
+}
+
+// noteSecretCaptures takes and notes the step's secret captures before any
+// check or other capture can fail the step: a failed step's answer goes to
+// the failure samples and messages, and a token in it must be hidden there
+// too. The values wait in u.secretVals for judge, which stores them only if
+// the step succeeds, as for every capture.
+func (u *User) noteSecretCaptures(st *Step) {
+	if cap(u.secretVals) < len(st.Captures) {
+		u.secretVals = make([]capturedValue, len(st.Captures))
+	}
+	u.secretVals = u.secretVals[:len(st.Captures)]
+	for i := range st.Captures {
+		c := &st.Captures[i]
+		if !c.Secret {
+			continue
+		}
+		v, found := u.captureValue(c)
+		u.secretVals[i] = capturedValue{v, found}
+		if found {
+			u.noteCaptured(v)
+		}
+	}
+}
+
 // noteCaptured notes a secret capture's value when it is captured.
 func (u *User) noteCaptured(v string) {
 	if _, ok := u.noted[v]; ok {

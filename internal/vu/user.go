@@ -44,6 +44,9 @@ type User struct {
 
 	doc       any
 	docParsed bool
+	// secretVals are the current answer's secret captures, by capture
+	// index, taken before its checks (secrets.go).
+	secretVals []capturedValue
 	// noted are the credentials this user has noted (secrets.go).
 	noted map[string]struct{}
 
@@ -506,6 +509,10 @@ func (u *User) finish(st *Step, err error, sent time.Time, latency time.Duration
 // its message has been seen: a server failing every request must not make
 // the generator slower by allocating per failure.
 func (u *User) judge(st *Step) (sample.Class, []byte) {
+	u.doc, u.docParsed = nil, false
+	if st.secretCaptures {
+		u.noteSecretCaptures(st) // secrets.go
+	}
 	code := u.resp.Status
 	exp := &st.Expect
 	if len(exp.Status) > 0 {
@@ -536,7 +543,6 @@ func (u *User) judge(st *Step) (sample.Class, []byte) {
 			return sample.Check, u.msg
 		}
 	}
-	u.doc, u.docParsed = nil, false
 	for _, je := range exp.JSON {
 		doc, ok := u.parsedBody()
 		if !ok {
@@ -555,39 +561,46 @@ func (u *User) judge(st *Step) (sample.Class, []byte) {
 			return sample.Check, u.msg
 		}
 	}
-	for _, c := range st.Captures {
+	for i := range st.Captures {
+		c := &st.Captures[i]
 		var val string
-		found := false
-		switch c.Kind {
-		case plan.CaptureHeader:
-			if v := u.resp.Get(c.Header); v != nil {
-				val, found = string(v), true
-			}
-		case plan.CaptureRegex:
-			if m := c.Regex.FindSubmatch(u.resp.Body); m != nil {
-				if len(m) > 1 {
-					val = string(m[1])
-				} else {
-					val = string(m[0])
-				}
-				found = true
-			}
-		case plan.CaptureJSON:
-			if doc, ok := u.parsedBody(); ok {
-				val, found = jsonAt(doc, c.JSONPath)
-			}
+		var found bool
+		if c.Secret {
+			// Taken and noted before the checks (noteSecretCaptures).
+			val, found = u.secretVals[i].v, u.secretVals[i].found
+		} else {
+			val, found = u.captureValue(c)
 		}
 		if !found {
 			u.msg = append(strconv.AppendQuote(append(u.msg[:0], "capture "...), c.Name), " found nothing"...)
 			u.msg = append(u.msg, u.resp.CutNote()...)
 			return sample.Capture, u.msg
 		}
-		if c.Secret {
-			u.noteCaptured(val)
-		}
 		u.env.Captures[c.Slot] = val
 	}
 	return sample.OK, nil
+}
+
+// captureValue is what c takes from the answer, and whether it found it.
+func (u *User) captureValue(c *plan.Capture) (string, bool) {
+	switch c.Kind {
+	case plan.CaptureHeader:
+		if v := u.resp.Get(c.Header); v != nil {
+			return string(v), true
+		}
+	case plan.CaptureRegex:
+		if m := c.Regex.FindSubmatch(u.resp.Body); m != nil {
+			if len(m) > 1 {
+				return string(m[1]), true
+			}
+			return string(m[0]), true
+		}
+	case plan.CaptureJSON:
+		if doc, ok := u.parsedBody(); ok {
+			return jsonAt(doc, c.JSONPath)
+		}
+	}
+	return "", false
 }
 
 // parsedBody decodes the response body as JSON once per response, for
