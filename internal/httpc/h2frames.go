@@ -242,6 +242,11 @@ func (c *h2conn) onSettings(f *http2.SettingsFrame) error {
 			if over {
 				return h2Violation(http2.ErrCodeFlowControl, "SETTINGS_INITIAL_WINDOW_SIZE overflows a stream's window")
 			}
+			if delta > 0 {
+				// Shared mode: a body waiting for its stream's window
+				// waits on winCh, which only a window change closes.
+				c.windowMoved()
+			}
 		case http2.SettingMaxConcurrentStreams:
 			c.peerMaxStreams = s.Val
 		case http2.SettingHeaderTableSize:

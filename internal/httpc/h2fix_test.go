@@ -1,0 +1,158 @@
+package httpc
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// rawH2 is a scripted h2c server on loopback: it reads the preface, writes
+// initial as its SETTINGS, acks the client's SETTINGS, and hands every
+// other frame to onFrame (called on the connection's reader goroutine).
+type rawH2 struct {
+	ep    *Endpoint
+	conns atomic.Int64
+}
+
+type rawH2Conn struct {
+	n   int64 // 1 for the first connection
+	mu  sync.Mutex
+	fr  *http2.Framer
+	buf bytes.Buffer
+	enc *hpack.Encoder
+}
+
+// write runs fn with the framer, serialised.
+func (c *rawH2Conn) write(fn func(fr *http2.Framer)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn(c.fr)
+}
+
+// block encodes name/value pairs (inside write only).
+func (c *rawH2Conn) block(fields ...string) []byte {
+	c.buf.Reset()
+	for i := 0; i+1 < len(fields); i += 2 {
+		c.enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+	}
+	return append([]byte(nil), c.buf.Bytes()...)
+}
+
+// respond answers stream with status and no body.
+func (c *rawH2Conn) respond(stream uint32, status string) {
+	c.write(func(fr *http2.Framer) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: c.block(":status", status), EndHeaders: true, EndStream: true})
+	})
+}
+
+func serveRawH2(t *testing.T, initial []http2.Setting, onFrame func(c *rawH2Conn, f http2.Frame)) *rawH2 {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawH2{ep: &Endpoint{Scheme: "http", Addr: ln.Addr().String(), Host: ln.Addr().String()}}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, nc := range open {
+			nc.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			open = append(open, nc)
+			mu.Unlock()
+			c := &rawH2Conn{n: s.conns.Add(1), fr: http2.NewFramer(nc, nil)}
+			c.enc = hpack.NewEncoder(&c.buf)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				br := bufio.NewReader(nc)
+				if _, err := io.ReadFull(br, make([]byte, len(http2.ClientPreface))); err != nil {
+					return
+				}
+				c.write(func(fr *http2.Framer) { fr.WriteSettings(initial...) })
+				rd := http2.NewFramer(nil, br)
+				for {
+					f, err := rd.ReadFrame()
+					if err != nil {
+						return
+					}
+					if sf, ok := f.(*http2.SettingsFrame); ok {
+						if !sf.IsAck() {
+							c.write(func(fr *http2.Framer) { fr.WriteSettingsAck() })
+						}
+						continue
+					}
+					onFrame(c, f)
+				}
+			}()
+		}
+	}()
+	return s
+}
+
+// TestH2SharedWindowRaisedBySettings: a body waiting for its stream's
+// window goes on when the server raises SETTINGS_INITIAL_WINDOW_SIZE.
+// Before the fix a shared-mode body waited for a WINDOW_UPDATE and timed
+// out.
+func TestH2SharedWindowRaisedBySettings(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		srv := serveRawH2(t, []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}, {ID: http2.SettingMaxConcurrentStreams, Val: 10}},
+			func(c *rawH2Conn, f http2.Frame) {
+				switch f := f.(type) {
+				case *http2.HeadersFrame:
+					if f.StreamEnded() {
+						c.respond(f.StreamID, "200")
+						return
+					}
+					c.write(func(fr *http2.Framer) {
+						fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 65535})
+					})
+				case *http2.DataFrame:
+					if f.StreamEnded() {
+						c.respond(f.StreamID, "201")
+					}
+				}
+			})
+		ep := srv.ep
+		var c *H2
+		if shared {
+			c = sharedUsers(t, ep, Options{}, 1)[0]
+		} else {
+			c = testH2(t, ep, Options{})
+		}
+		var resp Response
+		// The first request lets the client read the server's SETTINGS,
+		// so the POST's stream starts with a closed window.
+		if err := c.RoundTrip(h2get(ep, "/"), &resp); err != nil || resp.Status != 200 {
+			t.Fatalf("shared %v: GET: %v %d", shared, err, resp.Status)
+		}
+		post := &Request{Method: "POST", Endpoint: ep, PathQuery: []byte("/"), Body: bytes.Repeat([]byte("x"), 1000), Timeout: 5 * time.Second}
+		if err := c.RoundTrip(post, &resp); err != nil || resp.Status != 201 {
+			t.Fatalf("shared %v: POST after the window was raised: %v %d", shared, err, resp.Status)
+		}
+	}
+}
