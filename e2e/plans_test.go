@@ -107,7 +107,19 @@ load:
   stages:
     - {duration: 2s, users: 1000000000}
 `, srv.URL), nil)
-		refused(t, plan, 6, "1,000,000,000 users", "open-files limit", "--workers", "ulimit")
+		// 50,000 processes are no advice to give: lower the load instead.
+		refused(t, plan, 6, "1,000,000,000 users", "open-files limit", "more than 10,000 processes would be needed", "ulimit")
+	})
+	t.Run("users a few workers hold", func(t *testing.T) {
+		t.Parallel()
+		plan := e2etest.WritePlan(t, fmt.Sprintf(`target: %s
+scenarios:
+  s: {steps: [{get: /ok}]}
+load:
+  stages:
+    - {duration: 2s, users: 100000}
+`, srv.URL), nil)
+		refused(t, plan, 6, "100,000 users", "open-files limit", "--workers", "ulimit")
 	})
 	t.Run("tenants", func(t *testing.T) {
 		t.Parallel()
@@ -119,7 +131,7 @@ load:
   stages:
     - {duration: 2s, users: 1}
 `, srv.URL), nil)
-		refused(t, plan, 7, "open-files limit", "--workers")
+		refused(t, plan, 7, "open-files limit", "processes would be needed")
 	})
 	t.Run("rate", func(t *testing.T) {
 		t.Parallel()
