@@ -128,13 +128,11 @@ func (p *parser) finishSecrets() {
 	seen := map[string]bool{}
 	var forms []string
 	for _, v := range p.secrets {
-		quoted := strconv.Quote(v)
-		// Messages are one line with white space collapsed (the failure
-		// tables' messages), so a secret with a newline or two spaces is
-		// looked for in that form too.
-		oneLine := strings.Join(strings.Fields(v), " ")
-		for _, f := range []string{v, quoted[1 : len(quoted)-1], url.QueryEscape(v), url.PathEscape(v), oneLine} {
-			if len(f) >= minSecret && !seen[f] {
+		// The forms noted values are looked for in (sentsecrets.go):
+		// messages are one line with white space collapsed (the failure
+		// tables' messages), servers echo values JSON- or URL-escaped.
+		for _, f := range secretForms(v) {
+			if !seen[f] {
 				seen[f] = true
 				forms = append(forms, f)
 			}

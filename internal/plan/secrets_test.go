@@ -133,7 +133,11 @@ load:
 		`raw Check"Secret999 here`:                      `raw [redacted] here`,
 		`Get "http://127.0.0.1:9/x?token=t0k+en%2F%2B"`: `Get "http://127.0.0.1:9/x?token=[redacted]"`,
 		`path /t0k%20en%2F+`:                            `path /[redacted]`,
-		`10 users, got 100`:                             `10 users, got 100`,
+		// As JSON encoders escape it: PHP's "\/", ASP.NET's \u002B.
+		`{"token":"t0k en\/+"}`:            `{"token":"[redacted]"}`,
+		`{"token":"t0k en/\u002B"}`:        `{"token":"[redacted]"}`,
+		`{"check":"Check\u0022Secret999"}`: `{"check":"[redacted]"}`,
+		`10 users, got 100`:                `10 users, got 100`,
 		// A message shortened inside a secret keeps no part of it.
 		`401 Unauthorized: bad token Check"Sec…`: `401 Unauthorized: bad token [redacted]…`,
 		`bad token Che…`:                         `bad token Che…`, // 3 bytes: too short to count

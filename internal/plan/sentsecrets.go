@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -133,12 +134,17 @@ func (s *sentSecrets) add(v string) {
 }
 
 // secretForms are v as messages carry it: as is, escaped inside a quoted
-// (JSON or Go) string, URL-escaped, and on one line.
+// (JSON or Go) string, as the common JSON encoders escape it, URL-escaped,
+// and on one line.
 func secretForms(v string) []string {
 	quoted := strconv.Quote(v)
 	oneLine := strings.Join(strings.Fields(v), " ")
 	var out []string
-	for _, f := range []string{v, quoted[1 : len(quoted)-1], url.QueryEscape(v), url.PathEscape(v), oneLine} {
+	for _, f := range []string{
+		v, quoted[1 : len(quoted)-1],
+		jsonString(v, phpEscape), jsonString(v, aspNetEscape), jsonString(v, goEscape),
+		url.QueryEscape(v), url.PathEscape(v), oneLine,
+	} {
 		if len(f) < minSecret {
 			continue
 		}
@@ -151,6 +157,63 @@ func secretForms(v string) []string {
 		}
 	}
 	return out
+}
+
+// The JSON encoders of common servers escape more than '"' and '\\', and a
+// token echoed in their answers (base64 holds '+' and '/') must be found in
+// their forms. PHP's json_encode writes '/' as "\/"; ASP.NET's
+// System.Text.Json writes HTML-sensitive characters and '+' as upper-case
+// \u escapes ('"' too); Go's encoding/json writes < > & as lower-case ones.
+func phpEscape(c byte) string {
+	if c == '/' {
+		return `\/`
+	}
+	return ""
+}
+
+func aspNetEscape(c byte) string {
+	switch c {
+	case '"', '+', '<', '>', '&', '\'', '`':
+		return fmt.Sprintf(`\u%04X`, c)
+	}
+	return ""
+}
+
+func goEscape(c byte) string {
+	switch c {
+	case '<', '>', '&':
+		return fmt.Sprintf(`\u%04x`, c)
+	}
+	return ""
+}
+
+// jsonString is v inside a JSON string as an encoder that escapes the
+// bytes escape names (beyond '"', '\\' and control bytes) writes it.
+func jsonString(v string, escape func(byte) string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if e := escape(c); e != "" {
+			b.WriteString(e)
+			continue
+		}
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // redact hides every noted value in s, and the start of one that a

@@ -18,6 +18,7 @@ func TestSentSecretsAreRedacted(t *testing.T) {
 	p.NoteSecretHeader("Set-Cookie", "sid=cookie-value-9; Path=/; HttpOnly")
 	p.NoteSecretHeader("Cookie", "a=first-cookie; b=second-cookie")
 	p.NoteSecret("captured-token-7")
+	p.NoteSecret("ampX&secret<9>")
 	for _, msg := range []string{
 		"500 Internal Server Error: " + token,
 		`{"headers":{"authorization":"Bearer ` + token + `"}}`,
@@ -27,9 +28,16 @@ func TestSentSecretsAreRedacted(t *testing.T) {
 		"cookies first-cookie and second-cookie",
 		"captured captured-token-7 here",
 		"cut inside: captured-tok…",
+		// JSON encoders' own escapes: PHP's "\/", ASP.NET's upper-case \u
+		// (base64's '+'), Go's lower-case \u for < > &.
+		`{"authorization":"Bearer ` + strings.ReplaceAll(token, "/", `\/`) + `"}`,
+		`{"authorization":"Bearer ` + strings.ReplaceAll(token, "+", `\u002B`) + `"}`,
+		`{"echo":"ampX\u0026secret\u003c9\u003e"}`,
+		`{"echo":"ampX\u0026secret\u003C9\u003E"}`,
+		"cut inside: Bearer " + strings.ReplaceAll(token, "/", `\/`)[:39] + "…",
 	} {
 		got := p.Redact(msg)
-		for _, s := range []string{"eyJhbGci", "pa55word", "cookie-value", "first-cookie", "second-cookie", "captured-tok"} {
+		for _, s := range []string{"eyJhbGci", "pa55word", "cookie-value", "first-cookie", "second-cookie", "captured-tok", "ampX"} {
 			if strings.Contains(got, s) {
 				t.Errorf("Redact(%q) = %q: %s shows", msg, got, s)
 			}
