@@ -52,6 +52,9 @@ type Capacity struct {
 	// failure) is suspect or was held back by the generator, so the
 	// limit found may be the generator's.
 	Undetermined string
+	// CannotSplit says why --workers cannot split the plan's levels
+	// (SplitRefusal), so an undetermined capacity is not told to split.
+	CannotSplit string
 	// BoundBy names the server resource the monitors showed at its limit
 	// at the lowest failing rate (the server_limit or server_at_limit
 	// finding), when they showed one.
@@ -150,7 +153,7 @@ func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 	// A level costs its ramp, its hold and up to the grace period for
 	// requests still in flight.
 	cost := o.Ramp + o.Hold + p.Load.Grace
-	c := &Capacity{}
+	c := &Capacity{CannotSplit: SplitRefusal(p)}
 	var levels []result.Level
 	try := func(rate float64) (bool, bool, error) {
 		if time.Since(began)+cost > o.Budget {
@@ -371,7 +374,11 @@ func WriteCapacity(w io.Writer, c *Capacity, slo []string) error {
 	case c.Undetermined != "":
 		fmt.Fprintf(w, "Capacity: undetermined - the levels that bound it say more about the generator than the target: %s\n", c.Undetermined)
 		if c.Rate > 0 {
-			fmt.Fprintf(w, "(%s iterations/s met the SLOs, but that is no answer about the target; split the load with --workers or use a bigger generator)\n", compact(c.Rate))
+			advice := "split the load with --workers or use a bigger generator"
+			if c.CannotSplit != "" {
+				advice = "use a bigger generator; the load cannot be split: " + c.CannotSplit
+			}
+			fmt.Fprintf(w, "(%s iterations/s met the SLOs, but that is no answer about the target; %s)\n", compact(c.Rate), advice)
 		}
 	case c.Rate > 0:
 		fmt.Fprintf(w, "Capacity: %s iterations/s meet the SLOs", compact(c.Rate))
@@ -388,7 +395,7 @@ func WriteCapacity(w io.Writer, c *Capacity, slo []string) error {
 	if c.KneeFound {
 		k := c.Knee
 		if k.FollowedUpTo > 0 {
-			fmt.Fprintf(w, "Knee: throughput followed the offered rate up to %s/s (p95 %s); at %s/s it %s\n",
+			fmt.Fprintf(w, "Knee: throughput followed the offered rate up to %s/s (p95 %s); at %s/s: %s\n",
 				compact(k.FollowedUpTo), result.FormatDuration(k.P95BeforeUS), compact(k.AtRate), k.Reason)
 		} else {
 			fmt.Fprintf(w, "Knee: already at the lowest rate, %s/s: %s\n", compact(k.AtRate), k.Reason)
