@@ -54,6 +54,10 @@ type H2 struct {
 	stop  chan struct{}
 	timer *time.Timer
 
+	// lastEP and lastKey cache the pool key of the last endpoint.
+	lastEP  *Endpoint
+	lastKey string
+
 	current     atomic.Pointer[h2conn]
 	interrupted atomic.Bool
 	stopDial    atomic.Pointer[context.CancelFunc]
@@ -100,8 +104,13 @@ func (c *H2) drop(hc *h2conn, err error) {
 
 // adopt takes a fresh connection that negotiated HTTP/2 (an https dial by
 // H1 whose server chose "h2"), for the request about to be sent. Its
-// connection slot, if any, is released with it.
+// connection slot, if any, is released with it. In shared mode it
+// becomes a shared connection, the one the request then takes.
 func (c *H2) adopt(ep *Endpoint, nc net.Conn) {
+	if c.pool != nil {
+		c.pool.adopt(c.origin(ep), newH2conn(ep, nc, c.maxHeader()))
+		return
+	}
 	for _, hc := range c.conns {
 		if hc.ep == ep {
 			c.drop(hc, nil)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,5 +155,69 @@ func TestH2SharedWindowRaisedBySettings(t *testing.T) {
 		if err := c.RoundTrip(post, &resp); err != nil || resp.Status != 201 {
 			t.Fatalf("shared %v: POST after the window was raised: %v %d", shared, err, resp.Status)
 		}
+	}
+}
+
+// TestH2SharedAutoDialsOnce: in shared mode under version auto, the
+// users' first requests to an https origin that chooses h2 open one
+// connection, which the request that found out by ALPN leaves in the pool.
+// Before the fix each user's HTTP/1.1 dial was adopted and left idle while
+// the shared path dialed again (21 handshakes for 20 users), and under
+// max_connections_per_host: 4 no request got through.
+func TestH2SharedAutoDialsOnce(t *testing.T) {
+	for _, cap := range []int{0, 4} {
+		ep, conns := goH2(t, true, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		sh := NewShared(Options{TLS: ep.TLS, H2Shared: true, MaxConnsPerHost: cap})
+		t.Cleanup(sh.Close)
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for i := 0; i < 20; i++ {
+			m := sh.NewTransport()
+			t.Cleanup(m.Close)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var resp Response
+				for j := 0; j < 3; j++ {
+					req := &Request{Method: "GET", Endpoint: ep, PathQuery: []byte("/"), Timeout: 10 * time.Second, KeepBody: true}
+					if err := m.RoundTrip(req, &resp); err != nil || string(resp.Body) != "ok" {
+						failed.Add(1)
+						t.Errorf("cap %d: %v %q", cap, err, resp.Body)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if got := conns.Load(); got != 1 || failed.Load() > 0 {
+			t.Errorf("cap %d: 20 users opened %d connections (want 1), %d failed", cap, got, failed.Load())
+		}
+	}
+}
+
+// TestH2SharedPoolByOrigin: users whose endpoint is their own (a host
+// from data or a capture) share the origin's connection. Before the fix
+// the pool was keyed by the *Endpoint, one connection per user.
+func TestH2SharedPoolByOrigin(t *testing.T) {
+	ep, conns := goH2(t, false, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	users := sharedUsers(t, ep, Options{Protocol: ProtoH2C}, 6)
+	var wg sync.WaitGroup
+	for _, u := range users {
+		own := *ep
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var resp Response
+			for j := 0; j < 3; j++ {
+				if err := u.RoundTrip(h2get(&own, "/"), &resp); err != nil || string(resp.Body) != "ok" {
+					t.Errorf("%v %q", err, resp.Body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := conns.Load(); got != 1 {
+		t.Errorf("6 users with their own endpoints for one origin opened %d connections, want 1", got)
 	}
 }

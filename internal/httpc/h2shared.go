@@ -29,9 +29,22 @@ const h2SharedStreams = 100
 type h2pool struct {
 	maxConns int // max_connections_per_host (0: none)
 	mu       sync.Mutex
-	eps      map[*Endpoint]*h2epPool
-	closed   bool
+	// eps is keyed by origin (h2Origin), not by *Endpoint: users whose
+	// host comes from data or a capture each hold their own *Endpoint
+	// for the same origin, and share its connections all the same.
+	eps    map[string]*h2epPool
+	closed bool
 }
+
+// h2Origin is the pool's key for ep: what a shared connection serves.
+func h2Origin(ep *Endpoint) string { return ep.Scheme + "://" + ep.Addr + "/" + ep.Host }
+
+// ALPN outcomes of an https origin under version auto in shared mode.
+const (
+	alpnUnknown = iota
+	alpnChoseH2
+	alpnChoseH1
+)
 
 type h2epPool struct {
 	muxes   []*h2mux
@@ -40,12 +53,17 @@ type h2epPool struct {
 	// frees up or a dial ends: users waiting for room look again.
 	changed chan struct{}
 	waiters int // users waiting on changed
+	// Under version auto over https, one user's first request finds out
+	// by ALPN what the origin speaks (probing) while the others wait, so
+	// a run opens one connection for it, not one per user.
+	alpn    int
+	probing bool
 }
 
 // h2mux is one shared connection.
 type h2mux struct {
 	pool *h2pool
-	ep   *Endpoint
+	key  string // the pool's key (h2Origin)
 	mu   sync.Mutex
 	c    *h2conn
 	dead error // why the connection died (under mu)
@@ -65,7 +83,7 @@ type h2mux struct {
 }
 
 func newH2Pool(o Options) *h2pool {
-	return &h2pool{maxConns: o.MaxConnsPerHost, eps: map[*Endpoint]*h2epPool{}}
+	return &h2pool{maxConns: o.MaxConnsPerHost, eps: map[string]*h2epPool{}}
 }
 
 // Close closes every shared connection; their readers end.
@@ -99,18 +117,14 @@ func (e *h2epPool) signal() {
 
 // acquire reserves a stream on a connection to ep with room, dialing one
 // when none has room and the cap allows, else waiting for room.
-func (p *h2pool) acquire(ep *Endpoint, deadline time.Time, stop <-chan struct{}, dial func() (*h2conn, error)) (*h2mux, error) {
+func (p *h2pool) acquire(key string, deadline time.Time, stop <-chan struct{}, dial func() (*h2conn, error)) (*h2mux, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return nil, ErrInterrupted
 		}
-		e := p.eps[ep]
-		if e == nil {
-			e = &h2epPool{changed: make(chan struct{})}
-			p.eps[ep] = e
-		}
+		e := p.entry(key)
 		unsettled := false
 		for _, m := range e.muxes {
 			if m.open.Load() && m.reserved < int(m.maxStreams.Load()) {
@@ -125,18 +139,28 @@ func (p *h2pool) acquire(ep *Endpoint, deadline time.Time, stop <-chan struct{},
 		if !e.dialing && !unsettled && (p.maxConns == 0 || len(e.muxes) < p.maxConns) {
 			e.dialing = true
 			p.mu.Unlock()
-			return p.dialMux(e, ep, dial)
+			return p.dialMux(e, key, dial)
 		}
 		wait := e.changed
 		e.waiters++
 		p.mu.Unlock()
-		if err := waitUntil(wait, deadline, stop); err != nil {
+		if err := waitUntil(wait, deadline, stop, errNoStream); err != nil {
 			return nil, err
 		}
 	}
 }
 
-func (p *h2pool) dialMux(e *h2epPool, ep *Endpoint, dial func() (*h2conn, error)) (*h2mux, error) {
+// entry is key's connections, made on first use (under mu).
+func (p *h2pool) entry(key string) *h2epPool {
+	e := p.eps[key]
+	if e == nil {
+		e = &h2epPool{changed: make(chan struct{})}
+		p.eps[key] = e
+	}
+	return e
+}
+
+func (p *h2pool) dialMux(e *h2epPool, key string, dial func() (*h2conn, error)) (*h2mux, error) {
 	hc, err := dial()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -145,7 +169,13 @@ func (p *h2pool) dialMux(e *h2epPool, ep *Endpoint, dial func() (*h2conn, error)
 	if err != nil {
 		return nil, err
 	}
-	m := &h2mux{pool: p, ep: ep, c: hc, winCh: make(chan struct{}), reserved: 1}
+	return p.addMux(e, key, hc, 1), nil
+}
+
+// addMux makes hc a shared connection of key with reserved streams taken
+// and starts its reader (under mu).
+func (p *h2pool) addMux(e *h2epPool, key string, hc *h2conn, reserved int) *h2mux {
+	m := &h2mux{pool: p, key: key, c: hc, winCh: make(chan struct{}), reserved: reserved}
 	// One stream (the dialer's) until the server's SETTINGS say how many:
 	// more, sent before they came, could exceed its limit and be refused.
 	m.maxStreams.Store(1)
@@ -154,21 +184,105 @@ func (p *h2pool) dialMux(e *h2epPool, ep *Endpoint, dial func() (*h2conn, error)
 	hc.mux = m
 	e.muxes = append(e.muxes, m)
 	go m.readLoop()
-	return m, nil
+	return m
+}
+
+// adopt makes a connection whose server chose h2 by ALPN (the probe of
+// key's origin) a shared one, and tells the users waiting on the probe.
+func (p *h2pool) adopt(key string, hc *h2conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		hc.closeWith(nil)
+		hc.release()
+		return
+	}
+	e := p.entry(key)
+	e.alpn, e.probing = alpnChoseH2, false
+	p.addMux(e, key, hc, 0)
+	e.signal()
+}
+
+// errNoProtocol is a request that waited its whole timeout for another
+// user's first connection to its origin to choose HTTP/1.1 or HTTP/2.
+var errNoProtocol = fmt.Errorf("no protocol chosen by the origin's first connection before the timeout: %w", os.ErrDeadlineExceeded)
+
+// negotiated says, in shared mode under version auto over https, whether
+// req's origin speaks h2 (its requests go to the shared connections), or
+// that the caller is to find out (probe: it sends req through HTTP/1.1
+// offering h2 and calls probed unless the server chose h2). Meanwhile the
+// other users wait, so the run dials the origin once, not once per user.
+func (c *H2) negotiated(req *Request) (h2, probe bool, err error) {
+	if c.pool == nil || req.Endpoint.Scheme != "https" {
+		return false, false, nil
+	}
+	deadline := req.Sent
+	if deadline.IsZero() {
+		deadline = time.Now()
+	}
+	deadline = deadline.Add(req.Timeout)
+	p, key := c.pool, c.origin(req.Endpoint)
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return false, false, ErrInterrupted
+		}
+		e := p.entry(key)
+		switch {
+		case e.alpn != alpnUnknown:
+			p.mu.Unlock()
+			return e.alpn == alpnChoseH2, false, nil
+		case !e.probing:
+			e.probing = true
+			p.mu.Unlock()
+			return false, true, nil
+		}
+		wait := e.changed
+		e.waiters++
+		p.mu.Unlock()
+		if err := waitUntil(wait, deadline, c.stop, errNoProtocol); err != nil {
+			return false, false, err
+		}
+	}
+}
+
+// probed ends a probe that did not choose h2: chose is alpnChoseH1 when
+// the origin answered over HTTP/1.1, alpnUnknown when the request failed
+// before it could tell (the next user's request probes again).
+func (c *H2) probed(ep *Endpoint, chose int) {
+	p := c.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entry(c.origin(ep))
+	if e.alpn == alpnUnknown {
+		e.alpn = chose
+	}
+	e.probing = false
+	e.signal()
+}
+
+// origin is h2Origin(ep), remembered for the last endpoint: a user sends
+// to the same one over and over, and the key costs no allocation then.
+func (c *H2) origin(ep *Endpoint) string {
+	if ep != c.lastEP {
+		c.lastEP, c.lastKey = ep, h2Origin(ep)
+	}
+	return c.lastKey
 }
 
 // errNoStream is a request that waited its whole timeout for a stream on a
 // shared connection.
 var errNoStream = fmt.Errorf("no free HTTP/2 stream before the timeout: %w", os.ErrDeadlineExceeded)
 
-func waitUntil(ch <-chan struct{}, deadline time.Time, stop <-chan struct{}) error {
+func waitUntil(ch <-chan struct{}, deadline time.Time, stop <-chan struct{}, timeout error) error {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-ch:
 		return nil
 	case <-t.C:
-		return errNoStream
+		return timeout
 	case <-stop:
 		return ErrInterrupted
 	}
@@ -178,7 +292,7 @@ func waitUntil(ch <-chan struct{}, deadline time.Time, stop <-chan struct{}) err
 func (p *h2pool) release(m *h2mux) {
 	p.mu.Lock()
 	m.reserved--
-	if e := p.eps[m.ep]; e != nil {
+	if e := p.eps[m.key]; e != nil {
 		e.signal()
 	}
 	p.mu.Unlock()
@@ -188,7 +302,7 @@ func (p *h2pool) release(m *h2mux) {
 func (p *h2pool) remove(m *h2mux) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.eps[m.ep]
+	e := p.eps[m.key]
 	if e == nil {
 		return
 	}
@@ -247,15 +361,15 @@ func (m *h2mux) readLoop() {
 			m.mu.Unlock()
 		}
 		if m.maxStreams.Load() > room || m.settled.Load() != settled {
-			m.pool.poke(m.ep)
+			m.pool.poke(m.key)
 		}
 	}
 }
 
 // poke wakes users waiting for room on ep's connections.
-func (p *h2pool) poke(ep *Endpoint) {
+func (p *h2pool) poke(key string) {
 	p.mu.Lock()
-	if e := p.eps[ep]; e != nil {
+	if e := p.eps[key]; e != nil {
 		e.signal()
 	}
 	p.mu.Unlock()
@@ -346,7 +460,7 @@ func (c *H2) sharedRoundTrip(req *Request, resp *Response, deadline time.Time) e
 	}
 	dial := func() (*h2conn, error) { return c.dialConn(req.Endpoint, deadline) }
 	for {
-		m, err := c.pool.acquire(req.Endpoint, deadline, c.stop, dial)
+		m, err := c.pool.acquire(c.origin(req.Endpoint), deadline, c.stop, dial)
 		if err != nil {
 			return err
 		}
@@ -436,7 +550,7 @@ func (m *h2mux) send(st *h2stream, deadline time.Time, stop <-chan struct{}) err
 			}
 			ch := m.winCh
 			m.mu.Unlock()
-			err := waitUntil(ch, deadline, stop)
+			err := waitUntil(ch, deadline, stop, errNoStream)
 			m.mu.Lock()
 			if err != nil {
 				// The stream is cut below by the caller's own wait.

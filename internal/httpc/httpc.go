@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -297,6 +298,9 @@ type Mux struct {
 	h2    h2Client // nil until the HTTP/2 client is wired (dial.go)
 	// h2eps are the endpoints whose server chose h2 by ALPN for this user.
 	h2eps []*Endpoint
+	// h1eps are the https endpoints known to speak HTTP/1.1 in shared
+	// mode, so their requests skip asking the pool.
+	h1eps []*Endpoint
 }
 
 // RoundTrip implements Transport.
@@ -304,19 +308,46 @@ func (m *Mux) RoundTrip(req *Request, resp *Response) error {
 	if m.h2 != nil && m.speaksH2(req.Endpoint) {
 		return m.h2.RoundTrip(req, resp)
 	}
-	err := m.h1.RoundTrip(req, resp)
-	if err == nil || m.h2 == nil {
-		return err
+	var probing sharedNegotiator
+	if sn, ok := m.h2.(sharedNegotiator); ok && m.proto == ProtoAuto && !slices.Contains(m.h1eps, req.Endpoint) {
+		h2, probe, err := sn.negotiated(req)
+		switch {
+		case err != nil:
+			return err
+		case h2:
+			m.h2eps = append(m.h2eps, req.Endpoint)
+			return m.h2.RoundTrip(req, resp)
+		case probe:
+			probing = sn
+		case req.Endpoint.Scheme == "https":
+			m.h1eps = append(m.h1eps, req.Endpoint)
+		}
 	}
+	err := m.h1.RoundTrip(req, resp)
 	var neg errNegotiatedH2
-	if errors.As(err, &neg) {
+	if m.h2 != nil && errors.As(err, &neg) {
 		// Nothing of req was sent on the conn: handing both to the
 		// HTTP/2 client is its first sending, not a resend.
 		m.h2eps = append(m.h2eps, req.Endpoint)
 		m.h2.adopt(req.Endpoint, neg.nc)
 		return m.h2.RoundTrip(req, resp)
 	}
+	if probing != nil {
+		chose := alpnChoseH1
+		if err != nil {
+			chose = alpnUnknown
+		}
+		probing.probed(req.Endpoint, chose)
+	}
 	return err
+}
+
+// sharedNegotiator is an HTTP/2 client in shared mode (h2shared.go): the
+// first request of the run to an https origin finds out by ALPN what it
+// speaks while the other users' first requests wait for the answer.
+type sharedNegotiator interface {
+	negotiated(req *Request) (h2, probe bool, err error)
+	probed(ep *Endpoint, chose int)
 }
 
 // speaksH2 reports whether ep's requests go to the HTTP/2 client.
