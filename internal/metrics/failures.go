@@ -85,7 +85,7 @@ type ExchangeResp struct {
 	Headers [][2]string `json:"headers"`
 	Body    string      `json:"body,omitempty"`
 	// BodyBytes is the body's full length; Body holds at most its first
-	// SampleResponseBody bytes.
+	// SampleResponseBody bytes, then "…" if it was cut.
 	BodyBytes int64 `json:"body_bytes"`
 }
 

@@ -83,7 +83,7 @@ func (u *User) sampleFailure(log *metrics.FailureLog, st *Step, class sample.Cla
 	if r.Endpoint != nil {
 		x.Request.URL = r.Endpoint.Scheme + "://" + r.Endpoint.Host + string(r.PathQuery)
 	}
-	x.Request.Body = string(r.Body[:min(len(r.Body), metrics.MaxSampleRequestBody)])
+	x.Request.Body = cutBody(r.Body, int64(len(r.Body)), metrics.MaxSampleRequestBody)
 	switch {
 	case err != nil:
 		x.Error = err.Error()
@@ -91,12 +91,24 @@ func (u *User) sampleFailure(log *metrics.FailureLog, st *Step, class sample.Cla
 	default:
 		// A check's explanation and a status message are both in u.msg.
 		x.Message = string(u.msg)
-		body := u.resp.Body[:min(len(u.resp.Body), metrics.SampleResponseBody)]
 		x.Response = &metrics.ExchangeResp{
-			Status: u.resp.Status, Headers: fields(u.resp.Header), Body: string(body), BodyBytes: u.resp.BodyLen,
+			Status: u.resp.Status, Headers: fields(u.resp.Header), BodyBytes: u.resp.BodyLen,
+			Body: cutBody(u.resp.Body, u.resp.BodyLen, metrics.SampleResponseBody),
 		}
 	}
 	log.Add(st.ID, x)
+}
+
+// cutBody is the first limit bytes of body (of full bytes in all, the
+// transport may have kept fewer), ending in "…" when that is not all of it:
+// redaction then hides the start of a secret the cut went through
+// (plan.Redact), which it cannot tell from any other text without the mark.
+func cutBody(body []byte, full int64, limit int) string {
+	shown := body[:min(len(body), limit)]
+	if int64(len(shown)) < full {
+		return string(shown) + "…"
+	}
+	return string(shown)
 }
 
 func fields(h []httpc.Field) [][2]string {

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/plan"
 )
 
 // A capture that feeds a secret header, or is marked secret, is hidden
@@ -115,5 +117,69 @@ load: {stages: [{duration: 1s, users: 1}]}
 				}
 			}
 		})
+	}
+}
+
+// A failure sample keeps a body's first KiB: a secret the cut goes through
+// keeps no part of it, whether the run noted it (a secret capture) or the
+// plan took it from the environment.
+func TestFailureSampleCutInsideASecretHidesItsStart(t *testing.T) {
+	const token, pass = "tok-straddling-the-cut-0149", "pass-word-from-env-42"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/login":
+			fmt.Fprintf(w, `{"token":%q}`, token)
+		case "/a": // 10 bytes of the token before the cut
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, strings.Repeat("x", metrics.SampleResponseBody-10)+token+" and more")
+		case "/b": // 12 bytes of the password before the cut
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, strings.Repeat("y", metrics.SampleResponseBody-12)+pass+" and more")
+		}
+	}))
+	defer srv.Close()
+	env := map[string]string{"PASS": pass}
+	p, err := plan.Parse("t.yaml", []byte(`target: `+srv.URL+`
+scenarios:
+  s:
+    steps:
+      - {name: login, post: /login, capture: {token: {json: token, secret: true}}}
+      - {name: a, get: /a, headers: {X-Token: "{{ token }}"}}
+  t:
+    steps:
+      - {name: b, get: /b, headers: {X-Pass: "${PASS}"}}
+load: {stages: [{duration: 1s, users: 1}]}
+`), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := Compile(p, srv.URL, "stampede/test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "r.failures.jsonl")
+	log, err := metrics.OpenFailureLog(path, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := metrics.New(prog.Steps, 1)
+	rec.Configure(metrics.ErrorOptions{Failures: log, Redact: p.Redact}) // as run.Run does
+	u := prog.NewUser(1, httpc.NewShared(httpc.Options{}).NewTransport(), rec)
+	defer u.Close()
+	for _, sc := range prog.Scenarios { // a failed step ends its iteration
+		u.Iterate(sc, time.Time{}, Stop{Soft: make(chan struct{})})
+	}
+	data := readSamples(t, log, path)
+	if strings.Count(data, "\n") != 2 {
+		t.Fatalf("want the samples of a and b, got:\n%s", data)
+	}
+	for _, part := range []string{token[:10], pass[:12]} {
+		if strings.Contains(data, part) {
+			t.Errorf("%q, the start of a secret, is in the samples:\n%s", part, data)
+		}
+	}
+	if !strings.Contains(data, `x[redacted]…"`) || !strings.Contains(data, `y[redacted]…"`) {
+		t.Errorf("want the cut bodies to end in [redacted]…, got:\n%s", data)
 	}
 }
