@@ -13,7 +13,7 @@ import (
 func init() {
 	newH2Client = func(s *Shared, dial dialFunc) h2Client {
 		maxHeader, maxKept := s.opts.limits()
-		c := &H2{MaxHeaderBytes: maxHeader, MaxKeptBody: maxKept, dial: dial}
+		c := &H2{MaxHeaderBytes: maxHeader, MaxKeptBody: maxKept, dial: dial, NewConnPerRequest: s.opts.NewConnPerRequest}
 		if pool, ok := s.h2state.(*h2pool); ok {
 			c.pool = pool
 			c.wake = make(chan struct{}, 1)
@@ -42,6 +42,10 @@ type H2 struct {
 	// MaxHeaderBytes and MaxKeptBody are as H1's (0: the defaults).
 	MaxHeaderBytes int
 	MaxKeptBody    int
+	// NewConnPerRequest (http.connection: per-request) closes the
+	// connection after each stream, as H1 does after each answer. Shared
+	// mode ignores it (a plan cannot ask for both).
+	NewConnPerRequest bool
 	// dial is the user's dialer (dial.go): TCP for h2c, TLS offering "h2"
 	// for https, under max_connections_per_host (the slot goes back when
 	// the connection is closed).
@@ -237,7 +241,7 @@ func (c *H2) RoundTrip(req *Request, resp *Response) error {
 		}
 		return connErr
 	}
-	if !hc.usable() {
+	if !hc.usable() || c.NewConnPerRequest {
 		// After a GOAWAY no stream starts here: the next request dials.
 		c.drop(hc, nil)
 	} else {

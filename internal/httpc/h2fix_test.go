@@ -221,3 +221,32 @@ func TestH2SharedPoolByOrigin(t *testing.T) {
 		t.Errorf("6 users with their own endpoints for one origin opened %d connections, want 1", got)
 	}
 }
+
+// TestH2PerRequestConnection: http.connection: per-request holds over
+// HTTP/2 in per-user mode: one connection per request, as over HTTP/1.1.
+// Before the fix the setting was ignored (one connection for all).
+func TestH2PerRequestConnection(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		ep, conns := goH2(t, useTLS, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		proto := ProtoH2C
+		if useTLS {
+			proto = ProtoAuto
+		}
+		sh := NewShared(Options{TLS: ep.TLS, Protocol: proto, NewConnPerRequest: true})
+		m := sh.NewTransport()
+		var resp Response
+		for i := 0; i < 3; i++ {
+			if err := m.RoundTrip(h2get(ep, "/"), &resp); err != nil || string(resp.Body) != "ok" {
+				t.Fatalf("tls %v: %v %q", useTLS, err, resp.Body)
+			}
+		}
+		if m.h2 == nil || len(m.h2.(*H2).conns) != 0 {
+			t.Errorf("tls %v: a connection is still held after the answer", useTLS)
+		}
+		m.Close()
+		sh.Close()
+		if got := conns.Load(); got != 3 {
+			t.Errorf("tls %v: 3 requests with connection: per-request opened %d connections", useTLS, got)
+		}
+	}
+}

@@ -140,7 +140,8 @@ var errTLSHandshake = errors.New("tls handshake failed")
 // Options configure every transport of a run.
 type Options struct {
 	TLS *tls.Config
-	// NewConnPerRequest closes each plain-HTTP connection after its answer.
+	// NewConnPerRequest closes each connection after its answer (HTTP/2
+	// in per-user mode: after its stream).
 	NewConnPerRequest bool
 	// SourceAddrs are local addresses to dial plain-HTTP connections from,
 	// one per user, round-robin.

@@ -94,6 +94,9 @@ func (p *parser) httpOptions(n *yaml.Node) {
 			}
 		}
 	}
+	if e, ok := f["h2_connections"]; ok && o.H2Shared && o.Reuse == ReusePerRequest {
+		p.errf(e.v, "h2_connections: shared cannot be combined with connection: per-request (shared connections carry many users' streams; a connection per request is per-user HTTP/2 or HTTP/1.1)")
+	}
 	if e, ok := f["max_connections_per_host"]; ok {
 		if v, ok := p.intMin(e.v, "max_connections_per_host", 1); ok {
 			o.MaxConnsPerHost = v

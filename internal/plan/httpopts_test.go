@@ -119,6 +119,8 @@ func TestH2Connections(t *testing.T) {
 		{"http: {h2_connections: per-user}\n", false, ""},
 		{"http: {version: h2, h2_connections: shared}\n", true, ""},
 		{"http: {h2_connections: pooled}\n", false, `p.yaml:4:24: bad h2_connections "pooled": expected per-user`},
+		{"http: {h2_connections: shared, connection: per-request}\n", false, `p.yaml:4:24: h2_connections: shared cannot be combined with connection: per-request`},
+		{"http: {h2_connections: shared, connection: per-iteration}\n", true, ""},
 	} {
 		p, err := Parse("p.yaml", []byte(base+c.yaml), nil)
 		if c.err != "" {
