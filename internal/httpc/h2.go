@@ -157,11 +157,14 @@ func (c *H2) conn(ep *Endpoint, sent, deadline time.Time) (*h2conn, error) {
 		if d := sent.Sub(clockBase) - looked; looked != 0 && d >= 0 && d < recheckAfter && hc.br.Buffered() == 0 && len(hc.src.pending) == 0 {
 			return hc, nil
 		}
-		err := hc.drainIdle(deadline)
+		err := c.drainPublished(hc, deadline)
 		if err == nil {
 			return hc, nil
 		}
 		c.drop(hc, err)
+		if c.interrupted.Load() {
+			return nil, ErrInterrupted
+		}
 		break
 	}
 	hc, err := c.dialConn(ep, deadline)
@@ -170,6 +173,22 @@ func (c *H2) conn(ep *Endpoint, sent, deadline time.Time) (*h2conn, error) {
 	}
 	c.conns = append(c.conns, hc)
 	return hc, nil
+}
+
+// drainPublished runs hc.drainIdle where Interrupt can cut it: a frame
+// cut short on an idle connection would otherwise hold the user until
+// its deadline. The deadline is set before the interrupted check, so an
+// Interrupt after the check moves it into the past.
+func (c *H2) drainPublished(hc *h2conn, deadline time.Time) error {
+	c.current.Store(hc)
+	defer c.current.Store(nil)
+	if err := hc.nc.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	if c.interrupted.Load() {
+		return ErrInterrupted
+	}
+	return hc.drainIdle()
 }
 
 // dialConn opens a connection to ep through the user's dialer, cut off by

@@ -208,10 +208,11 @@ func (c *h2conn) lookTLS() peekState {
 
 // drainIdle handles the frames an idle connection received since its last
 // answer (SETTINGS, PING, WINDOW_UPDATE, GOAWAY) before a request reuses
-// it. A frame cut short waits at most until deadline. It returns an error
+// it. A frame cut short waits at most until the read deadline the caller
+// set. It returns an error
 // when the connection cannot carry the request: the caller then dials a
 // new one, which resends nothing, since nothing was sent on this one.
-func (c *h2conn) drainIdle(deadline time.Time) error {
+func (c *h2conn) drainIdle() error {
 	for c.usable() {
 		switch c.peek() {
 		case peekIdle:
@@ -219,7 +220,6 @@ func (c *h2conn) drainIdle(deadline time.Time) error {
 		case peekClosed:
 			return ErrServerClosed
 		}
-		c.nc.SetReadDeadline(deadline)
 		if err := c.step(); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package httpc
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -25,6 +26,7 @@ type rawH2 struct {
 
 type rawH2Conn struct {
 	n   int64 // 1 for the first connection
+	nc  net.Conn
 	mu  sync.Mutex
 	fr  *http2.Framer
 	buf bytes.Buffer
@@ -84,7 +86,7 @@ func serveRawH2(t *testing.T, initial []http2.Setting, onFrame func(c *rawH2Conn
 			mu.Lock()
 			open = append(open, nc)
 			mu.Unlock()
-			c := &rawH2Conn{n: s.conns.Add(1), fr: http2.NewFramer(nc, nil)}
+			c := &rawH2Conn{n: s.conns.Add(1), nc: nc, fr: http2.NewFramer(nc, nil)}
 			c.enc = hpack.NewEncoder(&c.buf)
 			wg.Add(1)
 			go func() {
@@ -248,5 +250,42 @@ func TestH2PerRequestConnection(t *testing.T) {
 		if got := conns.Load(); got != 3 {
 			t.Errorf("tls %v: 3 requests with connection: per-request opened %d connections", useTLS, got)
 		}
+	}
+}
+
+// TestH2InterruptIdleRead: Interrupt cuts a request held up reading what
+// came on its idle connection (here a frame header cut short). Before the
+// fix the connection was published to Interrupt only after that read, so
+// the request waited for its whole timeout.
+func TestH2InterruptIdleRead(t *testing.T) {
+	srv := serveRawH2(t, nil, func(c *rawH2Conn, f http2.Frame) {
+		if h, ok := f.(*http2.HeadersFrame); ok {
+			c.respond(h.StreamID, "200")
+			c.write(func(*http2.Framer) { c.nc.Write([]byte{0, 0, 8}) })
+		}
+	})
+	c := testH2(t, srv.ep, Options{Protocol: ProtoH2C})
+	var resp Response
+	if err := c.RoundTrip(h2get(srv.ep, "/"), &resp); err != nil {
+		t.Fatal(err)
+	}
+	// Long enough for the stray bytes to arrive and for the reuse to look.
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		req := h2get(srv.ep, "/")
+		req.Timeout = time.Minute
+		var resp Response
+		done <- c.RoundTrip(req, &resp)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	c.Interrupt()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("got %v, want ErrInterrupted", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Interrupt did not cut the read of the idle connection")
 	}
 }
