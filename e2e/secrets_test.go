@@ -30,8 +30,12 @@ func randomHex(n int) string {
 // token and a session cookie, and counts the requests that carried them.
 type echoServer struct {
 	token, cookie string
-	mu            sync.Mutex
-	carried       int
+	// slashed and fresh hold '/', which PHP's JSON encoder writes as "\/":
+	// slashed is sent as a bearer token and echoed on a 401, fresh is
+	// captured (secret) by a login whose check fails.
+	slashed, fresh string
+	mu             sync.Mutex
+	carried        int
 }
 
 func (s *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -57,6 +61,16 @@ func (s *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: "sid", Value: s.cookie, Path: "/"})
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"token":%q}`, s.token)
+	case "/php/login":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"token":"%s"}`, phpSlashes(s.slashed))
+	case "/php/denied":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":"denied","authorization":"%s"}`, phpSlashes(r.Header.Get("Authorization")))
+	case "/php/relogin":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"token":"%s","status":"bad"}`, phpSlashes(s.fresh))
 	case "/api/denied":
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusUnauthorized)
@@ -70,23 +84,32 @@ func (s *echoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// phpSlashes writes '/' as PHP's json_encode does by default.
+func phpSlashes(s string) string { return strings.ReplaceAll(s, "/", `\/`) }
+
 // TestSecretsScan plants credentials everywhere a server can echo them (an
 // environment API key in a secret header, the target's password, a token
 // captured at login and sent as a bearer token, in a query, another header
 // and a body, a cookie the server set) and greps every file and stream a
 // run writes for them: the result, --keep-failures samples, --junit, CSV,
 // the reports in every format, the live dashboard's pages and events, the
-// Kubernetes manifest, stdout and stderr. Before, the captured token and
+// Kubernetes manifest, stdout and stderr. A PHP-like server echoes a
+// token with '/' escaped as "\/", and a login whose check fails answers
+// with a secret capture's token. Before, the captured token and
 // the cookie were in the result's messages, the Errors table, every report
 // and the dashboard.
 func TestSecretsScan(t *testing.T) {
-	srv := &echoServer{token: "tok-" + randomHex(16), cookie: "ck-" + randomHex(16)}
+	slashedHex, freshHex := randomHex(16), randomHex(16)
+	srv := &echoServer{token: "tok-" + randomHex(16), cookie: "ck-" + randomHex(16),
+		slashed: "tok/" + slashedHex + "/z", fresh: "tok/" + freshHex + "/z"}
 	target := httptest.NewServer(srv)
 	defer target.Close()
 	pass, apiKey := "pw-"+randomHex(8), "key-"+randomHex(8)
 	secrets := map[string]string{
 		"captured token": srv.token, "server-set cookie": srv.cookie, "target password": pass, "API key": apiKey,
 		"Basic credentials": base64.StdEncoding.EncodeToString([]byte("scan:" + pass)),
+		// Any form of these tokens holds their random middle.
+		"slashed token": slashedHex, "failed login's token": freshHex,
 	}
 	env := []string{"SCAN_PASS=" + pass, "SCAN_KEY=" + apiKey}
 	planPath := e2etest.WritePlan(t, fmt.Sprintf(`
@@ -110,7 +133,23 @@ scenarios:
       - name: basic
         get: /api/basic
       - think: 200ms
-load: {stages: [{duration: 3s, users: 1}]}
+  php:
+    steps:
+      - name: php login
+        post: /php/login
+        capture: {token: {json: token}}
+      - name: php denied
+        get: /php/denied
+        headers: {Authorization: "Bearer {{ token }}"}
+      - think: 200ms
+  relogin:
+    steps:
+      - name: relogin
+        post: /php/relogin
+        capture: {fresh: {json: token, secret: true}}
+        expect: {json: {status: ok}}
+      - think: 200ms
+load: {stages: [{duration: 3s, users: 3}]}
 `, strings.TrimPrefix(target.URL, "http://")), nil)
 	dir := filepath.Dir(planPath)
 	res := filepath.Join(dir, "r.json")
@@ -148,7 +187,8 @@ load: {stages: [{duration: 3s, users: 1}]}
 			continue
 		}
 		streams[f.Name()] = string(b)
-		if strings.HasSuffix(f.Name(), ".failures.jsonl") && strings.Contains(string(b), "/api/echo") {
+		if strings.HasSuffix(f.Name(), ".failures.jsonl") && strings.Contains(string(b), "/api/echo") &&
+			strings.Contains(string(b), "/php/denied") && strings.Contains(string(b), "/php/relogin") {
 			sawFailures = true
 		}
 	}
