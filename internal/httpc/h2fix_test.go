@@ -7,11 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/sample"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -287,5 +289,41 @@ func TestH2InterruptIdleRead(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Interrupt did not cut the read of the idle connection")
+	}
+}
+
+// TestH2MalformedAsHTTP1: a :status of 000 to 099 and content-length
+// values that disagree are malformed answers, as over HTTP/1.1. Before the
+// fix a :status 050 was waited past as an interim answer (the 200 after it
+// counted as a success) and the last content-length won.
+func TestH2MalformedAsHTTP1(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(c *rawH2Conn, fr *http2.Framer, id uint32)
+		msg    string
+	}{
+		{"status 050", func(c *rawH2Conn, fr *http2.Framer, id uint32) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.block(":status", "050"), EndHeaders: true})
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.block(":status", "200"), EndHeaders: true, EndStream: true})
+		}, "status 050 is not an HTTP status"},
+		{"status 000", func(c *rawH2Conn, fr *http2.Framer, id uint32) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.block(":status", "000"), EndHeaders: true, EndStream: true})
+		}, "status 000 is not an HTTP status"},
+		{"conflicting content-length", func(c *rawH2Conn, fr *http2.Framer, id uint32) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.block(":status", "200", "content-length", "5", "content-length", "3"), EndHeaders: true})
+			fr.WriteData(id, true, []byte("abc"))
+		}, "conflicting content-length values 5 and 3"},
+	} {
+		srv := serveRawH2(t, nil, func(c *rawH2Conn, f http2.Frame) {
+			if h, ok := f.(*http2.HeadersFrame); ok {
+				c.write(func(fr *http2.Framer) { tc.answer(c, fr, h.StreamID) })
+			}
+		})
+		c := testH2(t, srv.ep, Options{Protocol: ProtoH2C})
+		var resp Response
+		err := c.RoundTrip(h2get(srv.ep, "/"), &resp)
+		if !errors.Is(err, errMalformed) || Classify(err) != sample.Other || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: got %v (status %d), want a malformed answer saying %q", tc.name, err, resp.Status, tc.msg)
+		}
 	}
 }

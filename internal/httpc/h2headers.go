@@ -19,6 +19,7 @@ type h2block struct {
 	list      int // decoded size as RFC 9113 counts it (name+value+32 each)
 	tooBig    bool
 	status    int
+	hasStatus bool   // :status was seen ("000" leaves status 0)
 	regular   bool   // a regular field was seen (pseudo fields must come first)
 	bad       string // why the block is malformed ("" when it is not)
 }
@@ -102,7 +103,7 @@ func (c *h2conn) emit(f hpack.HeaderField) {
 		return
 	}
 	if strings.HasPrefix(f.Name, ":") {
-		if b.regular || f.Name != ":status" || b.status != 0 {
+		if b.regular || f.Name != ":status" || b.hasStatus {
 			b.bad = "unexpected " + f.Name
 			return
 		}
@@ -118,6 +119,7 @@ func (c *h2conn) emit(f hpack.HeaderField) {
 			}
 			b.status = b.status*10 + int(d-'0')
 		}
+		b.hasStatus = true
 		return
 	}
 	b.regular = true
@@ -131,6 +133,12 @@ func (c *h2conn) emit(f hpack.HeaderField) {
 		n, ok := parseDecimal([]byte(f.Value))
 		if !ok {
 			b.bad = "content-length " + f.Value
+			return
+		}
+		// As over HTTP/1.1 (h1.go): a repeat must agree, or which one
+		// ends the body is anyone's guess.
+		if _, err := sameContentLength(st.contentLength, n); err != nil {
+			b.bad = fmt.Sprintf("conflicting content-length values %d and %d", st.contentLength, n)
 			return
 		}
 		st.contentLength = n
@@ -163,8 +171,12 @@ func (c *h2conn) endBlock(id uint32) error {
 	}
 	c.strikes = 0
 	switch {
-	case b.status == 0:
+	case !b.hasStatus:
 		return h2Violation(http2.ErrCodeProtocol, "a response header block without :status on stream %d", id)
+	case b.status < 100:
+		// As over HTTP/1.1 (checkStatus): not an interim answer to wait
+		// past, but no HTTP status at all.
+		return h2Violation(http2.ErrCodeProtocol, "malformed header block on stream %d: status %03d is not an HTTP status", id, b.status)
 	case b.status == 101:
 		return h2Violation(http2.ErrCodeProtocol, "101 Switching Protocols on stream %d (not allowed in HTTP/2)", id)
 	case b.status < 200:
