@@ -92,14 +92,18 @@ first.
 The verdict rests on the runs' seconds, not their requests: each metric
 (p50, p95, p99 of each second, throughput, error rate) is compared over
 the per-second series, with a 99 % interval from a block bootstrap that
-keeps neighbouring seconds together. A change counts only when its
-interval excludes no change and it is at least --min-effect; smaller
-changes are "no change" however sure. Seconds in which the generator
-lagged are left out; different plans or models and partial runs are not
-judged. Sweeps and gates are judged level by level.
+keeps neighbouring seconds together. A metric is worse or better when
+its interval excludes no change and the change is at least --min-effect,
+"no change" only when the whole interval lies within ±--min-effect, and
+"unclear" otherwise (the runs cannot tell). The verdict's latencies are medians of the
+per-second percentiles, not the table's whole-run ones. Seconds in
+which the generator lagged are left out; different plans or models and
+partial runs are not judged. Sweeps and gates are judged level by level.
 
-One run a side cannot see how much runs differ from each other. For a
-decisive answer run each side several times and give them as two groups:
+One run a side cannot see how much runs differ from each other, so on a
+shared machine its p95 and p99 verdicts need large changes (a short
+run's tail moves a lot from run to run). For a decisive answer run each
+side several times and give them as two groups:
 A1 A2 A3 --vs B1 B2 B3 judges the runs as the samples (the mean latency
 too), and longer runs narrow the intervals.
 

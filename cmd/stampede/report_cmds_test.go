@@ -75,7 +75,7 @@ func TestCompareVs(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Code != exitThreshold || !strings.Contains(err.Error(), "b1+b2+b3 (3 runs) is worse than a1+a2+a3 (3 runs)") {
 		t.Fatalf("err %v, want exit 1 naming both sides\n%s", err, out)
 	}
-	for _, want := range []string{"Verdict (noise-aware, against a1+a2+a3 (3 runs)):\n  b1+b2+b3 (3 runs): worse\n", "rests on 3 and 3 runs", "at least 5 % (--min-effect)"} {
+	for _, want := range []string{"Verdict (noise-aware, against a1+a2+a3 (3 runs)):\n  b1+b2+b3 (3 runs): worse\n", "rests on 3 and 3 runs", "at least 5 % (--min-effect); no change needs the whole interval within ±5 %"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -83,6 +83,19 @@ func TestCompareVs(t *testing.T) {
 	// The same runs the other way round are better, and pass.
 	if out, err := runCompare(t, append(append(b, "--vs"), append(a, "--fail-on-worse")...)...); err != nil || !strings.Contains(out, "a1+a2+a3 (3 runs): better") {
 		t.Errorf("reversed: err %v\n%s", err, out)
+	}
+}
+
+// A file compared with itself needs no --labels: the second use is
+// suffixed, and a run is never worse than itself.
+func TestCompareSameFileTwice(t *testing.T) {
+	x := writeCompareResult(t, t.TempDir(), "x", 2000, 1)
+	out, err := runCompare(t, x, x, "--fail-on-worse")
+	if err != nil {
+		t.Fatalf("compare x x: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Verdict (noise-aware, against "+x+"):\n  "+x+"#2: within noise\n") {
+		t.Errorf("output lacks the suffixed second run judged within noise:\n%s", out)
 	}
 }
 

@@ -88,16 +88,12 @@ func CompareWith(rs []*result.Result, labels []string, opts Options) (*Compariso
 	if len(labels) != len(rs) {
 		return nil, fmt.Errorf("%d labels for %d results", len(labels), len(rs))
 	}
-	seen := map[string]bool{}
 	for _, l := range labels {
 		if strings.TrimSpace(l) == "" {
 			return nil, errors.New("a label is empty")
 		}
-		if seen[l] {
-			return nil, fmt.Errorf("label %q is used twice", l)
-		}
-		seen[l] = true
 	}
+	labels = uniqueLabels(labels)
 	c := &Comparison{Labels: labels, Runs: rs, MinEffect: opts.MinEffect, baselines: opts.Baselines}
 	for i, r := range rs {
 		f, err := recompute(r)
@@ -113,6 +109,23 @@ func CompareWith(rs []*result.Result, labels []string, opts Options) (*Compariso
 		return nil, err
 	}
 	return c, nil
+}
+
+// uniqueLabels suffixes a label's later uses ("a.json", "a.json#2"), so
+// that comparing a file with itself, or two files of one name, needs no
+// --labels: each column and verdict still names one run.
+func uniqueLabels(labels []string) []string {
+	out := make([]string, len(labels))
+	seen := map[string]bool{}
+	for i, l := range labels {
+		name := l
+		for n := 2; seen[name]; n++ {
+			name = fmt.Sprintf("%s#%d", l, n)
+		}
+		seen[name] = true
+		out[i] = name
+	}
+	return out
 }
 
 func (c *Comparison) notes() {
@@ -511,8 +524,9 @@ func (c *Comparison) MethodLine() string {
 	if c.baselines > 0 {
 		unit = "each run one sample, 99 % intervals over the runs"
 	}
-	return fmt.Sprintf("Method: %s; a change counts when its interval excludes no change and it is at least %s (--min-effect); generator-bound seconds are left out.",
-		unit, minEffectText(c.MinEffect))
+	me := minEffectText(c.MinEffect)
+	return fmt.Sprintf("Method: %s; a change counts when its interval excludes no change and it is at least %s (--min-effect); no change needs the whole interval within ±%s; latencies are medians of the per-second percentiles; generator-bound seconds are left out.",
+		unit, me, me)
 }
 
 // okHistograms decodes each run's successful-request histogram.

@@ -31,8 +31,10 @@ import (
 //     than assumed.
 //
 // A change counts only when its interval excludes no change and it is at
-// least the minimum practical effect (DefaultMinEffect, --min-effect):
-// identical runs on a shared machine differ by as much as 11 % in p50
+// least the minimum practical effect (DefaultMinEffect, --min-effect); it
+// is no change only when its whole interval lies within ±the minimum
+// effect, and unclear otherwise (change.decide). Identical runs
+// on a shared machine differ by as much as 11 % in p50
 // (bench/compare-calibrate.sh), and a change smaller than that is not one
 // to act on from a single pair of runs, however sure its interval.
 const (

@@ -191,7 +191,6 @@ func TestCompareRefuses(t *testing.T) {
 	}{
 		{[]*result.Result{r}, nil, "at least two"},
 		{[]*result.Result{r, r}, []string{"a"}, "1 labels for 2 results"},
-		{[]*result.Result{r, r}, []string{"a", "a"}, `label "a" is used twice`},
 		{[]*result.Result{r, r}, []string{"a", " "}, "a label is empty"},
 	}
 	for _, c := range cases {
