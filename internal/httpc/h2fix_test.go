@@ -327,3 +327,47 @@ func TestH2MalformedAsHTTP1(t *testing.T) {
 		}
 	}
 }
+
+// TestH2StreamWindowOverflow: a WINDOW_UPDATE that takes one stream's
+// window past 2^31-1 resets that stream (FLOW_CONTROL_ERROR, counted as a
+// malformed answer) and leaves the connection: the next request goes on
+// it. Before the fix the connection was closed and the next request dialed.
+func TestH2StreamWindowOverflow(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		var resets atomic.Int64
+		srv := serveRawH2(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 10}}, func(c *rawH2Conn, f http2.Frame) {
+			switch f := f.(type) {
+			case *http2.HeadersFrame:
+				if f.StreamID == 1 {
+					c.write(func(fr *http2.Framer) { fr.WriteWindowUpdate(1, 1<<31-1) })
+					return
+				}
+				c.respond(f.StreamID, "200")
+			case *http2.RSTStreamFrame:
+				if f.StreamID == 1 && f.ErrCode == http2.ErrCodeFlowControl {
+					resets.Add(1)
+				}
+			}
+		})
+		var c *H2
+		if shared {
+			c = sharedUsers(t, srv.ep, Options{Protocol: ProtoH2C}, 1)[0]
+		} else {
+			c = testH2(t, srv.ep, Options{Protocol: ProtoH2C})
+		}
+		var resp Response
+		err := c.RoundTrip(h2get(srv.ep, "/"), &resp)
+		if Classify(err) != sample.Other || !strings.Contains(err.Error(), "FLOW_CONTROL_ERROR: WINDOW_UPDATE took stream 1's window") {
+			t.Fatalf("shared %v: %v", shared, err)
+		}
+		if err := c.RoundTrip(h2get(srv.ep, "/"), &resp); err != nil || resp.Status != 200 {
+			t.Fatalf("shared %v: the next request: %v %d", shared, err, resp.Status)
+		}
+		if got := srv.conns.Load(); got != 1 {
+			t.Errorf("shared %v: %d connections, want the one kept", shared, got)
+		}
+		if resets.Load() != 1 {
+			t.Errorf("shared %v: the server got %d RST_STREAM FLOW_CONTROL_ERROR for stream 1, want 1", shared, resets.Load())
+		}
+	}
+}

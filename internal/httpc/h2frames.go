@@ -302,9 +302,27 @@ func (c *h2conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	st.sendWindow += inc
 	if st.sendWindow > h2MaxStreamID {
-		return h2Violation(http2.ErrCodeFlowControl, "WINDOW_UPDATE took stream %d's window past 2^31-1", st.id)
+		// A stream error (RFC 9113 section 6.9.1): the stream goes, the
+		// connection and the other streams stay.
+		return c.resetStream(st, http2.ErrCodeFlowControl, fmt.Errorf("%w: HTTP/2 FLOW_CONTROL_ERROR: WINDOW_UPDATE took stream %d's window past 2^31-1; stream reset", errMalformed, st.id))
 	}
 	return c.progressIfWaiting("stream WINDOW_UPDATE")
+}
+
+// resetStream ends st with err and tells the server with RST_STREAM code.
+// In shared mode the reader flushes it with what else it wrote; a user's
+// own connection is read again only by its next request, so it goes now.
+func (c *h2conn) resetStream(st *h2stream, code http2.ErrCode, err error) error {
+	c.strikes = 0
+	c.finish(st, err)
+	if err := c.fr.WriteRSTStream(st.id, code); err != nil {
+		return err
+	}
+	if c.mux != nil {
+		c.needFlush = true
+		return nil
+	}
+	return c.bw.Flush()
 }
 
 // progressIfWaiting counts a window update as progress while a body waits
