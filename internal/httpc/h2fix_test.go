@@ -371,3 +371,76 @@ func TestH2StreamWindowOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestH2SharedLateHeaderBlock: the rest of a header block for a stream its
+// user gave up on, arriving while that user's next stream (same id, on a
+// connection to another origin) is answered, is not written into the new
+// answer. Before the fix the guard compared stream ids, equal across
+// connections, and the late field landed in the new response.
+func TestH2SharedLateHeaderBlock(t *testing.T) {
+	quit := make(chan struct{})
+	t.Cleanup(func() { close(quit) })
+	cont, acked := make(chan struct{}), make(chan struct{})
+	var ackOnce, contOnce sync.Once
+	settings := []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 10}}
+	first := serveRawH2(t, settings, func(c *rawH2Conn, f http2.Frame) {
+		switch f := f.(type) {
+		case *http2.HeadersFrame:
+			id := f.StreamID
+			c.write(func(fr *http2.Framer) {
+				fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.block(":status", "200")})
+			})
+			go func() {
+				select {
+				case <-cont:
+				case <-quit:
+					return
+				}
+				c.write(func(fr *http2.Framer) {
+					fr.WriteContinuation(id, true, c.block("x-late", "from-the-abandoned-stream"))
+					fr.WritePing(false, [8]byte{7})
+				})
+			}()
+		case *http2.PingFrame:
+			// The client acks after it handled the CONTINUATION.
+			if f.IsAck() {
+				ackOnce.Do(func() { close(acked) })
+			}
+		}
+	})
+	second := serveRawH2(t, settings, func(c *rawH2Conn, f http2.Frame) {
+		if h, ok := f.(*http2.HeadersFrame); ok {
+			id := h.StreamID
+			c.write(func(fr *http2.Framer) {
+				fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.block(":status", "200", "x-own", "yes"), EndHeaders: true})
+			})
+			contOnce.Do(func() { close(cont) })
+			go func() {
+				select {
+				case <-acked:
+				case <-quit:
+					return
+				}
+				c.write(func(fr *http2.Framer) { fr.WriteData(id, true, []byte("ok")) })
+			}()
+		}
+	})
+	u := sharedUsers(t, first.ep, Options{Protocol: ProtoH2C}, 1)[0]
+	var resp Response
+	req := h2get(first.ep, "/")
+	req.Timeout = 300 * time.Millisecond
+	if err := u.RoundTrip(req, &resp); Classify(err) != sample.Timeout {
+		t.Fatalf("the abandoned request: %v", err)
+	}
+	if err := u.RoundTrip(h2get(second.ep, "/"), &resp); err != nil || string(resp.Body) != "ok" {
+		t.Fatalf("the next request: %v %q", err, resp.Body)
+	}
+	for _, f := range resp.Header {
+		if string(f.Name) == "x-late" {
+			t.Fatalf("the new answer got the abandoned stream's field %s: %s", f.Name, f.Value)
+		}
+	}
+	if len(resp.Header) != 1 || string(resp.Header[0].Name) != "x-own" {
+		t.Errorf("headers %q, want x-own only", resp.Header)
+	}
+}

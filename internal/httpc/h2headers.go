@@ -124,9 +124,14 @@ func (c *h2conn) emit(f hpack.HeaderField) {
 	}
 	b.regular = true
 	st := c.blkSt
-	if st == nil || st.done || st.id != c.blkID {
+	if st == nil || c.active(c.blkID) != st {
 		// Its user gave up (a timeout) while the block was decoded, and
-		// may have started another request on the same h2stream.
+		// may have started another request on the same h2stream: on
+		// another connection that can have the same stream id (ids
+		// restart at 1 on each), so the id proves nothing. Only a stream
+		// still in this connection's table is still ours, and looking it
+		// up reads none of the h2stream's fields, which that other
+		// connection's lock guards.
 		return
 	}
 	if f.Name == "content-length" {
