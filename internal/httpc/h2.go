@@ -13,7 +13,7 @@ import (
 func init() {
 	newH2Client = func(s *Shared, dial dialFunc) h2Client {
 		maxHeader, maxKept := s.opts.limits()
-		c := &H2{MaxHeaderBytes: maxHeader, MaxKeptBody: maxKept, dial: dial, NewConnPerRequest: s.opts.NewConnPerRequest}
+		c := &H2{MaxHeaderBytes: maxHeader, MaxKeptBody: maxKept, dial: dial, NewConnPerRequest: s.opts.NewConnPerRequest, cw: s.cw}
 		if pool, ok := s.h2state.(*h2pool); ok {
 			c.pool = pool
 			c.wake = make(chan struct{}, 1)
@@ -50,7 +50,10 @@ type H2 struct {
 	// for https, under max_connections_per_host (the slot goes back when
 	// the connection is closed).
 	dial dialFunc
-	st   h2stream
+	// cw is the run's record of servers that asked for a client
+	// certificate (certwatch.go), as H1 uses it.
+	cw *certWatcher
+	st h2stream
 	// Shared mode (h2shared.go): the run's pool, and this user's wake-up,
 	// interrupt and timeout; nil in per-user mode.
 	pool  *h2pool
@@ -253,7 +256,9 @@ func (c *H2) RoundTrip(req *Request, resp *Response) error {
 		keep = max(keep, c.maxKept())
 	}
 	streamErr, connErr := hc.exchange(&c.st, req, resp, keep)
+	c.noteAnswer(req.Endpoint, hc.gotSettings, &hc.told)
 	if connErr != nil {
+		connErr = c.blame(req.Endpoint, hc.gotSettings, connErr)
 		c.drop(hc, connErr)
 		if c.interrupted.Load() {
 			return ErrInterrupted
@@ -268,6 +273,27 @@ func (c *H2) RoundTrip(req *Request, resp *Response) error {
 		hc.lookedAt = max(time.Since(clockBase), 1)
 	}
 	return streamErr
+}
+
+// noteAnswer tells the certificate watcher, once per connection, that a
+// server over TLS answered: its SETTINGS came, so it did not refuse us for
+// want of a client certificate.
+func (c *H2) noteAnswer(ep *Endpoint, answered bool, told *bool) {
+	if answered && !*told && ep.Scheme == "https" && c.cw != nil {
+		*told = true
+		c.cw.answered(ep.Addr)
+	}
+}
+
+// blame makes a connection failure before the server's SETTINGS a TLS
+// failure where the server asked for a client certificate we do not have,
+// as H1 does (certwatch.go): in TLS 1.3 its refusal often shows only as
+// the connection's reset.
+func (c *H2) blame(ep *Endpoint, answered bool, err error) error {
+	if answered || ep.Scheme != "https" || c.cw == nil {
+		return err
+	}
+	return c.cw.blame(ep.Addr, err)
 }
 
 // exchange runs one stream. connErr is set when the connection must close.

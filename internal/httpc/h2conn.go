@@ -58,6 +58,7 @@ type h2conn struct {
 	peerInitWindow int64
 	peerMaxStreams uint32
 	gotSettings    bool
+	told           bool // the certificate watcher knows the server answered (per-user mode)
 	// lookedAt is when the last answer was read, as time since clockBase
 	// (0: a look is due before reuse).
 	lookedAt   time.Duration

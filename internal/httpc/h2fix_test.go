@@ -3,6 +3,7 @@ package httpc
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -442,5 +443,29 @@ func TestH2SharedLateHeaderBlock(t *testing.T) {
 	}
 	if len(resp.Header) != 1 || string(resp.Header[0].Name) != "x-own" {
 		t.Errorf("headers %q, want x-own only", resp.Header)
+	}
+}
+
+// TestH2CertRefusalBlamedAsH1: a TLS 1.3 server that asked for a client
+// certificate we do not have and drops the connection before answering is
+// a tls failure over HTTP/2 as over HTTP/1.1, per-user or shared. Before
+// the fix the HTTP/2 path never asked the certificate watcher: conn_reset.
+func TestH2CertRefusalBlamedAsH1(t *testing.T) {
+	for _, alpn := range []string{"http/1.1", "h2"} {
+		for _, shared := range []bool{false, true} {
+			addr := resetAfterHandshake(t, tls.VersionTLS13, []string{alpn})
+			ep := &Endpoint{Scheme: "https", Addr: addr, Host: "x"}
+			sh := NewShared(Options{TLS: &tls.Config{InsecureSkipVerify: true}, H2Shared: shared})
+			tr := sh.NewTransport()
+			for i := 0; i < 3; i++ {
+				var resp Response
+				err := tr.RoundTrip(&Request{Method: "GET", Endpoint: ep, PathQuery: []byte("/"), Timeout: 10 * time.Second}, &resp)
+				if got := Classify(err); got != sample.TLS {
+					t.Errorf("%s, shared %v, request %d: class %v (%v), want tls", alpn, shared, i, got, err)
+				}
+			}
+			tr.Close()
+			sh.Close()
+		}
 	}
 }

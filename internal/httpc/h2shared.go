@@ -1,6 +1,7 @@
 package httpc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -79,6 +80,7 @@ type h2mux struct {
 	maxStreams atomic.Uint32
 	open       atomic.Bool
 	settled    atomic.Bool // the server's first SETTINGS have been read
+	told       bool        // the certificate watcher knows (under mu)
 	reserved   int         // streams reserved or in flight (under pool.mu)
 }
 
@@ -465,6 +467,9 @@ func (c *H2) sharedRoundTrip(req *Request, resp *Response, deadline time.Time) e
 			return err
 		}
 		sent, err := c.onMux(m, req, resp, keep, deadline)
+		if err != nil && !errors.Is(err, ErrInterrupted) {
+			err = c.blame(req.Endpoint, m.settled.Load(), err)
+		}
 		c.pool.release(m)
 		if sent || err != nil {
 			return err
@@ -517,6 +522,7 @@ func (c *H2) onMux(m *h2mux, req *Request, resp *Response, keep int, deadline ti
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	c.noteAnswer(req.Endpoint, m.settled.Load(), &m.told)
 	if !st.done {
 		hc.finish(st, cut)
 		if m.dead == nil {
