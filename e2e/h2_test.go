@@ -177,3 +177,39 @@ func waitListening(addr string, within time.Duration) bool {
 	}
 	return false
 }
+
+// TestH2SharedAutoOneConnection: shared HTTP/2 connections under version
+// auto over https, 20 users, max_connections_per_host 4: the run opens one
+// connection (the first request's ALPN probe, kept as the shared one) and
+// every request succeeds. Before, each user's first dial was left idle
+// beside the shared one (21 handshakes for 20 users), and with the cap of
+// 4 the idle ones held every slot: no request was sent.
+func TestH2SharedAutoOneConnection(t *testing.T) {
+	srv := hostile.H2OK(t, true)
+	plan := e2etest.WritePlan(t, fmt.Sprintf(`name: shared-auto
+target: %s
+http: {h2_connections: shared, max_connections_per_host: 4}
+tls: {insecure: true}
+scenarios:
+  s:
+    steps:
+      - {name: s, get: /, timeout: 5s}
+      - think: 20ms
+load:
+  stages: [{duration: 2s, users: 20}]
+  grace: 3s
+`, srv.URL), nil)
+	res, _, out := runMeasured(t, plan)
+	checkSums(t, res)
+	tt := res.Totals
+	if tt.Requests == 0 || tt.Successful != tt.Requests {
+		t.Fatalf("requests %d, successful %d, by class %v\n%s", tt.Requests, tt.Successful, tt.ByClass, out)
+	}
+	if got := srv.Requests(); got != tt.Requests {
+		t.Errorf("the server read %d requests; the result says %d", got, tt.Requests)
+	}
+	// The run's preflight checks the target with a connection of its own.
+	if got := srv.Conns(); got != 2 {
+		t.Errorf("20 users in shared mode opened %d connections, want 1 (and the preflight's)", got)
+	}
+}
