@@ -88,7 +88,7 @@ in the result's capacity indicator).`,
 			co := levels.CapacityOptions{Start: start, Max: maxR, Budget: budget}
 			lo := levels.Options{Run: opts, Hold: stepHold, Ramp: ramp, SLO: slo}
 			lo.Run.Progress, lo.Event = disp.progress, disp.event
-			if lo.Runner, err = split.runner(p, args[0], out, stderr); err != nil {
+			if lo.Runner, err = split.runner(cmd, p, args[0], out); err != nil {
 				return err
 			}
 			e := &session.Levels{Plan: p, Options: lo, Capacity: &co}

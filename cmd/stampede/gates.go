@@ -136,7 +136,7 @@ func runLevels(cmd *cobra.Command, p *plan.Plan, j levelsJob) error {
 	}}
 	lo := levels.Options{Run: opts, Ramp: j.ramp, Hold: j.hold, SLO: j.slo, StopAtFail: j.stopAtFail}
 	lo.Run.Progress, lo.Event = disp.progress, disp.event
-	if lo.Runner, err = j.split.runner(p, j.planFile, out, stderr); err != nil {
+	if lo.Runner, err = j.split.runner(cmd, p, j.planFile, out); err != nil {
 		return err
 	}
 	e := &session.Levels{Plan: p, Vary: j.vary, Values: j.values, Options: lo}

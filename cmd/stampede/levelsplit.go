@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/stampede-load/stampede/internal/dist/segment"
@@ -38,9 +40,8 @@ func (l *levelSplit) add(f *pflag.FlagSet, segmentFlags bool) {
 	}
 }
 
-// check refuses what the workers cannot run as one test: the demo target
-// (each process would start its own) and a plan's setup and teardown
-// (each process would run them at every level).
+// check refuses what the workers cannot run as one test
+// (levels.SplitRefusal).
 func (l levelSplit) check(p *plan.Plan) error {
 	switch {
 	case l.workers < 0:
@@ -49,17 +50,9 @@ func (l levelSplit) check(p *plan.Plan) error {
 		return nil
 	case l.segment != "":
 		return fail(exitUsage, errors.New("--workers and --segment: give one"))
-	case p.Target == "demo":
-		return fail(exitUsage, errors.New("--workers with target: demo: each process would start its own demo; start it with 'stampede demo' and give its URL as the target"))
-	case p.Setup != nil || p.Teardown != nil:
-		return fail(exitUsage, errors.New("--workers with a plan that has setup: or teardown: is not supported for levels yet: each level's processes would run them again; run the levels in one process"))
 	}
-	for _, d := range p.Data {
-		if d.Pick == plan.PickUnique {
-			// Each level's processes are new: the rows an earlier level
-			// handed out would be handed out again.
-			return fail(exitUsage, fmt.Errorf("--workers with pick: unique data (%s) is not supported for levels yet: each level would hand its rows out again; run the levels in one process", d.Name))
-		}
+	if why := levels.SplitRefusal(p); why != "" {
+		return fail(exitUsage, errors.New(why))
 	}
 	return nil
 }
@@ -97,8 +90,9 @@ func (l levelSplit) apply(o *run.Options, stderr io.Writer) error {
 }
 
 // runner is the levels' Runner for --workers, nil without it. The
-// segments' files go to OUT.segments beside the result.
-func (l levelSplit) runner(p *plan.Plan, planFile, out string, stderr io.Writer) (levelRunner, error) {
+// segments' files go to OUT.segments beside the result. cmd's global
+// flags are passed on to the segments (levelWorkerFlags).
+func (l levelSplit) runner(cmd *cobra.Command, p *plan.Plan, planFile, out string) (levelRunner, error) {
 	if l.workers <= 1 {
 		return nil, nil
 	}
@@ -110,8 +104,25 @@ func (l levelSplit) runner(p *plan.Plan, planFile, out string, stderr io.Writer)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fail(exitUsage, err)
 	}
-	w := session.LevelWorkers{Bin: bin, PlanFile: planFile, Plan: p, Workers: l.workers, Dir: dir, Stderr: stderr}
+	w := session.LevelWorkers{Bin: bin, PlanFile: planFile, Plan: p, Workers: l.workers, Dir: dir,
+		Stderr: cmd.ErrOrStderr(), Args: levelWorkerFlags(cmd)}
 	return w.Runner, nil
+}
+
+// levelWorkerFlags are the global flags given (--allow-files), as `run
+// --workers` passes them on to its workers (workerFlags): a segment runs
+// 'sweep', whose own flags the coordinator sets, but it loads the same
+// plan and must read its files from the same places.
+func levelWorkerFlags(cmd *cobra.Command) []string {
+	global := cmd.InheritedFlags()
+	var args []string
+	for _, a := range workerFlags(cmd.Flags()) {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if global.Lookup(name) != nil {
+			args = append(args, a)
+		}
+	}
+	return args
 }
 
 type levelRunner = func(ctx context.Context, vary string, v float64, i, n int, o levels.Options) (result.Level, error)

@@ -19,6 +19,7 @@ import (
 	"github.com/stampede-load/stampede/internal/merge"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/run"
 )
 
 // LevelWorkers runs each level of gates, a sweep or a capacity search as
@@ -41,6 +42,9 @@ type LevelWorkers struct {
 	Lead time.Duration
 	// Stderr hears a line per level (default: nowhere).
 	Stderr io.Writer
+	// Args are added to every segment's command line: the global flags
+	// (--allow-files) that `run --workers` passes on to its workers too.
+	Args []string
 }
 
 // Runner runs one level in the workers; it is levels.Options.Runner.
@@ -82,12 +86,15 @@ func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n i
 	return lv, nil
 }
 
-// runSegment runs one segment of the level and waits for it. Ctrl-C (ctx)
-// is passed on as an interrupt: the segment stops and writes its partial.
+// runSegment runs one segment of the level and waits for it, as a worker
+// of this process (dist.RunWorker): it dies with this process, and only
+// this process passes it a signal: the one that ended ctx (Ctrl-C or
+// SIGTERM), once; the segment then stops and writes its partial.
 func (w LevelWorkers) runSegment(ctx context.Context, vary string, v float64, o levels.Options, seg segment.Segment, start time.Time, out string) error {
 	args := []string{"sweep", w.PlanFile, "--" + vary, strconv.FormatFloat(v, 'f', -1, 64),
 		"--hold", o.Hold.String(), "--ramp", o.Ramp.String(),
 		"--segment", seg.String(), "--start-at", start.UTC().Format(time.RFC3339Nano), "-o", out, "-q"}
+	args = append(args, w.Args...)
 	logf, err := os.Create(out + ".log")
 	if err != nil {
 		return err
@@ -95,9 +102,9 @@ func (w LevelWorkers) runSegment(ctx context.Context, vary string, v float64, o 
 	defer logf.Close()
 	cmd := exec.CommandContext(ctx, w.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.Cancel = func() error { return cmd.Process.Signal(stopSignal(ctx)) }
 	cmd.WaitDelay = time.Minute
-	err = cmd.Run()
+	err = dist.RunWorker(cmd)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == ExitThreshold {
 		// The segment judged its share; the level is judged whole here.
@@ -107,6 +114,16 @@ func (w LevelWorkers) runSegment(ctx context.Context, vary string, v float64, o 
 		return fmt.Errorf("segment %s: %v (see %s)", seg, err, out+".log")
 	}
 	return nil
+}
+
+// stopSignal is the signal that ended ctx (run.Interrupt is its cause),
+// passed on as it came; an interrupt when ctx ended otherwise.
+func stopSignal(ctx context.Context) os.Signal {
+	var in run.Interrupt
+	if errors.As(context.Cause(ctx), &in) && in.Signal != nil {
+		return in.Signal
+	}
+	return os.Interrupt
 }
 
 // merge reads the segments' results and merges their level exactly; a
