@@ -325,12 +325,11 @@ func (m *Mux) RoundTrip(req *Request, resp *Response) error {
 		}
 	}
 	err := m.h1.RoundTrip(req, resp)
-	var neg errNegotiatedH2
-	if m.h2 != nil && errors.As(err, &neg) {
+	if nc := negotiatedH2(err); nc != nil && m.h2 != nil {
 		// Nothing of req was sent on the conn: handing both to the
 		// HTTP/2 client is its first sending, not a resend.
 		m.h2eps = append(m.h2eps, req.Endpoint)
-		m.h2.adopt(req.Endpoint, neg.nc)
+		m.h2.adopt(req.Endpoint, nc)
 		return m.h2.RoundTrip(req, resp)
 	}
 	if probing != nil {
@@ -341,6 +340,21 @@ func (m *Mux) RoundTrip(req *Request, resp *Response) error {
 		probing.probed(req.Endpoint, chose)
 	}
 	return err
+}
+
+// negotiatedH2 is the fresh connection an HTTP/1.1 dial handed over
+// because its server chose h2, or nil. The target errors.As writes to
+// escapes to the heap, so it is made only for an error: a kept-alive
+// request that succeeded allocates nothing here.
+func negotiatedH2(err error) net.Conn {
+	if err == nil {
+		return nil
+	}
+	var neg errNegotiatedH2
+	if errors.As(err, &neg) {
+		return neg.nc
+	}
+	return nil
 }
 
 // sharedNegotiator is an HTTP/2 client in shared mode (h2shared.go): the
