@@ -144,8 +144,10 @@ var errScriptFail = errors.New("fail")
 
 func newVM() *jsVM {
 	rt := sobek.New()
-	if _, err := rt.RunString(boundStrings); err != nil {
-		panic("vu: bounding the script builtins: " + err.Error()) // a bug in boundStrings
+	for _, bound := range []string{boundStrings, boundBulk} {
+		if _, err := rt.RunString(bound); err != nil {
+			panic("vu: bounding the script builtins: " + err.Error()) // a bug in boundStrings or boundBulk
+		}
 	}
 	vm := &jsVM{rt: rt, fns: map[*plan.Script]sobek.Callable{}}
 	watch(vm)
