@@ -12,11 +12,12 @@ import (
 	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
-// The builtins that fill a whole array or buffer in one native call (which
-// the heap watch cannot interrupt) refuse a size past the script bound with
+// The builtins that fill a whole array or buffer in one native call, and a
+// spread over a native iterator (one instruction), which the heap watch
+// cannot interrupt, refuse a size past the script bound with
 // an error naming it, so the run stays small and counts the failure: before,
 // `a.length = 1e9; a.fill(0)` appended a 16 GB []Value inside sobek and
-// `new ArrayBuffer(1e10)` made 10 GB at once, both past Go's fatal out of
+// `new ArrayBuffer(1e10)` made 10 GB at once, all past Go's fatal out of
 // memory.
 func TestScriptBulkBuiltinsStayBounded(t *testing.T) {
 	t.Parallel()
@@ -34,6 +35,7 @@ scenarios:
             () => { const a = []; a.length = 1e9; a.fill(0); },
             () => Array(1e9).join("x"),
             () => Array.from({length: 1e9}),
+            () => [...new Array(1e9).keys()],
             () => new ArrayBuffer(1e10),
             () => new Float64Array(1e9),
           ]) {
@@ -64,9 +66,10 @@ load: {stages: [{duration: 2s, users: 1}]}
 		t.Errorf("the refused builtins are not counted as failures: %v", res.Totals.ByClass)
 	}
 	for _, want := range []string{
-		"RangeError: a script may make an array of at most 33554432, not 1000000000 | " +
-			"RangeError: a script may make an array of at most 33554432, not 1000000000 | " +
-			"RangeError: a script may make an array of at most 33554432, not 1000000000 | " +
+		"RangeError: a script may make an array of at most 2097152, not 1000000000 | " +
+			"RangeError: a script may make an array of at most 2097152, not 1000000000 | " +
+			"RangeError: a script may make an array of at most 2097152, not 1000000000 | " +
+			"RangeError: a script may make an array of at most 2097152, not 1000000000 | " +
 			"RangeError: a script may make a buffer in bytes of at most 33554432, not 10000000000 | " +
 			"RangeError: a script may make a buffer in bytes of at most 33554432, not 8000000000",
 	} {

@@ -144,10 +144,8 @@ var errScriptFail = errors.New("fail")
 
 func newVM() *jsVM {
 	rt := sobek.New()
-	for _, bound := range []string{boundStrings, boundBulk} {
-		if _, err := rt.RunString(bound); err != nil {
-			panic("vu: bounding the script builtins: " + err.Error()) // a bug in boundStrings or boundBulk
-		}
+	if err := installBounds(rt); err != nil {
+		panic("vu: bounding the script builtins: " + err.Error()) // a bug in boundStrings or boundBulk
 	}
 	vm := &jsVM{rt: rt, fns: map[*plan.Script]sobek.Callable{}}
 	watch(vm)

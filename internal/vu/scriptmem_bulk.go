@@ -1,6 +1,11 @@
 package vu
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/grafana/sobek"
+)
 
 // boundBulk bounds the builtins that, in sobek, fill or copy a whole array,
 // buffer or string inside one native call (read from sobek's
@@ -11,11 +16,16 @@ import "fmt"
 // `new ArrayBuffer(1e10)` or `new Float64Array(1e9)` (one make) would reach
 // Go's fatal out of memory before the watch could look. Each refuses, with
 // a RangeError naming the bound, a result past maxScriptString elements,
-// characters or bytes. `new Array(1e9)` alone stays allowed: sobek only sets
-// its length.
-var boundBulk = fmt.Sprintf(`(function (lim) {
+// characters or bytes, or an array past maxScriptArray elements.
+// `new Array(1e9)` alone stays allowed: sobek only sets its length.
+//
+// A spread or Array.from over a native iterator also runs in one call
+// (sobek's pushArraySpread appends every value inside one instruction), so
+// the iterators of an array or string too long to copy are refused.
+var boundBulk = fmt.Sprintf(`(function (lim, arrayLim, count) {
   const too = (n, what) => {
-    if (n > lim) throw new RangeError("a script may make " + what + " of at most " + lim + ", not " + n);
+    const max = what === "an array" ? arrayLim : lim;
+    if (n > max) throw new RangeError("a script may make " + what + " of at most " + max + ", not " + n);
   };
   const len = (o) => {
     const n = Math.floor(Number(o == null ? 0 : o.length));
@@ -90,4 +100,46 @@ var boundBulk = fmt.Sprintf(`(function (lim) {
       Uint32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array]) {
     replace(C, (a) => (a[0] !== null && typeof a[0] === "object" ? len(a[0]) : index(a[0])) * C.BYTES_PER_ELEMENT);
   }
-})(%d);`, maxScriptString)
+  for (const name of ["keys", "values", "entries"]) wrap(A, name, (o) => too(len(o), "an array"));
+  define(A, Symbol.iterator, A.values);
+  wrap(String.prototype, Symbol.iterator, (o) => too(String(o).length, "an array"));
+  wrap(String.prototype, "split", (o, a) => {
+    const sep = a[0];
+    if (sep === undefined || (sep !== null && typeof sep === "object")) return;
+    const s = String(o), p = String(sep);
+    let max = a[1] === undefined ? Infinity : a[1] >>> 0;
+    if (p === "") return too(Math.min(s.length, max), "an array");
+    too(Math.min(count(s, p) + 1, max), "an array");
+  });
+  wrap(String.prototype, "replaceAll", (o, a) => {
+    const pat = a[0], rep = a[1];
+    if ((pat !== null && typeof pat === "object") || typeof rep === "function") return;
+    const s = String(o), p = String(pat), r = String(rep);
+    // $\x60 and $' put in the text before and after the match: up to s.
+    const per = r.length + (r.split("$\x60").length - 1 + r.split("$'").length - 1) * s.length;
+    const n = p === "" ? s.length + 1 : count(s, p);
+    too(s.length - n * p.length + n * per, "a string");
+  });
+})(%d, %d, globalThis.__countStrings);
+delete globalThis.__countStrings;`, maxScriptString, maxScriptArray)
+
+// installBounds bounds the builtins of rt. Counting a pattern's matches
+// is done in Go: a loop of indexOf in the script allocates for every call
+// and took seconds over a 32 Mi-character string.
+func installBounds(rt *sobek.Runtime) error {
+	if err := rt.Set("__countStrings", strings.Count); err != nil {
+		return err
+	}
+	for _, bound := range []string{boundStrings, boundBulk} {
+		if _, err := rt.RunString(bound); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxScriptArray bounds, in elements, the arrays those builtins may make:
+// each element is a 16-byte slot (and a boxed index or a small string
+// more), filled by appends that copy as they grow: 4 Mi elements filled
+// grew the heap past the watch's 128 MiB budget, 2 Mi stay within it.
+const maxScriptArray = 2 << 20
