@@ -102,6 +102,9 @@ var boundBulk = fmt.Sprintf(`(function (lim, arrayLim, count) {
   }
   for (const name of ["keys", "values", "entries"]) wrap(A, name, (o) => too(len(o), "an array"));
   define(A, Symbol.iterator, A.values);
+  const TA = Object.getPrototypeOf(Uint8Array.prototype);
+  for (const name of ["keys", "values", "entries"]) wrap(TA, name, (o) => too(len(o), "an array"));
+  define(TA, Symbol.iterator, TA.values);
   wrap(String.prototype, Symbol.iterator, (o) => too(String(o).length, "an array"));
   wrap(String.prototype, "split", (o, a) => {
     const sep = a[0];
