@@ -66,10 +66,10 @@ load: {stages: [{duration: 2s, users: 1}]}
 		t.Errorf("the refused builtins are not counted as failures: %v", res.Totals.ByClass)
 	}
 	for _, want := range []string{
-		"RangeError: a script may make an array of at most 2097152, not 1000000000 | " +
-			"RangeError: a script may make an array of at most 2097152, not 1000000000 | " +
-			"RangeError: a script may make an array of at most 2097152, not 1000000000 | " +
-			"RangeError: a script may make an array of at most 2097152, not 1000000000 | " +
+		"RangeError: a script may make an array of at most 1048576, not 1000000000 | " +
+			"RangeError: a script may make an array of at most 1048576, not 1000000000 | " +
+			"RangeError: a script may make an array of at most 1048576, not 1000000000 | " +
+			"RangeError: a script may make an array of at most 1048576, not 1000000000 | " +
 			"RangeError: a script may make a buffer in bytes of at most 33554432, not 10000000000 | " +
 			"RangeError: a script may make a buffer in bytes of at most 33554432, not 8000000000",
 	} {

@@ -40,6 +40,7 @@ load: {stages: [{duration: 30s, users: 1}]}
 	if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "fatal error") {
 		t.Errorf("Go runtime output reached the user:\n%.3000s", stderr)
 	}
+	t.Logf("peak RSS %d MB", rss>>20)
 	if rss > 512<<20 {
 		t.Errorf("peak RSS %d MB, want at most 512 MB", rss>>20)
 	}

@@ -15,8 +15,19 @@ import (
 // takes microseconds, so no call of its own grows the heap by hundreds of
 // megabytes unless it is running away.
 
-// scriptMemoryBudget is how much the heap may grow while one call runs.
-const scriptMemoryBudget = 128 << 20
+// scriptMemoryBudget is how much the heap may grow while one call runs,
+// beyond a quarter of the heap the call began with (callBudget). 64 MiB,
+// not more: s = s + s is one instruction that allocates the whole next
+// string, so a watch that looks a doubling late (a loaded machine) lets the
+// string double once more before the interrupt is seen, and from 128 MiB
+// that took the process past 512 MB.
+const scriptMemoryBudget = 64 << 20
+
+// callBudget is the growth allowed under a call that began with base bytes
+// of heap: the run keeps the GC at 10-25 %, so a large heap gathers that
+// much garbage from the other users between collections, and that growth
+// is not the call's.
+func callBudget(base int64) int64 { return scriptMemoryBudget + base/4 }
 
 // maxScriptString bounds the strings the builtins that make one string in
 // a single allocation (repeat, padStart, padEnd) may make, in characters:
@@ -46,7 +57,7 @@ var boundStrings = fmt.Sprintf(`(function (lim) {
 type memoryInterrupt struct{}
 
 // scriptMemoryMessage is the failure of a call stopped for memory.
-var scriptMemoryMessage = fmt.Sprintf("script grew the memory by more than %d MiB in one call (a string or array without bound?) and was stopped", scriptMemoryBudget>>20)
+var scriptMemoryMessage = fmt.Sprintf("script grew the memory by more than %d MiB (and a quarter of the heap it began with) in one call (a string or array without bound?) and was stopped", scriptMemoryBudget>>20)
 
 // memWatchEvery is how often the heap is read while a call runs: a string
 // that doubles takes longer to copy than this at every size where the
@@ -98,7 +109,7 @@ func memWatcher() {
 			case vm.started.Load() != t: // it ended meanwhile
 			case vm.memCall != t:
 				vm.memCall, vm.memBase = t, heap
-			case heap-vm.memBase > scriptMemoryBudget:
+			case heap-vm.memBase > callBudget(vm.memBase):
 				vm.rt.Interrupt(memoryInterrupt{})
 			}
 			vm.mu.Unlock()

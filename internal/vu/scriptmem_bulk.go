@@ -144,5 +144,5 @@ func installBounds(rt *sobek.Runtime) error {
 // maxScriptArray bounds, in elements, the arrays those builtins may make:
 // each element is a 16-byte slot (and a boxed index or a small string
 // more), filled by appends that copy as they grow: 4 Mi elements filled
-// grew the heap past the watch's 128 MiB budget, 2 Mi stay within it.
-const maxScriptArray = 2 << 20
+// grew the heap past the watch's 128 MiB budget, 2 Mi past its 64 MiB one; 1 Mi stay within it.
+const maxScriptArray = 1 << 20

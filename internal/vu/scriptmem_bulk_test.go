@@ -17,26 +17,26 @@ import (
 // included) under 256 MiB.
 func TestScriptBulkBuiltinsAreBounded(t *testing.T) {
 	for _, tc := range []struct{ script, want string }{
-		{`const a = []; a.length = 1e9; a.fill(0)`, "RangeError: a script may make an array of at most 2097152, not 1000000000"},
-		{`new Array(1e9).fill(0)`, "an array of at most 2097152, not 1000000000"},
-		{`Array(1e9).join("x")`, "an array of at most 2097152, not 1000000000"},
-		{`Array(2e6).join("xxxxxxxxxxxxxxxxxxxx")`, "a string of at most 33554432, not 39999980"},
+		{`const a = []; a.length = 1e9; a.fill(0)`, "RangeError: a script may make an array of at most 1048576, not 1000000000"},
+		{`new Array(1e9).fill(0)`, "an array of at most 1048576, not 1000000000"},
+		{`Array(1e9).join("x")`, "an array of at most 1048576, not 1000000000"},
+		{`Array(1e6).join("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")`, "a string of at most 33554432, not 39999960"},
 		{`const s = "x".repeat(1 << 24); Array(64).fill(s).join("")`, "a string of at most 33554432, not 50331648"},
-		{`Array.from({length: 1e9})`, "an array of at most 2097152, not 1000000000"},
-		{`Array.from(new Array(1e9))`, "an array of at most 2097152, not 1000000000"},
-		{`new Array(1e9).toReversed()`, "an array of at most 2097152, not 1000000000"},
-		{`new Array(1e9).toSorted()`, "an array of at most 2097152, not 1000000000"},
-		{`new Array(1e9).with(0, 1)`, "an array of at most 2097152, not 1000000000"},
-		{`new Array(1e9).toSpliced(0, 0, 1)`, "an array of at most 2097152, not 1000000001"},
+		{`Array.from({length: 1e9})`, "an array of at most 1048576, not 1000000000"},
+		{`Array.from(new Array(1e9))`, "an array of at most 1048576, not 1000000000"},
+		{`new Array(1e9).toReversed()`, "an array of at most 1048576, not 1000000000"},
+		{`new Array(1e9).toSorted()`, "an array of at most 1048576, not 1000000000"},
+		{`new Array(1e9).with(0, 1)`, "an array of at most 1048576, not 1000000000"},
+		{`new Array(1e9).toSpliced(0, 0, 1)`, "an array of at most 1048576, not 1000000001"},
 		{`const s = "x".repeat(1 << 24); s.concat(s, s)`, "a string of at most 33554432, not 50331648"},
-		{`[...new Array(1e9).keys()]`, "an array of at most 2097152, not 1000000000"},
-		{`[...new Array(1e9)]`, "an array of at most 2097152, not 1000000000"},
-		{`Array.from(new Array(1e9).entries())`, "an array of at most 2097152, not 1000000000"},
-		{`[...new Uint8Array(1 << 25)]`, "an array of at most 2097152, not 33554432"},
-		{`[...new Uint8Array(1 << 25).entries()]`, "an array of at most 2097152, not 33554432"},
-		{`[..."x".repeat(1 << 25)]`, "an array of at most 2097152, not 33554432"},
-		{`"x".repeat(1 << 25).split("")`, "an array of at most 2097152, not 33554432"},
-		{`"ab".repeat(1 << 24).split("a")`, "an array of at most 2097152, not 16777217"},
+		{`[...new Array(1e9).keys()]`, "an array of at most 1048576, not 1000000000"},
+		{`[...new Array(1e9)]`, "an array of at most 1048576, not 1000000000"},
+		{`Array.from(new Array(1e9).entries())`, "an array of at most 1048576, not 1000000000"},
+		{`[...new Uint8Array(1 << 25)]`, "an array of at most 1048576, not 33554432"},
+		{`[...new Uint8Array(1 << 25).entries()]`, "an array of at most 1048576, not 33554432"},
+		{`[..."x".repeat(1 << 25)]`, "an array of at most 1048576, not 33554432"},
+		{`"x".repeat(1 << 25).split("")`, "an array of at most 1048576, not 33554432"},
+		{`"ab".repeat(1 << 24).split("a")`, "an array of at most 1048576, not 16777217"},
 		{`"x".repeat(1 << 20).replaceAll("x", "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy")`, "a string of at most 33554432, not 42991616"},
 		{"\"x\".repeat(1 << 17).replaceAll(\"x\", \"$`\")", "a string of at most 33554432, not"},
 		{`"x".repeat(1 << 25).replaceAll("", "y")`, "a string of at most 33554432, not 67108865"},
@@ -74,7 +74,7 @@ Array.from({length: 2}, (_, i) => i).join() === "0,1" && Array.from("ab").join()
 "a,b,,c".split(",").length === 4 && "abc".split("").join("-") === "a-b-c" && "a,b,c".split(",", 2).join() === "a,b" &&
 "a.b.c".replaceAll(".", "$\x60") === "aaba.bc" && "aXbX".replaceAll("X", (m) => m + m) === "aXXbXX" &&
 "ab".replaceAll("", "-") === "-a-b-" && Object.entries({a: 1}).length === 1 &&
-(() => { const a = []; a.length = 2 * 2 ** 20; return a.fill(7)[2 * 2 ** 20 - 1] === 7; })() && new ArrayBuffer(8).byteLength === 8 &&
+(() => { const a = []; a.length = 2 ** 20; return a.fill(7)[2 ** 20 - 1] === 7; })() && new ArrayBuffer(8).byteLength === 8 &&
 new Uint16Array([1, 2]).length === 2 && new Uint8Array(new ArrayBuffer(4), 1).length === 3 &&
 new Uint8Array(2) instanceof Uint8Array && new ArrayBuffer(1) instanceof ArrayBuffer &&
 Uint8Array.from([1, 2]).length === 2 && new Float64Array(4).subarray(1).length === 3 &&
