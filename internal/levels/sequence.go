@@ -61,33 +61,19 @@ func connectionsInSequence(rs []*result.Result) *result.Connections {
 // it ended, in the whole run of several levels.
 const LevelEnd = "level_end"
 
+// addInSequence adds level s to the levels before it: events add up, but
+// the levels ran one after another, so the population is the largest
+// level's and what is open at the end the last one's; the connections an
+// earlier level still held when it ended closed then (LevelEnd).
 func addInSequence(m *result.ConnScenario, s result.ConnScenario, last bool) {
 	m.Target = max(m.Target, s.Target)
 	m.PeakOpen = max(m.PeakOpen, s.PeakOpen)
-	m.Attempts += s.Attempts
-	m.Opened += s.Opened
-	m.Failed += s.Failed
-	m.Disconnects = result.AddCounts(m.Disconnects, s.Disconnects)
+	m.AddCounts(s)
 	if last {
 		m.OpenAtEnd = s.OpenAtEnd
 	} else if s.OpenAtEnd > 0 {
 		m.Disconnects = result.AddCounts(m.Disconnects, map[string]int64{LevelEnd: s.OpenAtEnd})
 	}
-	m.OtherPushes += s.OtherPushes
-	m.Fallbacks += s.Fallbacks
-	m.Reconnects += s.Reconnects
-	m.ReconnectFailures += s.ReconnectFailures
-	m.Recovered += s.Recovered
-	m.Duplicates += s.Duplicates
-	m.Lost += s.Lost
-	m.TokenRenewals += s.TokenRenewals
-	m.Transports = result.AddCounts(m.Transports, s.Transports)
-	m.MessagesIn += s.MessagesIn
-	m.MessagesOut += s.MessagesOut
-	m.BytesIn += s.BytesIn
-	m.BytesOut += s.BytesOut
-	m.ByClass = result.AddCounts(m.ByClass, s.ByClass)
-	m.Pushes = result.AddCounts(m.Pushes, s.Pushes)
 }
 
 // monitorsInSequence joins each server series of the levels into one on

@@ -36,28 +36,11 @@ func connections(rs []*result.Result) *result.Connections {
 				})
 			}
 			m := &out.Scenarios[i]
+			// Segments ran together: their populations add up too.
 			m.Target += s.Target
-			m.Attempts += s.Attempts
-			m.Opened += s.Opened
-			m.Failed += s.Failed
 			m.PeakOpen += s.PeakOpen
 			m.OpenAtEnd += s.OpenAtEnd
-			m.OtherPushes += s.OtherPushes
-			m.Fallbacks += s.Fallbacks
-			m.Reconnects += s.Reconnects
-			m.ReconnectFailures += s.ReconnectFailures
-			m.Recovered += s.Recovered
-			m.Duplicates += s.Duplicates
-			m.Lost += s.Lost
-			m.TokenRenewals += s.TokenRenewals
-			m.Transports = result.AddCounts(m.Transports, s.Transports)
-			m.MessagesIn += s.MessagesIn
-			m.MessagesOut += s.MessagesOut
-			m.BytesIn += s.BytesIn
-			m.BytesOut += s.BytesOut
-			addClasses(m.ByClass, s.ByClass)
-			m.Disconnects = result.AddCounts(m.Disconnects, s.Disconnects)
-			m.Pushes = result.AddCounts(m.Pushes, s.Pushes)
+			m.AddCounts(s)
 		}
 	}
 	return out

@@ -61,3 +61,31 @@ type ConnScenario struct {
 	BytesIn       int64 `json:"bytes_in"`
 	BytesOut      int64 `json:"bytes_out"`
 }
+
+// AddCounts adds s's counters of events (attempts, opens, failures by
+// class, disconnects, pushes, reconnects, messages, bytes) to c. What a
+// population is at one moment (Target, PeakOpen, OpenAtEnd) is left to the
+// caller: segments running together add those, levels running one after
+// another do not. One list of counters, so a counter added to the format
+// is summed alike by every merge.
+func (c *ConnScenario) AddCounts(s ConnScenario) {
+	c.Attempts += s.Attempts
+	c.Opened += s.Opened
+	c.Failed += s.Failed
+	c.ByClass = AddCounts(c.ByClass, s.ByClass)
+	c.Disconnects = AddCounts(c.Disconnects, s.Disconnects)
+	c.Pushes = AddCounts(c.Pushes, s.Pushes)
+	c.OtherPushes += s.OtherPushes
+	c.Transports = AddCounts(c.Transports, s.Transports)
+	c.Fallbacks += s.Fallbacks
+	c.Reconnects += s.Reconnects
+	c.ReconnectFailures += s.ReconnectFailures
+	c.Recovered += s.Recovered
+	c.Duplicates += s.Duplicates
+	c.Lost += s.Lost
+	c.TokenRenewals += s.TokenRenewals
+	c.MessagesIn += s.MessagesIn
+	c.MessagesOut += s.MessagesOut
+	c.BytesIn += s.BytesIn
+	c.BytesOut += s.BytesOut
+}
