@@ -117,7 +117,9 @@ thresholds:
   - "postgres[demo].xact.commits_per_sec > 1000000/s"
 `)
 	out := filepath.Join(t.TempDir(), "pool.json")
+	// The data file is the example's, outside the plan's directory.
 	o := stampede(t, 2*time.Minute, []string{"STAMPEDE_E2E_PG=" + pg}, "run", plan, "-q", "-o", out,
+		"--allow-files", filepath.Dir(voters),
 		"--demo", "db="+pg+",db_pool=4,missing_index=true,db_seed=20000")
 	if o.Code != 1 {
 		t.Fatalf("want exit 1 (one threshold fails)\n%s", o)
