@@ -528,10 +528,19 @@ func readResponse(br *bufio.Reader, req *Request, resp *Response, maxHeader, max
 // checkStatus refuses a status code below 100 (000 to 099): no such
 // answer exists, and counting it as a success hid a broken server.
 func checkStatus(status int) error {
-	if status < 100 {
-		return fmt.Errorf("%w: status %03d is not an HTTP status", errMalformed, status)
+	if why := statusProblem(status); why != "" {
+		return fmt.Errorf("%w: %s", errMalformed, why)
 	}
 	return nil
+}
+
+// statusProblem is what is wrong with a status code ("" when nothing):
+// one rule, in one wording, for HTTP/1.1 and HTTP/2 (h2headers.go).
+func statusProblem(status int) string {
+	if status < 100 {
+		return fmt.Sprintf("status %03d is not an HTTP status", status)
+	}
+	return ""
 }
 
 // sameContentLength takes a Content-Length line given after prev (-1:

@@ -178,10 +178,10 @@ func (c *h2conn) endBlock(id uint32) error {
 	switch {
 	case !b.hasStatus:
 		return h2Violation(http2.ErrCodeProtocol, "a response header block without :status on stream %d", id)
-	case b.status < 100:
+	case statusProblem(b.status) != "":
 		// As over HTTP/1.1 (checkStatus): not an interim answer to wait
 		// past, but no HTTP status at all.
-		return h2Violation(http2.ErrCodeProtocol, "malformed header block on stream %d: status %03d is not an HTTP status", id, b.status)
+		return h2Violation(http2.ErrCodeProtocol, "malformed header block on stream %d: %s", id, statusProblem(b.status))
 	case b.status == 101:
 		return h2Violation(http2.ErrCodeProtocol, "101 Switching Protocols on stream %d (not allowed in HTTP/2)", id)
 	case b.status < 200:
