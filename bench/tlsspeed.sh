@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# tlsspeed.sh — HTTPS, HTTP/1.1 keep-alive, CONNS (64) connections:
-# stampede (64 users, each its own connection) against wrk -t1 -c 64.
+# tlsspeed.sh — stampede against a peer over TLS, CONNS (64) connections.
+#   PROTO=h1 (default): HTTP/1.1 keep-alive, stampede (64 users, each its
+#     own connection) against wrk -t1 -c 64.
+#   PROTO=h2 (bench/h2speed.sh): HTTP/2, 64 users each on its own
+#     connection, one stream at a time, against h2load -c 64 -m 1; with
+#     MODE=shared stampede's shared connections against h2load -c 1 -m 64.
 # nginx (TLS 1.3, a self-signed P-256 certificate made in a temp dir) is
 # pinned to CPU 0 and the generator to CPU 1; ROUNDS rounds of SECS
 # seconds, the tools alternating. Requests are counted by nginx
@@ -11,11 +15,21 @@
 #   ROUNDS=1 SECS=3 bench/tlsspeed.sh
 #   ENGINE=goroutines bench/tlsspeed.sh # stampede's --engine (HTTPS runs
 #                                       # on goroutines either way today)
-# Needs nginx, wrk, openssl, taskset, curl, bc. All traffic goes to
-# 127.0.0.1.
+# Needs nginx, wrk (h1) or h2load from nghttp2-client (h2), openssl,
+# taskset, curl, bc. All traffic goes to 127.0.0.1.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}; SECS=${SECS:-5}; PORT=${PORT:-8446}; SPORT=${SPORT:-8447}
-CONNS=${CONNS:-64}
+CONNS=${CONNS:-64}; PROTO=${PROTO:-h1}; MODE=${MODE:-per-user}
+case $PROTO in
+  h1) PEER=wrk; LISTEN="ssl"; VERSION="http/1.1" ;;
+  h2) PEER=h2load; LISTEN="ssl http2"; VERSION="h2" ;;
+  *) echo "PROTO must be h1 or h2" >&2; exit 2 ;;
+esac
+H2LOAD_ARGS="-c $CONNS -m 1"
+if [[ $MODE == shared ]]; then
+  [[ $PROTO == h2 ]] || { echo "MODE=shared needs PROTO=h2" >&2; exit 2; }
+  VERSION="h2, h2_connections: shared"; H2LOAD_ARGS="-c 1 -m $CONNS"
+fi
 NGINX_CPU=${NGINX_CPU:-0}; GEN_CPU=${GEN_CPU:-1}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 W=$(mktemp -d /tmp/tlsspeed.XXXXXX)
@@ -42,13 +56,14 @@ http {
     access_log off;
     keepalive_requests 1000000;
     keepalive_timeout 75s;
+    http2_max_requests 1000000;
     client_body_temp_path tmp/client_body;
     proxy_temp_path tmp/proxy;
     fastcgi_temp_path tmp/fastcgi;
     uwsgi_temp_path tmp/uwsgi;
     scgi_temp_path tmp/scgi;
     server {
-        listen 127.0.0.1:$PORT ssl backlog=4096;
+        listen 127.0.0.1:$PORT $LISTEN backlog=4096;
         ssl_certificate cert.pem;
         ssl_certificate_key key.pem;
         ssl_protocols TLSv1.2 TLSv1.3;
@@ -63,10 +78,10 @@ for _ in $(seq 50); do curl -s "http://127.0.0.1:$SPORT/" >/dev/null && break; s
 served() { curl -s "http://127.0.0.1:$SPORT/" | awk 'NR==3 {print $3}'; }
 
 cat > "$W/plan.yaml" <<PLAN
-name: tlsspeed
+name: tlsspeed-$PROTO
 target: https://127.0.0.1:$PORT
 tls: {insecure: true}
-http: {version: http/1.1}
+http: {version: $VERSION}
 scenarios:
   s:
     steps:
@@ -90,18 +105,19 @@ run() {
 
 : > "$W/rounds.txt"
 for r in $(seq "$ROUNDS"); do
-  if (( r % 2 )); then order="wrk stampede"; else order="stampede wrk"; fi
+  if (( r % 2 )); then order="$PEER stampede"; else order="stampede $PEER"; fi
   for tool in $order; do
     case $tool in
       wrk) run wrk wrk -t1 -c "$CONNS" -d "${SECS}s" "https://127.0.0.1:$PORT/" >> "$W/rounds.txt" ;;
+      h2load) run h2load h2load $H2LOAD_ARGS -D "$SECS" "https://127.0.0.1:$PORT/" >> "$W/rounds.txt" ;;
       stampede) run stampede "$STAMPEDE" run "$W/plan.yaml" -q --engine "${ENGINE:-auto}" -o "$W/result.json" >> "$W/rounds.txt" ;;
     esac
     tail -1 "$W/rounds.txt" >&2
   done
 done
-python3 - "$W/rounds.txt" "$SECS" <<'PY'
+python3 - "$W/rounds.txt" "$SECS" "$PEER" <<'PY'
 import sys, statistics
-secs = float(sys.argv[2])
+secs, peer = float(sys.argv[2]), sys.argv[3]
 by = {}
 for line in open(sys.argv[1]):
     name, req, cpu = line.split()
@@ -113,8 +129,8 @@ for name, rows in by.items():
     us = statistics.median(c / r * 1e6 for r, c in rows if r)
     res[name] = (rps, us)
     print(f"{name:10} {rps:15.0f} {us:20.1f}")
-if "stampede" in res and "wrk" in res:
-    print(f"stampede / wrk: throughput {res['stampede'][0] / res['wrk'][0]:.2f}x, CPU per request {res['stampede'][1] / res['wrk'][1]:.2f}x")
+if "stampede" in res and peer in res:
+    print(f"stampede / {peer}: throughput {res['stampede'][0] / res[peer][0]:.2f}x, CPU per request {res['stampede'][1] / res[peer][1]:.2f}x")
 PY
 python3 - "$W/result.json" <<'PY' || true
 import json, sys
