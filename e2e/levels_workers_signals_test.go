@@ -119,13 +119,16 @@ func TestLevelSegmentsHearOneCtrlCOnce(t *testing.T) {
 	}
 	for k, r := range stoppedSegments(t, out) {
 		if why := r.Run.PartialReason; !r.Run.Partial || strings.Contains(why, "twice") || !strings.Contains(why, "Ctrl-C") {
-			t.Errorf("segment %d: partial %v (%q), want stopped by one Ctrl-C", k, r.Run.Partial, why)
+			t.Errorf("segment %d: partial %v (%q), want stopped by one Ctrl-C\n%s", k, r.Run.Partial, why, o)
 		}
 	}
 	// The level's figures are its hold's: a Ctrl-C that lands while the
 	// segments still ramp (a loaded machine) leaves it 0 measured
 	// requests, rightly. What must hold is that the merged level is there
 	// and says it was stopped by the one Ctrl-C.
+	if _, err := os.Stat(out); err != nil {
+		t.Fatalf("no sweep result: %v\n%s", err, o)
+	}
 	r := e2etest.ReadResult(t, out)
 	if len(r.Levels) != 1 || r.Levels[0].Result == nil {
 		t.Fatalf("the sweep's result does not hold the stopped level\n%s", o)

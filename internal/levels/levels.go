@@ -332,7 +332,7 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 	switch {
 	case before == nil && res.Run.Partial:
 		// Interrupted during the ramp: nothing of the level was measured.
-		res = emptyPartial(lp, res.Run.PartialReason)
+		res = sameRun(emptyPartial(lp, res.Run.PartialReason), res)
 	case before == nil || before.Run.DurationS >= res.Run.DurationS:
 		// The run ended before its population was in place: there is no
 		// measured part, and no figure of the level to show.
@@ -431,7 +431,16 @@ func notMeasured(p *plan.Plan, ran *result.Result, reason string) *result.Result
 	r.Run.Partial, r.Run.PartialReason = false, ""
 	r.Run.StopReason = reason
 	r.Run.Started, r.Run.Ended = ran.Run.Ended, ran.Run.Ended
-	r.Tool, r.Plan = ran.Tool, ran.Plan
+	return sameRun(r, ran)
+}
+
+// sameRun gives r, which stands for a level with nothing measured, the
+// identity of the run it stands for: the tool, the plan and the segment,
+// so a --workers level whose segments stopped at different moments still
+// merges (one segment's empty level was "a whole run" with no plan hash,
+// and the merge refused it, leaving no result at all).
+func sameRun(r, ran *result.Result) *result.Result {
+	r.Tool, r.Plan, r.Run.Segment = ran.Tool, ran.Plan, ran.Run.Segment
 	return r
 }
 
@@ -461,7 +470,7 @@ func emptyPartial(p *plan.Plan, reason string) *result.Result {
 	now := time.Now()
 	return &result.Result{
 		Schema: result.Schema,
-		Plan:   result.PlanInfo{Name: p.Name, File: p.File, Source: p.Redact(string(p.Source))},
+		Plan:   run.PlanInfo(p, ""),
 		Run: result.RunInfo{Started: now, Ended: now, Model: p.Load.Model.String(),
 			Segment: result.Segment{Count: 1}, Partial: true, PartialReason: reason},
 		Totals:     result.Totals{ByClass: map[string]int64{}},

@@ -602,13 +602,11 @@ func (r *runner) buildFrom(snap metrics.Snapshot, checkpoint bool) *result.Resul
 	}
 	// Over the time the load ran: a late start's missed part sent nothing.
 	dur := max(measuredEnd.Sub(r.start.Add(r.late)), 0).Seconds()
-	sum := sha256.Sum256(r.plan.Source)
 	seed := r.prog.Seed
 	res := &result.Result{
 		Schema: result.Schema,
 		Tool:   result.Tool{Name: "stampede", Version: r.opts.Version},
-		Plan: result.PlanInfo{Name: r.plan.Name, File: r.plan.File, SHA256: hex.EncodeToString(sum[:]),
-			Source: r.plan.Redact(string(r.plan.Source)), Target: r.base},
+		Plan:   PlanInfo(r.plan, r.base),
 		Run: result.RunInfo{
 			Started: r.start, Ended: now, DurationS: dur,
 			Model: r.plan.Load.Model.String(), Paced: r.plan.Load.Pace > 0,
@@ -656,4 +654,14 @@ func (r *runner) buildFrom(snap metrics.Snapshot, checkpoint bool) *result.Resul
 	r.workflowInto(res) // workflow.go
 	res.TLS = r.shared.TLS()
 	return res
+}
+
+// PlanInfo is what a result says of its plan: every result of one plan,
+// a run's or a level stopped before it measured anything, carries the
+// same identity, so merges can tell the plan's segments apart from
+// another plan's.
+func PlanInfo(p *plan.Plan, target string) result.PlanInfo {
+	sum := sha256.Sum256(p.Source)
+	return result.PlanInfo{Name: p.Name, File: p.File, SHA256: hex.EncodeToString(sum[:]),
+		Source: p.Redact(string(p.Source)), Target: target}
 }
