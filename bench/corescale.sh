@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# corescale.sh — how stampede's closed and open models scale with cores,
+# beside wrk, on a machine with at least 2 × max(CORES) CPUs.
+#
+# nginx (NGX_WORKERS workers) is pinned to the upper half of the CPUs and
+# the generator to the first C CPUs, for each C in CORES. Per C, rounds
+# alternate the tools:
+#   closed: stampede url -c 64·C (full speed)   vs  wrk -t C -c 64·C
+#   open:   stampede url --open -r RATE·C       (CPU per request and the
+#           share of the rate delivered; no open-model peer is installed
+#           here, so this row compares stampede with itself across C)
+# Requests are counted by nginx (stub_status), CPU by the generator's own
+# user+system time (bash's `time`), so neither figure rests on a tool's
+# report of itself.
+#
+#   CORES="1 2 4 8" SECS=5 bench/corescale.sh
+#   NGINX=/path/nginx WRK=/path/wrk STAMPEDE=/path/stampede bench/corescale.sh
+# All traffic goes to 127.0.0.1.
+set -euo pipefail
+CORES=${CORES:-"1 2 4 8"}; SECS=${SECS:-5}; RATE=${RATE:-20000}
+PORT=${PORT:-8460}; SPORT=${SPORT:-8461}
+NGINX=${NGINX:-nginx}; WRK=${WRK:-wrk}
+NCPU=$(nproc)
+NGX_FIRST=${NGX_FIRST:-$((NCPU / 2))}
+NGX_WORKERS=${NGX_WORKERS:-$((NCPU - NGX_FIRST))}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+W=$(mktemp -d /tmp/corescale.XXXXXX)
+NGINX_PID=""
+cleanup() { [[ -n $NGINX_PID ]] && kill "$NGINX_PID" 2>/dev/null; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+STAMPEDE=${STAMPEDE:-$W/stampede}
+[[ -x $STAMPEDE ]] || (cd "$HERE/.." && go build -o "$STAMPEDE" ./cmd/stampede)
+mkdir -p "$W/tmp"
+cat > "$W/nginx.conf" <<CONF
+daemon off;
+master_process on;
+worker_processes $NGX_WORKERS;
+worker_rlimit_nofile 20000;
+pid nginx.pid;
+error_log error.log warn;
+events { worker_connections 16384; multi_accept on; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 75s;
+    client_body_temp_path tmp/client_body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+    server {
+        listen 127.0.0.1:$PORT backlog=8192 reuseport;
+        location / { return 200 "hello, world\n"; }
+    }
+    server { listen 127.0.0.1:$SPORT; location / { stub_status; } }
+}
+CONF
+taskset -c "$NGX_FIRST-$((NCPU - 1))" "$NGINX" -p "$W/" -c "$W/nginx.conf" -e "$W/error.log" &
+NGINX_PID=$!
+served() {
+  python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode().split("\n")[2].split()[2])' \
+    "http://127.0.0.1:$SPORT/"
+}
+for _ in $(seq 50); do served >/dev/null 2>&1 && break; sleep 0.1; done
+
+# round NAME CPUS CMD...: prints "NAME cores requests cpu_seconds".
+round() {
+  local name=$1 c=$2; shift 2
+  local before after t
+  before=$(served)
+  t=$( { TIMEFORMAT='%U %S'; time taskset -c "0-$((c - 1))" "$@" > "$W/out.$name.$c" 2>&1 || true; } 2>&1 )
+  after=$(served)
+  # stub_status counts its own request too.
+  echo "$name $c $((after - before - 1)) $(python3 -c 'import sys; print(sum(map(float, sys.argv[1:])))' $t)"
+}
+
+: > "$W/rounds.txt"
+for c in $CORES; do
+  conns=$((64 * c)); rate=$((RATE * c))
+  for tool in wrk stampede-closed stampede-open; do
+    case $tool in
+      wrk) round wrk "$c" "$WRK" -t "$c" -c "$conns" -d "${SECS}s" "http://127.0.0.1:$PORT/" ;;
+      stampede-closed) round stampede-closed "$c" "$STAMPEDE" url -c "$conns" -d "${SECS}s" "http://127.0.0.1:$PORT/" ;;
+      stampede-open) round stampede-open "$c" "$STAMPEDE" url --open -r "$rate" -c $((4 * conns)) -d "${SECS}s" "http://127.0.0.1:$PORT/" ;;
+    esac >> "$W/rounds.txt"
+    tail -1 "$W/rounds.txt" >&2
+  done
+done
+python3 - "$W/rounds.txt" "$SECS" "$RATE" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+secs, rate = float(sys.argv[2]), float(sys.argv[3])
+print(f"{'tool':16} {'cores':>5} {'req/s':>10} {'µs CPU/req':>11} {'per core req/s':>15} {'of rate':>8}")
+for name, c, n, cpu in rows:
+    c, n, cpu = int(c), int(n), float(cpu)
+    rps = n / secs
+    share = f"{rps / (rate * c):.1%}" if name == "stampede-open" else ""
+    print(f"{name:16} {c:5d} {rps:10.0f} {cpu / max(n, 1) * 1e6:11.2f} {rps / c:15.0f} {share:>8}")
+PY
