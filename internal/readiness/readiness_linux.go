@@ -3,6 +3,7 @@
 package readiness
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stampede-load/stampede/internal/epoll"
 )
 
 // Supported says whether Register can work here.
@@ -26,6 +29,7 @@ func Supported() bool { return true }
 // which holds the descriptor open for the call, so none can ever touch a
 // descriptor number that was closed and handed to another socket.
 type Reg struct {
+	p   *poller
 	rc  syscall.RawConn
 	h   Handler
 	fd  int32
@@ -42,11 +46,11 @@ type Reg struct {
 
 // poller is the process's epoll set and the goroutine that waits on it.
 // The goroutine runs only while some socket is registered: the last
-// Unregister wakes it through an eventfd and it ends, so a process (or a
-// test) with no watched socket has no goroutine here.
+// Unregister wakes it and it ends, so a process (or a test) with no
+// watched socket has no goroutine here.
 type poller struct {
-	epfd int
-	wake int // eventfd
+	set  *epoll.Set
+	wait func([]epoll.Event, int) (int, error) // set.Wait; a test's stand-in
 	mu   sync.Mutex
 	regs []*Reg // by descriptor
 	n    int    // registered sockets
@@ -54,6 +58,9 @@ type poller struct {
 	// running: a loop goroutine exists and will look at n again before
 	// it ends.
 	running bool
+	// err is why the wait failed for good; every registration's next
+	// Rearm returns it, and new connections get a new poller.
+	err error
 }
 
 var (
@@ -61,33 +68,29 @@ var (
 	thePoll *poller
 )
 
-// getPoller makes the process's epoll set on first use. A failure (say at
-// the open-file limit) is not kept: the next connection tries again, so a
-// process that was short of descriptors for a moment does not hold every
-// later connection on a reading goroutine of its own.
+// getPoller makes the process's epoll set on first use, and again after
+// the one in use failed. A failure to make one (say at the open-file
+// limit) is not kept: the next connection tries again, so a process that
+// was short of descriptors for a moment does not hold every later
+// connection on a reading goroutine of its own.
 func getPoller() (*poller, error) {
 	pollMu.Lock()
 	defer pollMu.Unlock()
-	if thePoll != nil {
+	if thePoll != nil && thePoll.failed() == nil {
 		return thePoll, nil
 	}
-	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	set, err := epoll.New()
 	if err != nil {
-		return nil, os.NewSyscallError("epoll_create1", err)
+		return nil, err
 	}
-	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("eventfd", err)
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
-	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
-		unix.Close(fd)
-		unix.Close(wake)
-		return nil, os.NewSyscallError("epoll_ctl", err)
-	}
-	thePoll = &poller{epfd: fd, wake: wake}
+	thePoll = &poller{set: set, wait: set.Wait}
 	return thePoll, nil
+}
+
+func (p *poller) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
 }
 
 const events = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT
@@ -104,31 +107,18 @@ func Register(conn syscall.Conn, h Handler, armed bool) (*Reg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
-	r := &Reg{rc: rc, h: h}
+	r := &Reg{p: p, rc: rc, h: h}
 	var cerr error
 	err = rc.Control(func(fd uintptr) {
-		p.mu.Lock()
-		p.seq++
-		r.fd, r.seq = int32(fd), p.seq
-		if int(fd) >= len(p.regs) {
-			p.regs = append(p.regs, make([]*Reg, int(fd)+1-len(p.regs)+len(p.regs)/2)...)
+		if cerr = p.add(r, int32(fd)); cerr != nil {
+			return
 		}
-		if p.regs[fd] == nil {
-			p.n++
-		}
-		p.regs[fd] = r
-		if !p.running {
-			p.running = true
-			go p.loop()
-		}
-		p.mu.Unlock()
 		ev := unix.EpollEvent{Events: unix.EPOLLONESHOT, Fd: r.fd, Pad: int32(r.seq)}
 		if armed {
 			ev.Events = events
 			r.armed.Store(true)
 		}
-		if e := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev); e != nil {
-			cerr = os.NewSyscallError("epoll_ctl", e)
+		if cerr = p.set.Add(int(fd), &ev); cerr != nil {
 			p.forget(r)
 		}
 	})
@@ -141,6 +131,30 @@ func Register(conn syscall.Conn, h Handler, armed bool) (*Reg, error) {
 	return r, nil
 }
 
+// add puts r in the table under fd, with a new sequence number, and
+// starts the loop if none runs; it fails once the poller has.
+func (p *poller) add(r *Reg, fd int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	p.seq++
+	r.fd, r.seq = fd, p.seq
+	if int(fd) >= len(p.regs) {
+		p.regs = append(p.regs, make([]*Reg, int(fd)+1-len(p.regs)+len(p.regs)/2)...)
+	}
+	if p.regs[fd] == nil {
+		p.n++
+	}
+	p.regs[fd] = r
+	if !p.running {
+		p.running = true
+		go p.loop()
+	}
+	return nil
+}
+
 // forget drops r from the table unless the slot went to a newer socket,
 // and wakes the loop to end when no socket is left.
 func (p *poller) forget(r *Reg) {
@@ -148,25 +162,30 @@ func (p *poller) forget(r *Reg) {
 	if int(r.fd) < len(p.regs) && p.regs[r.fd] == r {
 		p.regs[r.fd] = nil
 		if p.n--; p.n == 0 && p.running {
-			one := [8]byte{1}
-			unix.Write(p.wake, one[:])
+			// A wake that cannot be written leaves the loop waiting for
+			// the next registration, which it then serves: nothing lost.
+			p.set.Wake()
 		}
 	}
 	p.mu.Unlock()
 }
 
 // Rearm asks for the next Ready. Call it from Ready once everything
-// readable was handled; data that is already waiting fires at once.
+// readable was handled; data that is already waiting fires at once. After
+// the poller failed it returns why, and the socket is no longer watched.
 func (r *Reg) Rearm() error {
 	if r.gone.Load() {
 		return nil
+	}
+	if err := r.p.failed(); err != nil {
+		return err
 	}
 	r.armed.Store(true)
 	var cerr error
 	err := r.rc.Control(func(fd uintptr) {
 		ev := unix.EpollEvent{Events: events, Fd: r.fd, Pad: int32(r.seq)}
-		if e := unix.EpollCtl(thePoll.epfd, unix.EPOLL_CTL_MOD, int(fd), &ev); e != nil && e != unix.ENOENT {
-			cerr = os.NewSyscallError("epoll_ctl", e)
+		if e := r.p.set.Mod(int(fd), &ev); e != nil && !errors.Is(e, unix.ENOENT) {
+			cerr = e
 		}
 	})
 	if err != nil {
@@ -186,10 +205,10 @@ func (r *Reg) Unregister() {
 	}
 	r.armed.Store(false)
 	r.rc.Control(func(fd uintptr) {
-		unix.EpollCtl(thePoll.epfd, unix.EPOLL_CTL_DEL, int(fd), nil)
+		r.p.set.Del(int(fd))
 	})
 	// A socket already closed left the epoll set with its last descriptor.
-	thePoll.forget(r)
+	r.p.forget(r)
 }
 
 // Read reads what the socket holds now without waiting: ErrWouldBlock
@@ -219,44 +238,75 @@ func (r *Reg) Read(p []byte) (int, error) {
 }
 
 func (p *poller) loop() {
-	evs := make([]unix.EpollEvent, 256)
+	evs := make([]epoll.Event, 256)
 	var ready []*Reg
 	for {
-		n, err := unix.EpollWait(p.epfd, evs, -1)
+		n, err := p.wait(evs, -1)
 		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			panic(os.NewSyscallError("epoll_wait", err))
+			p.fail(err)
+			return
 		}
-		p.mu.Lock()
-		for _, ev := range evs[:n] {
-			fd := int(ev.Fd)
-			if fd < 0 {
-				var b [8]byte
-				unix.Read(p.wake, b[:])
-				if p.n == 0 {
-					// Nothing is registered, so whatever else came in
-					// this batch is stale.
-					p.running = false
-					p.mu.Unlock()
-					return
-				}
-				continue
-			}
-			if fd < len(p.regs) {
-				if r := p.regs[fd]; r != nil && r.seq == uint32(ev.Pad) {
-					ready = append(ready, r)
-				}
-			}
+		var more bool
+		if ready, more = p.claim(evs[:n], ready); !more {
+			return
 		}
-		p.mu.Unlock()
-		for i, r := range ready {
-			if r.armed.CompareAndSwap(true, false) {
-				go r.h.Ready()
-			}
-			ready[i] = nil
-		}
+		dispatch(ready)
 		ready = ready[:0]
 	}
+}
+
+// claim appends to ready the registrations whose events came; false
+// means nothing is registered any more and the loop has ended.
+func (p *poller) claim(evs []epoll.Event, ready []*Reg) ([]*Reg, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ev := range evs {
+		fd := int(ev.Fd)
+		if ev.Fd == epoll.WakeKey {
+			p.set.ClearWake()
+			if p.n == 0 {
+				// Nothing is registered, so whatever else came in this
+				// batch is stale.
+				p.running = false
+				return ready, false
+			}
+			continue
+		}
+		if fd >= 0 && fd < len(p.regs) {
+			if r := p.regs[fd]; r != nil && r.seq == uint32(ev.Pad) {
+				ready = append(ready, r)
+			}
+		}
+	}
+	return ready, true
+}
+
+// dispatch starts the handler of each registration that is still armed.
+func dispatch(ready []*Reg) {
+	for i, r := range ready {
+		if r.armed.CompareAndSwap(true, false) {
+			go r.h.Ready()
+		}
+		ready[i] = nil
+	}
+}
+
+// fail ends the loop on a wait that cannot go on. It does not panic in
+// this goroutine, which no caller could recover: every armed
+// registration's handler runs once more, reads what its socket holds and
+// gets err from Rearm, so each connection ends with the reason; new
+// connections get a new poller. The set is left open: a registration
+// still to be unregistered must not touch a descriptor number that
+// another file may have been given.
+func (p *poller) fail(err error) {
+	p.mu.Lock()
+	p.err, p.running = err, false
+	regs := make([]*Reg, 0, p.n)
+	for _, r := range p.regs {
+		if r != nil {
+			regs = append(regs, r)
+		}
+	}
+	p.mu.Unlock()
+	dispatch(regs)
 }

@@ -19,8 +19,7 @@ func TestPollerSetupFailureIsNotKept(t *testing.T) {
 	defer func() {
 		pollMu.Lock()
 		if thePoll != nil {
-			unix.Close(thePoll.epfd)
-			unix.Close(thePoll.wake)
+			thePoll.set.Close()
 		}
 		thePoll = saved
 		pollMu.Unlock()

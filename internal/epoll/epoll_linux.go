@@ -1,0 +1,144 @@
+//go:build linux
+
+package epoll
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event is one readiness report: Events is the EPOLL* mask, Fd and Pad
+// are the caller's key as given to Add or Mod.
+type Event = unix.EpollEvent
+
+// Set is an epoll set and the eventfd that wakes its waiter.
+type Set struct {
+	fd   int
+	wake int
+}
+
+// New makes an epoll set with its wake-up eventfd registered under
+// WakeKey (level-triggered: it reports until ClearWake).
+func New() (*Set, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	s := &Set{fd: fd, wake: wake}
+	if err := s.Add(wake, &Event{Events: unix.EPOLLIN, Fd: WakeKey}); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Add puts fd in the set with the events and key in ev.
+func (s *Set) Add(fd int, ev *Event) error { return s.ctl(unix.EPOLL_CTL_ADD, fd, ev) }
+
+// Mod changes fd's events and key (and re-arms a one-shot registration).
+func (s *Set) Mod(fd int, ev *Event) error { return s.ctl(unix.EPOLL_CTL_MOD, fd, ev) }
+
+// Del takes fd out of the set.
+func (s *Set) Del(fd int) error { return s.ctl(unix.EPOLL_CTL_DEL, fd, nil) }
+
+func (s *Set) ctl(op, fd int, ev *Event) error {
+	if err := unix.EpollCtl(s.fd, op, fd, ev); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
+}
+
+// Wait fills evs with ready events, waiting at most ms milliseconds (-1:
+// without limit). A wait interrupted by a signal returns 0 events and no
+// error; any other failure is returned.
+func (s *Set) Wait(evs []Event, ms int) (int, error) {
+	n, err := unix.EpollWait(s.fd, evs, ms)
+	switch {
+	case err == unix.EINTR:
+		return 0, nil
+	case err != nil:
+		return 0, os.NewSyscallError("epoll_wait", err)
+	}
+	return n, nil
+}
+
+// Wake makes a Wait return with a WakeKey event. Safe from any goroutine
+// while the set is open.
+func (s *Set) Wake() error {
+	one := [8]byte{1}
+	if _, err := unix.Write(s.wake, one[:]); err != nil && err != unix.EAGAIN {
+		// EAGAIN: the counter is full, so a wake is pending anyway.
+		return os.NewSyscallError("write", err)
+	}
+	return nil
+}
+
+// ClearWake consumes pending wakes, so that the WakeKey event stops
+// reporting.
+func (s *Set) ClearWake() {
+	var b [8]byte
+	unix.Read(s.wake, b[:])
+}
+
+// Close closes the set and its eventfd. No call may use the set after.
+func (s *Set) Close() error {
+	err := unix.Close(s.fd)
+	if e := unix.Close(s.wake); err == nil {
+		err = e
+	}
+	if err != nil {
+		return os.NewSyscallError("close", err)
+	}
+	return nil
+}
+
+// Timer is a timerfd on the monotonic clock, non-blocking: add FD to a
+// Set (or to Go's netpoller) to be told when it expires.
+type Timer struct {
+	fd   int
+	spec unix.ItimerSpec
+}
+
+// NewTimer makes a disarmed timer.
+func NewTimer() (*Timer, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("timerfd_create", err)
+	}
+	return &Timer{fd: fd}, nil
+}
+
+// FD is the timer's descriptor, readable once it expired.
+func (t *Timer) FD() int { return t.fd }
+
+// Set arms the timer to expire once, ns nanoseconds from now (ns ≤ 0
+// disarms it).
+func (t *Timer) Set(ns int64) error {
+	t.spec.Value = unix.NsecToTimespec(ns)
+	if err := unix.TimerfdSettime(t.fd, 0, &t.spec, nil); err != nil {
+		return os.NewSyscallError("timerfd_settime", err)
+	}
+	return nil
+}
+
+// Clear consumes an expiry, so that the descriptor stops reporting
+// readable; it reports whether the timer had expired.
+func (t *Timer) Clear() bool {
+	var b [8]byte
+	n, _ := unix.Read(t.fd, b[:])
+	return n == 8
+}
+
+// Close closes the timer.
+func (t *Timer) Close() error {
+	if err := unix.Close(t.fd); err != nil {
+		return os.NewSyscallError("close", err)
+	}
+	return nil
+}
