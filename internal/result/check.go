@@ -14,6 +14,25 @@ import (
 // interval at a positive interval. Errors name the field and what was
 // expected.
 func (r *Result) Check() error {
+	for _, check := range []func() error{
+		r.checkTotals,
+		r.checkStepsAddUp,
+		r.Series.check,
+		func() error { return checkLatency("generator.lag", r.Generator.Lag) },
+		r.checkMonitors,
+		r.checkConnections,
+		r.checkLevels,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTotals checks the run's own totals, before they are compared with
+// the steps they add up from.
+func (r *Result) checkTotals() error {
 	if err := checkCounts("totals", r.Totals.Requests, r.Totals.Successful, r.Totals.Failed, r.Totals.ByClass); err != nil {
 		return err
 	}
@@ -26,46 +45,15 @@ func (r *Result) Check() error {
 	if err := checkLatency("totals.latency_all", r.Totals.LatencyAll); err != nil {
 		return err
 	}
-	if err := r.TLS.Check(); err != nil { // tls.go
+	return r.TLS.Check() // tls.go
+}
+
+// checkStepsAddUp checks every step and that the HTTP steps sum to the
+// totals.
+func (r *Result) checkStepsAddUp() error {
+	sum, err := r.sumHTTPSteps()
+	if err != nil {
 		return err
-	}
-	// Connection scenarios' operations are steps too, but the totals are
-	// the HTTP requests' only (connections.go).
-	conn := map[string]bool{}
-	if r.Connections != nil {
-		for _, c := range r.Connections.Scenarios {
-			conn[c.Scenario] = true
-		}
-	}
-	var sum Totals
-	sum.ByClass = map[string]int64{}
-	for _, s := range r.Steps {
-		where := fmt.Sprintf("step %q", s.Name)
-		if err := checkCounts(where, s.Requests, s.Successful, s.Failed, s.ByClass); err != nil {
-			return err
-		}
-		if err := checkLatency(where+" latency_ok", s.LatencyOK); err != nil {
-			return err
-		}
-		if err := checkLatency(where+" latency_all", s.LatencyAll); err != nil {
-			return err
-		}
-		// The Errors table is read as exact counts; a hand-edited one that
-		// no longer adds up to its classes would be carried into merges.
-		if err := s.CheckErrorCounts(); err != nil {
-			return fmt.Errorf("%v (errors and other_errors must add up to by_class)", err)
-		}
-		if conn[s.Scenario] {
-			continue
-		}
-		sum.Requests += s.Requests
-		sum.Successful += s.Successful
-		sum.Failed += s.Failed
-		for c, n := range s.ByClass {
-			sum.ByClass[c] += n
-		}
-		sum.LatencyOK.Count += s.LatencyOK.Count
-		sum.LatencyAll.Count += s.LatencyAll.Count
 	}
 	t := r.Totals
 	for _, f := range []struct {
@@ -87,34 +75,91 @@ func (r *Result) Check() error {
 			return fmt.Errorf("totals.by_class.%s is %d, expected %d (the sum over the HTTP steps)", c, t.ByClass[c], sum.ByClass[c])
 		}
 	}
-	if err := r.Series.check(); err != nil {
+	return nil
+}
+
+// sumHTTPSteps checks each step on its own and sums the HTTP ones.
+// Connection scenarios' operations are steps too, but the totals are the
+// HTTP requests' only (connections.go).
+func (r *Result) sumHTTPSteps() (Totals, error) {
+	conn := map[string]bool{}
+	if r.Connections != nil {
+		for _, c := range r.Connections.Scenarios {
+			conn[c.Scenario] = true
+		}
+	}
+	var sum Totals
+	sum.ByClass = map[string]int64{}
+	for _, s := range r.Steps {
+		if err := s.check(); err != nil {
+			return sum, err
+		}
+		if conn[s.Scenario] {
+			continue
+		}
+		sum.Requests += s.Requests
+		sum.Successful += s.Successful
+		sum.Failed += s.Failed
+		for c, n := range s.ByClass {
+			sum.ByClass[c] += n
+		}
+		sum.LatencyOK.Count += s.LatencyOK.Count
+		sum.LatencyAll.Count += s.LatencyAll.Count
+	}
+	return sum, nil
+}
+
+func (s *Step) check() error {
+	where := fmt.Sprintf("step %q", s.Name)
+	if err := checkCounts(where, s.Requests, s.Successful, s.Failed, s.ByClass); err != nil {
 		return err
 	}
-	if err := checkLatency("generator.lag", r.Generator.Lag); err != nil {
+	if err := checkLatency(where+" latency_ok", s.LatencyOK); err != nil {
 		return err
 	}
+	if err := checkLatency(where+" latency_all", s.LatencyAll); err != nil {
+		return err
+	}
+	// The Errors table is read as exact counts; a hand-edited one that
+	// no longer adds up to its classes would be carried into merges.
+	if err := s.CheckErrorCounts(); err != nil {
+		return fmt.Errorf("%v (errors and other_errors must add up to by_class)", err)
+	}
+	return nil
+}
+
+func (r *Result) checkMonitors() error {
 	for _, k := range sortedKeys(r.Monitors) {
 		m := r.Monitors[k]
 		if len(m.V) != len(m.T) {
 			return fmt.Errorf("monitors.%s.v has %d values, expected %d (one per entry of its t)", k, len(m.V), len(m.T))
 		}
 	}
-	if r.Connections != nil {
-		for _, c := range r.Connections.Scenarios {
-			where := fmt.Sprintf("connections scenario %q", c.Scenario)
-			for _, f := range []struct {
-				name string
-				n    int64
-			}{{"attempts", c.Attempts}, {"opened", c.Opened}, {"failed", c.Failed}, {"peak_open", c.PeakOpen}, {"open_at_end", c.OpenAtEnd}} {
-				if f.n < 0 {
-					return fmt.Errorf("%s: %s is %d, expected 0 or more", where, f.name, f.n)
-				}
-			}
-			if c.Opened+c.Failed != c.Attempts {
-				return fmt.Errorf("%s: opened %d + failed %d != attempts %d", where, c.Opened, c.Failed, c.Attempts)
+	return nil
+}
+
+func (r *Result) checkConnections() error {
+	if r.Connections == nil {
+		return nil
+	}
+	for _, c := range r.Connections.Scenarios {
+		where := fmt.Sprintf("connections scenario %q", c.Scenario)
+		for _, f := range []struct {
+			name string
+			n    int64
+		}{{"attempts", c.Attempts}, {"opened", c.Opened}, {"failed", c.Failed}, {"peak_open", c.PeakOpen}, {"open_at_end", c.OpenAtEnd}} {
+			if f.n < 0 {
+				return fmt.Errorf("%s: %s is %d, expected 0 or more", where, f.name, f.n)
 			}
 		}
+		if c.Opened+c.Failed != c.Attempts {
+			return fmt.Errorf("%s: opened %d + failed %d != attempts %d", where, c.Opened, c.Failed, c.Attempts)
+		}
 	}
+	return nil
+}
+
+func (r *Result) checkLevels() error {
 	for i, l := range r.Levels {
 		if l.Result == nil {
 			continue
