@@ -1,59 +1,26 @@
 package vu
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
-	"github.com/stampede-load/stampede/internal/plan"
 )
 
 // This file is what the event-loop engine (internal/evloop) needs of a
 // user: it sends the requests itself, and records each outcome through
 // finish, as do does, so both engines judge and count alike.
 
+// LoopSupports is what the event-loop engine can run (features.go): plain
+// HTTP/1.1 request steps to one http:// endpoint whose bytes are the same
+// for every user and iteration, checked on the status only. A feature not
+// listed here sends the plan to the goroutine engine.
+var LoopSupports = NewFeatureSet(FeatRequest)
+
 // LoopIneligible says why the event-loop engine cannot run this program's
-// users ("" when it can): every scenario must be plain HTTP/1.1 request
-// steps to one http:// endpoint whose bytes are the same for every user
-// and iteration, with no think, captures, data, scripts or control flow,
-// and checks on the status only.
-func (p *Program) LoopIneligible() string {
-	h := p.Plan.HTTP
-	switch {
-	case h.H2C:
-		return "http.version asks for h2c"
-	case len(h.SourceAddresses) > 0:
-		return "http.source_addresses is set"
-	case h.MaxConnsPerHost > 0:
-		return "http.max_connections_per_host is set"
-	case h.Reuse != plan.ReuseKeepAlive:
-		return "http.connection is not keep-alive"
-	}
-	var ep *httpc.Endpoint
-	for _, sc := range p.Scenarios {
-		if sc.Connection != nil {
-			return fmt.Sprintf("scenario %q holds connections", sc.Name)
-		}
-		if len(sc.DataUsed) > 0 {
-			return fmt.Sprintf("scenario %q reads data", sc.Name)
-		}
-		if sc.Flow.RenewOn != nil {
-			return fmt.Sprintf("scenario %q renews on a status", sc.Name)
-		}
-		for _, st := range sc.Steps {
-			if why := loopStep(st); why != "" {
-				return fmt.Sprintf("scenario %q step %q: %s", sc.Name, st.Name, why)
-			}
-			if ep == nil {
-				ep = st.endpoint
-			} else if ep != st.endpoint {
-				return fmt.Sprintf("scenario %q step %q: a second endpoint", sc.Name, st.Name)
-			}
-		}
-	}
-	return ""
-}
+// users ("" when it can): the first feature it needs that LoopSupports
+// lacks.
+func (p *Program) LoopIneligible() string { return p.Unsupported(LoopSupports) }
 
 // LoopAddr is the host:port of the one endpoint of a program the loop can
 // run ("" when none).
@@ -63,36 +30,6 @@ func (p *Program) LoopAddr() string {
 			if st.endpoint != nil {
 				return st.endpoint.Addr
 			}
-		}
-	}
-	return ""
-}
-
-func loopStep(st *Step) string {
-	switch {
-	case st.Kind != plan.StepRequest:
-		return "not a request step (think, script or control flow)"
-	case st.dynamicURL || st.endpoint == nil:
-		return "its URL's origin is templated"
-	case st.endpoint.Scheme != "http":
-		return "not plain http://"
-	case !st.URL.Static():
-		return "its URL is templated"
-	case len(st.Captures) > 0:
-		return "it captures"
-	case st.keepBody || len(st.Expect.BodyContains) > 0 || len(st.Expect.JSON) > 0:
-		return "it checks the body"
-	case st.Body != nil && !st.Body.Static(), st.Gzip:
-		return "its body is rendered per request"
-	}
-	for _, q := range st.Query {
-		if !q.Value.Static() {
-			return "its query is templated"
-		}
-	}
-	for _, h := range st.Headers {
-		if !h.Value.Static() {
-			return "a header is templated"
 		}
 	}
 	return ""

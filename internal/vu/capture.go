@@ -1,0 +1,98 @@
+package vu
+
+import (
+	"strconv"
+
+	"github.com/stampede-load/stampede/internal/plan"
+)
+
+// Captures are written once, here, for every scenario kind: an HTTP step
+// takes them from its answer (judge), a WebSocket step from the message it
+// waited for (CaptureMessage). Both read JSON through the same decoder, so
+// numbers keep the text the server wrote, and fail with the same words.
+
+// headerSource gives an answer's header by name: the HTTP response; a
+// message has none (the plan refuses header captures on one).
+type headerSource interface {
+	Get(name string) []byte
+}
+
+// answer is one answer as captures and checks read it: its body decoded
+// as JSON at most once, however many of them read it.
+type answer struct {
+	doc    any
+	parsed bool
+}
+
+// reset forgets the previous answer's document.
+func (a *answer) reset() { a.doc, a.parsed = nil, false }
+
+// json is body decoded (decodeJSON), or false when it is not one JSON
+// document.
+func (a *answer) json(body []byte) (any, bool) {
+	if !a.parsed {
+		a.parsed = true
+		a.doc = decodeJSON(body)
+	}
+	return a.doc, a.doc != nil
+}
+
+// value is what c takes from the answer (body, and headers when h is not
+// nil), and whether it found it.
+func (a *answer) value(c *plan.Capture, body []byte, h headerSource) (string, bool) {
+	switch c.Kind {
+	case plan.CaptureHeader:
+		if h == nil {
+			return "", false
+		}
+		if v := h.Get(c.Header); v != nil {
+			return string(v), true
+		}
+	case plan.CaptureRegex:
+		if m := c.Regex.FindSubmatch(body); m != nil {
+			if len(m) > 1 {
+				return string(m[1]), true
+			}
+			return string(m[0]), true
+		}
+	case plan.CaptureJSON:
+		if doc, ok := a.json(body); ok {
+			return jsonAt(doc, c.JSONPath)
+		}
+	}
+	return "", false
+}
+
+// appendCaptureFailure appends the one wording of a capture that found
+// nothing, whichever protocol the answer came over.
+func appendCaptureFailure(dst []byte, name string) []byte {
+	return append(strconv.AppendQuote(append(dst, "capture "...), name), " found nothing"...)
+}
+
+// CaptureError is a capture that found nothing in a connection's message.
+type CaptureError struct{ Name string }
+
+func (e *CaptureError) Error() string { return string(appendCaptureFailure(nil, e.Name)) }
+
+// CaptureMessage takes caps from a connection's message into env, as
+// judge takes an HTTP step's captures from its answer, in order until the
+// first that finds nothing, which is a *CaptureError. A secret capture is
+// noted with p as it is taken, so its value is hidden from every message
+// and sample, as a request step's is.
+func CaptureMessage(p *plan.Plan, caps []plan.Capture, msg []byte, env *plan.Env) error {
+	var a answer
+	for i := range caps {
+		c := &caps[i]
+		v, ok := a.value(c, msg, nil)
+		if !ok {
+			return &CaptureError{Name: c.Name}
+		}
+		if c.Secret && p != nil {
+			p.NoteSecret(v)
+		}
+		if c.Slot < len(env.Captures) {
+			env.Captures[c.Slot] = v
+		}
+	}
+	return nil
+}

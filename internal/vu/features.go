@@ -1,0 +1,195 @@
+package vu
+
+import (
+	"fmt"
+
+	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/plan"
+)
+
+// Which driver may run a program is an allow-list: the program says what
+// it needs (Needs), each driver what it supports (a FeatureSet, the event
+// loop's in evloop.go), and a driver runs a program only when it supports
+// every need. A feature added here is refused by every driver that has not
+// declared it, so a new step feature cannot reach a driver unchecked.
+
+// Feature is one thing a program's users need of the driver that runs them.
+type Feature uint8
+
+const (
+	// FeatRequest: HTTP/1.1 request steps whose bytes are the same for
+	// every user and iteration, judged on their status. Every program
+	// that sends requests needs it.
+	FeatRequest Feature = iota
+	FeatH2C
+	FeatSourceAddresses
+	FeatConnCap
+	FeatNoKeepAlive
+	FeatConnections
+	FeatData
+	FeatRenewOn
+	FeatNonRequestStep
+	FeatDynamicOrigin
+	FeatHTTPS
+	FeatTemplatedURL
+	FeatCapture
+	FeatBodyCheck
+	FeatRenderedBody
+	FeatTemplatedQuery
+	FeatTemplatedHeader
+	FeatManyEndpoints
+	numFeatures
+)
+
+// needText says why a driver without the feature refuses a program, after
+// where the program needs it.
+var needText = [numFeatures]string{
+	FeatRequest:         "it sends HTTP requests",
+	FeatH2C:             "http.version asks for h2c",
+	FeatSourceAddresses: "http.source_addresses is set",
+	FeatConnCap:         "http.max_connections_per_host is set",
+	FeatNoKeepAlive:     "http.connection is not keep-alive",
+	FeatConnections:     "holds connections",
+	FeatData:            "reads data",
+	FeatRenewOn:         "renews on a status",
+	FeatNonRequestStep:  "not a request step (think, script or control flow)",
+	FeatDynamicOrigin:   "its URL's origin is templated",
+	FeatHTTPS:           "not plain http://",
+	FeatTemplatedURL:    "its URL is templated",
+	FeatCapture:         "it captures",
+	FeatBodyCheck:       "it checks the body",
+	FeatRenderedBody:    "its body is rendered per request",
+	FeatTemplatedQuery:  "its query is templated",
+	FeatTemplatedHeader: "a header is templated",
+	FeatManyEndpoints:   "a second endpoint",
+}
+
+func (f Feature) String() string { return needText[f] }
+
+// FeatureSet is the features a driver supports.
+type FeatureSet uint64
+
+// NewFeatureSet is the set of fs.
+func NewFeatureSet(fs ...Feature) FeatureSet {
+	var s FeatureSet
+	for _, f := range fs {
+		s |= 1 << f
+	}
+	return s
+}
+
+// Has reports whether f is in s.
+func (s FeatureSet) Has(f Feature) bool { return s&(1<<f) != 0 }
+
+// Without is s less f.
+func (s FeatureSet) Without(f Feature) FeatureSet { return s &^ (1 << f) }
+
+// Need is a feature a program needs and where it first does ("" for the
+// whole plan, else the scenario and step).
+type Need struct {
+	Feature Feature
+	Where   string
+}
+
+func (n Need) String() string {
+	if n.Where == "" {
+		return n.Feature.String()
+	}
+	return n.Where + n.Feature.String()
+}
+
+// Unsupported says why a driver supporting s cannot run p's users: the
+// first need, in plan order, that s lacks ("" when it has them all).
+func (p *Program) Unsupported(s FeatureSet) string {
+	for _, n := range p.Needs() {
+		if !s.Has(n.Feature) {
+			return n.String()
+		}
+	}
+	return ""
+}
+
+// Needs lists what p's users need of a driver, in plan order, each feature
+// once, where it is first needed.
+func (p *Program) Needs() []Need {
+	var seen FeatureSet
+	var out []Need
+	need := func(f Feature, where string) {
+		if !seen.Has(f) {
+			seen |= NewFeatureSet(f)
+			out = append(out, Need{f, where})
+		}
+	}
+	h := p.Plan.HTTP
+	for _, x := range []struct {
+		f  Feature
+		on bool
+	}{{FeatH2C, h.H2C}, {FeatSourceAddresses, len(h.SourceAddresses) > 0},
+		{FeatConnCap, h.MaxConnsPerHost > 0}, {FeatNoKeepAlive, h.Reuse != plan.ReuseKeepAlive}} {
+		if x.on {
+			need(x.f, "")
+		}
+	}
+	var ep *httpc.Endpoint
+	for _, sc := range p.Scenarios {
+		where := fmt.Sprintf("scenario %q ", sc.Name)
+		if sc.Connection != nil {
+			need(FeatConnections, where)
+		}
+		if len(sc.DataUsed) > 0 {
+			need(FeatData, where)
+		}
+		if sc.Flow.RenewOn != nil {
+			need(FeatRenewOn, where)
+		}
+		for _, st := range sc.Steps {
+			stepWhere := fmt.Sprintf("scenario %q step %q: ", sc.Name, st.Name)
+			for _, f := range stepNeeds(st) {
+				need(f, stepWhere)
+			}
+			if st.Kind != plan.StepRequest || st.endpoint == nil {
+				continue
+			}
+			if ep == nil {
+				ep = st.endpoint
+			} else if ep != st.endpoint {
+				need(FeatManyEndpoints, stepWhere)
+			}
+		}
+	}
+	return out
+}
+
+// stepNeeds is what one step needs of a driver.
+func stepNeeds(st *Step) []Feature {
+	if st.Kind != plan.StepRequest {
+		return []Feature{FeatNonRequestStep}
+	}
+	fs := []Feature{FeatRequest}
+	add := func(f Feature, on bool) {
+		if on {
+			fs = append(fs, f)
+		}
+	}
+	if st.dynamicURL || st.endpoint == nil {
+		return append(fs, FeatDynamicOrigin)
+	}
+	add(FeatHTTPS, st.endpoint.Scheme != "http")
+	add(FeatTemplatedURL, !st.URL.Static())
+	add(FeatCapture, len(st.Captures) > 0)
+	add(FeatBodyCheck, st.keepBody || len(st.Expect.BodyContains) > 0 || len(st.Expect.JSON) > 0)
+	add(FeatRenderedBody, st.Body != nil && !st.Body.Static() || st.Gzip)
+	for _, q := range st.Query {
+		if !q.Value.Static() {
+			add(FeatTemplatedQuery, true)
+			break
+		}
+	}
+	for _, h := range st.Headers {
+		if !h.Value.Static() {
+			add(FeatTemplatedHeader, true)
+			break
+		}
+	}
+	return fs
+}
