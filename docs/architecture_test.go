@@ -24,14 +24,14 @@ type goPackage struct {
 
 // What packages without a package comment (test-only ones) do.
 var undocumentedPackages = map[string]string{
-	"docs":          "tests that keep these docs true to the code: links, this table, the generated reference",
-	"e2e":           "end-to-end tests: the real binary against real loopback servers",
-	"e2e/conn":      "end-to-end tests of WebSocket and SignalR scenarios",
-	"e2e/dist":      "end-to-end tests of --workers, --segment and merged results",
-	"e2e/levels":    "end-to-end tests of gates, sweep and capacity",
-	"e2e/monitors":  "end-to-end tests of server monitors (PostgreSQL, Redis, host)",
-	"e2e/report":    "end-to-end tests of the reports, in Chromium",
-	"bench/sighub":  "a lean SignalR hub for the connection-scale benchmarks",
+	"docs":         "tests that keep these docs true to the code: links, this table, the generated reference",
+	"e2e":          "end-to-end tests: the real binary against real loopback servers",
+	"e2e/conn":     "end-to-end tests of WebSocket and SignalR scenarios",
+	"e2e/dist":     "end-to-end tests of --workers, --segment and merged results",
+	"e2e/levels":   "end-to-end tests of gates, sweep and capacity",
+	"e2e/monitors": "end-to-end tests of server monitors (PostgreSQL, Redis, host)",
+	"e2e/report":   "end-to-end tests of the reports, in Chromium",
+	"bench/sighub": "a lean SignalR hub for the connection-scale benchmarks",
 }
 
 func listPackages(t *testing.T) []goPackage {
