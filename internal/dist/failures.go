@@ -22,54 +22,13 @@ import (
 // told apart by (phase, step_index): the setup's and teardown's steps are
 // numbered apart from the load's. It returns how many samples dst holds.
 func MergeFailures(dst string, srcs []string, perStep int) (int64, error) {
-	type line struct {
-		at   time.Time
-		key  string
-		text []byte
-	}
-	var lines []line
+	var lines []failureLine
 	for _, src := range srcs {
-		b, err := os.ReadFile(src)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		more, err := readFailures(src)
 		if err != nil {
 			return 0, err
 		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(nil, len(b)+1)
-		for sc.Scan() {
-			text := bytes.TrimSpace(sc.Bytes())
-			if len(text) == 0 {
-				continue
-			}
-			var x struct {
-				Time      time.Time `json:"time"`
-				Scenario  string    `json:"scenario"`
-				Step      string    `json:"step"`
-				Phase     string    `json:"phase"`
-				StepIndex *int      `json:"step_index"`
-			}
-			if err := json.Unmarshal(text, &x); err != nil {
-				return 0, fmt.Errorf("%s: %v", filepath.Base(src), err)
-			}
-			// The step's index tells same-named steps apart within its
-			// phase (the setup's step 0 is not the load's); a file from
-			// before the index was written has only the names, one from
-			// before the phase only the load's indexes.
-			phase := x.Phase
-			if phase == "" {
-				phase = "load"
-			}
-			key := phase + "\x00" + x.Scenario + "\x00" + x.Step
-			if x.StepIndex != nil {
-				key = phase + "\x00" + fmt.Sprint(*x.StepIndex)
-			}
-			lines = append(lines, line{at: x.Time, key: key, text: append([]byte(nil), text...)})
-		}
-		if err := sc.Err(); err != nil {
-			return 0, fmt.Errorf("%s: %v", filepath.Base(src), err)
-		}
+		lines = append(lines, more...)
 	}
 	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
 	taken := map[string]int{}
@@ -102,4 +61,68 @@ func MergeFailures(dst string, srcs []string, perStep int) (int64, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// failureLine is one sample of a segment's failure file, with the step it
+// counts against.
+type failureLine struct {
+	at   time.Time
+	key  string
+	text []byte
+}
+
+// readFailures reads one segment's samples; a segment that wrote no file
+// has none.
+func readFailures(src string) ([]failureLine, error) {
+	b, err := os.ReadFile(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var lines []failureLine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, len(b)+1)
+	for sc.Scan() {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		l, err := parseFailureLine(text)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", filepath.Base(src), err)
+		}
+		lines = append(lines, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Base(src), err)
+	}
+	return lines, nil
+}
+
+func parseFailureLine(text []byte) (failureLine, error) {
+	var x struct {
+		Time      time.Time `json:"time"`
+		Scenario  string    `json:"scenario"`
+		Step      string    `json:"step"`
+		Phase     string    `json:"phase"`
+		StepIndex *int      `json:"step_index"`
+	}
+	if err := json.Unmarshal(text, &x); err != nil {
+		return failureLine{}, err
+	}
+	// The step's index tells same-named steps apart within its phase (the
+	// setup's step 0 is not the load's); a file from before the index was
+	// written has only the names, one from before the phase only the
+	// load's indexes.
+	phase := x.Phase
+	if phase == "" {
+		phase = "load"
+	}
+	key := phase + "\x00" + x.Scenario + "\x00" + x.Step
+	if x.StepIndex != nil {
+		key = phase + "\x00" + fmt.Sprint(*x.StepIndex)
+	}
+	return failureLine{at: x.Time, key: key, text: append([]byte(nil), text...)}, nil
 }

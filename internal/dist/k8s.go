@@ -213,11 +213,33 @@ func configKey(i int, rel string) string {
 
 // BuildManifest builds the ConfigMap and the Indexed Job for p.
 func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
-	if err := k.Validate(); err != nil {
+	k, err := manifestDefaults(p, k)
+	if err != nil {
 		return nil, err
 	}
+	labels := map[string]string{
+		"app.kubernetes.io/name":      "stampede",
+		"app.kubernetes.io/component": "load-generator",
+		LabelRun:                      k.Name,
+	}
+	cm, items, err := planConfigMap(p, k, labels)
+	if err != nil {
+		return nil, err
+	}
+	container, volumes, err := segmentContainer(k, items)
+	if err != nil {
+		return nil, err
+	}
+	return &Manifest{ConfigMap: cm, Job: segmentJob(p, k, labels, container, volumes)}, nil
+}
+
+// manifestDefaults checks k and fills in what the user left out.
+func manifestDefaults(p *plan.Plan, k K8s) (K8s, error) {
+	if err := k.Validate(); err != nil {
+		return k, err
+	}
 	if k.StartAt.IsZero() {
-		return nil, errors.New("no start time: every segment needs the same --start-at")
+		return k, errors.New("no start time: every segment needs the same --start-at")
 	}
 	if k.Name == "" {
 		k.Name = JobName(p.Name)
@@ -232,26 +254,31 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 	case k.StartGrace < 0:
 		// The pods would refuse to start at all: refused here, not made
 		// the default in the manifest while the wait used it as given.
-		return nil, fmt.Errorf("start grace %v: expected a duration above zero, such as 30s", k.StartGrace)
+		return k, fmt.Errorf("start grace %v: expected a duration above zero, such as 30s", k.StartGrace)
 	case k.StartGrace == 0:
 		k.StartGrace = DefaultK8sStartGrace
 	}
 	if p.Target == "demo" {
-		return nil, errors.New("target: demo runs the demo inside each process; a cluster run needs a real target URL in the plan")
+		return k, errors.New("target: demo runs the demo inside each process; a cluster run needs a real target URL in the plan")
 	}
+	if k.Now.IsZero() {
+		k.Now = time.Now()
+	}
+	return k, nil
+}
+
+// planConfigMap holds the plan and the files it reads (those on the data
+// claim excepted), and the items that map its keys back to their paths
+// beside the plan in the pods.
+func planConfigMap(p *plan.Plan, k K8s, labels map[string]string) (*corev1.ConfigMap, []corev1.KeyToPath, error) {
 	planDir := filepath.Dir(k.PlanFile)
 	planName := filepath.Base(k.PlanFile)
 	src, err := os.ReadFile(k.PlanFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := plainCredentials(p, k.PlanFile, src); err != nil { // k8ssecrets.go
-		return nil, err
-	}
-	labels := map[string]string{
-		"app.kubernetes.io/name":      "stampede",
-		"app.kubernetes.io/component": "load-generator",
-		LabelRun:                      k.Name,
+		return nil, nil, err
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -265,14 +292,12 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 		dataFiles[ds.File] = true
 	}
 	for i, f := range planFiles(p) {
-		rel, err := filepath.Rel(planDir, f)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
-			if k.DataPVC != "" && dataFiles[f] {
-				return nil, fmt.Errorf("%s is outside the plan's directory %s: with --data-pvc the pods read each data file at its path relative to the plan, below %s; move the file beside the plan", f, planDir, DataMount)
-			}
-			return nil, fmt.Errorf("%s is outside the plan's directory %s: the pods see only the plan's directory; move the file beside the plan (or bake it into the image)", f, planDir)
+		onClaim := k.DataPVC != "" && dataFiles[f]
+		rel, err := relToPlan(planDir, f, onClaim)
+		if err != nil {
+			return nil, nil, err
 		}
-		if k.DataPVC != "" && dataFiles[f] {
+		if onClaim {
 			// Read from the claim in the pod (checked there at start, as
 			// a local run checks it); checked here already by the plan's
 			// loading.
@@ -280,28 +305,52 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		size += len(b)
 		key := configKey(i, rel)
-		if strings.HasSuffix(strings.ToLower(rel), ".gz") || !isText(b) {
-			if cm.BinaryData == nil {
-				cm.BinaryData = map[string][]byte{}
-			}
-			cm.BinaryData[key] = b
-		} else {
-			cm.Data[key] = string(b)
-		}
+		putFile(cm, key, rel, b)
 		items = append(items, corev1.KeyToPath{Key: key, Path: filepath.ToSlash(rel)})
 	}
 	if size > maxConfigMap {
 		if k.DataPVC != "" {
-			return nil, fmt.Errorf("the plan and its TLS files are %d KiB, more than a ConfigMap holds (1 MiB)", size/1024)
+			return nil, nil, fmt.Errorf("the plan and its TLS files are %d KiB, more than a ConfigMap holds (1 MiB)", size/1024)
 		}
-		return nil, fmt.Errorf("the plan and its files are %d KiB, more than a ConfigMap holds (1 MiB): gzip the CSV files (.csv.gz), or put the data files on a PersistentVolumeClaim and pass --data-pvc CLAIM[:SUBPATH] (each segment then reads only its share of unique rows)", size/1024)
+		return nil, nil, fmt.Errorf("the plan and its files are %d KiB, more than a ConfigMap holds (1 MiB): gzip the CSV files (.csv.gz), or put the data files on a PersistentVolumeClaim and pass --data-pvc CLAIM[:SUBPATH] (each segment then reads only its share of unique rows)", size/1024)
 	}
+	return cm, items, nil
+}
 
-	n := int32(k.Segments)
+// relToPlan is f's path relative to the plan's directory, the only one
+// the pods see.
+func relToPlan(planDir, f string, onClaim bool) (string, error) {
+	rel, err := filepath.Rel(planDir, f)
+	if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
+		return rel, nil
+	}
+	if onClaim {
+		return "", fmt.Errorf("%s is outside the plan's directory %s: with --data-pvc the pods read each data file at its path relative to the plan, below %s; move the file beside the plan", f, planDir, DataMount)
+	}
+	return "", fmt.Errorf("%s is outside the plan's directory %s: the pods see only the plan's directory; move the file beside the plan (or bake it into the image)", f, planDir)
+}
+
+// putFile stores b under key: as text when it is, as binary data when it
+// is compressed or not valid UTF-8.
+func putFile(cm *corev1.ConfigMap, key, rel string, b []byte) {
+	if strings.HasSuffix(strings.ToLower(rel), ".gz") || !isText(b) {
+		if cm.BinaryData == nil {
+			cm.BinaryData = map[string][]byte{}
+		}
+		cm.BinaryData[key] = b
+		return
+	}
+	cm.Data[key] = string(b)
+}
+
+// segmentContainer is the container that runs one segment, and the
+// volumes it mounts.
+func segmentContainer(k K8s, items []corev1.KeyToPath) (corev1.Container, []corev1.Volume, error) {
+	planName := filepath.Base(k.PlanFile)
 	args := []string{
 		"run", PlanMount + "/" + planName,
 		"--segment", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", k.Segments),
@@ -309,26 +358,9 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 		"--start-grace", k.StartGrace.String(),
 		"--emit-result", "-q", "-o", "/tmp/result.json",
 	}
-	mounts := []corev1.VolumeMount{
-		{Name: "plan", MountPath: PlanMount, ReadOnly: true},
-		{Name: "tmp", MountPath: "/tmp"},
-	}
-	volumes := []corev1.Volume{
-		{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: k.Name},
-			Items:                items,
-		}}},
-		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-	}
+	mounts, volumes := segmentVolumes(k, items)
 	if k.DataPVC != "" {
 		args = append(args, "--data-dir", DataMount)
-		mounts = append(mounts, corev1.VolumeMount{Name: "data", MountPath: DataMount, ReadOnly: true, SubPath: k.DataSubPath})
-		// Read-only: N pods share the claim, which then needs an access
-		// mode that allows that (ReadOnlyMany, or ReadWriteMany) unless
-		// the pods land on one node. Any other volume source can replace
-		// this one in the written manifest.
-		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: k.DataPVC, ReadOnly: true}}})
 	}
 	container := corev1.Container{
 		Name:  ContainerName,
@@ -362,35 +394,75 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 		container.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: k.EnvFromSecret}}}}
 	}
-	if k.CPU != "" || k.Memory != "" {
-		rl := corev1.ResourceList{}
-		if k.CPU != "" {
-			q, err := resource.ParseQuantity(k.CPU)
-			if err != nil {
-				return nil, fmt.Errorf("cpu %q: %v", k.CPU, err)
-			}
-			rl[corev1.ResourceCPU] = q
-		}
-		if k.Memory != "" {
-			q, err := resource.ParseQuantity(k.Memory)
-			if err != nil {
-				return nil, fmt.Errorf("memory %q: %v", k.Memory, err)
-			}
-			rl[corev1.ResourceMemory] = q
-		}
-		container.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
+	res, err := segmentResources(k)
+	if err != nil {
+		return container, nil, err
 	}
+	container.Resources = res
+	return container, volumes, nil
+}
+
+// segmentVolumes mounts the plan's ConfigMap, a writable /tmp and, with
+// --data-pvc, the data claim.
+func segmentVolumes(k K8s, items []corev1.KeyToPath) ([]corev1.VolumeMount, []corev1.Volume) {
+	mounts := []corev1.VolumeMount{
+		{Name: "plan", MountPath: PlanMount, ReadOnly: true},
+		{Name: "tmp", MountPath: "/tmp"},
+	}
+	volumes := []corev1.Volume{
+		{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: k.Name},
+			Items:                items,
+		}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if k.DataPVC != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: "data", MountPath: DataMount, ReadOnly: true, SubPath: k.DataSubPath})
+		// Read-only: N pods share the claim, which then needs an access
+		// mode that allows that (ReadOnlyMany, or ReadWriteMany) unless
+		// the pods land on one node. Any other volume source can replace
+		// this one in the written manifest.
+		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: k.DataPVC, ReadOnly: true}}})
+	}
+	return mounts, volumes
+}
+
+// segmentResources requests and limits the CPU and memory given.
+func segmentResources(k K8s) (corev1.ResourceRequirements, error) {
+	if k.CPU == "" && k.Memory == "" {
+		return corev1.ResourceRequirements{}, nil
+	}
+	rl := corev1.ResourceList{}
+	if k.CPU != "" {
+		q, err := resource.ParseQuantity(k.CPU)
+		if err != nil {
+			return corev1.ResourceRequirements{}, fmt.Errorf("cpu %q: %v", k.CPU, err)
+		}
+		rl[corev1.ResourceCPU] = q
+	}
+	if k.Memory != "" {
+		q, err := resource.ParseQuantity(k.Memory)
+		if err != nil {
+			return corev1.ResourceRequirements{}, fmt.Errorf("memory %q: %v", k.Memory, err)
+		}
+		rl[corev1.ResourceMemory] = q
+	}
+	return corev1.ResourceRequirements{Requests: rl, Limits: rl}, nil
+}
+
+// segmentJob is the Indexed Job: one completion per segment, all running
+// at once.
+func segmentJob(p *plan.Plan, k K8s, labels map[string]string, container corev1.Container, volumes []corev1.Volume) *batchv1.Job {
+	n := int32(k.Segments)
 	// The Job may run until every pod could have started late and run the
 	// whole plan; past that it is stuck, and the API server stops it.
-	if k.Now.IsZero() {
-		k.Now = time.Now()
-	}
 	deadline := int64((k.StartAt.Sub(k.Now) + k.StartGrace + p.Load.Duration() + p.Load.Grace + 10*time.Minute).Seconds())
-	job := &batchv1.Job{
+	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: k.Namespace, Labels: labels,
 			Annotations: map[string]string{
-				"stampede.io/plan":     planName,
+				"stampede.io/plan":     filepath.Base(k.PlanFile),
 				"stampede.io/segments": fmt.Sprint(k.Segments),
 				"stampede.io/start-at": k.StartAt.UTC().Format(time.RFC3339Nano),
 			}},
@@ -404,30 +476,9 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 			BackoffLimitPerIndex: ptr(int32(1)),
 			// Every segment runs to its end even if another failed: the
 			// merged result is then partial and names the failed ones.
-			MaxFailedIndexes:     nil,
-			PodReplacementPolicy: ptr(batchv1.Failed),
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
-				{
-					// Once stampede ran, its segment is never retried: it may
-					// have sent part of its share, and a retry would send it
-					// again, shifted in time. Its log still holds its
-					// (partial) result.
-					Action: batchv1.PodFailurePolicyActionFailIndex,
-					OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-						ContainerName: ptr(ContainerName),
-						Operator:      batchv1.PodFailurePolicyOnExitCodesOpNotIn,
-						Values:        []int32{0},
-					},
-				},
-				{
-					// Disrupted before the container ran: replace, without
-					// counting against the per-index backoff.
-					Action: batchv1.PodFailurePolicyActionIgnore,
-					OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
-						{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue},
-					},
-				},
-			}},
+			MaxFailedIndexes:        nil,
+			PodReplacementPolicy:    ptr(batchv1.Failed),
+			PodFailurePolicy:        segmentFailurePolicy(),
 			ActiveDeadlineSeconds:   ptr(max(deadline, 60)),
 			TTLSecondsAfterFinished: ptr(int32(finishedTTL)),
 			Template: corev1.PodTemplateSpec{
@@ -449,7 +500,33 @@ func BuildManifest(p *plan.Plan, k K8s) (*Manifest, error) {
 			},
 		},
 	}
-	return &Manifest{ConfigMap: cm, Job: job}, nil
+}
+
+// segmentFailurePolicy never retries a segment that ran, and replaces
+// one disrupted before it could.
+func segmentFailurePolicy() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{
+			// Once stampede ran, its segment is never retried: it may
+			// have sent part of its share, and a retry would send it
+			// again, shifted in time. Its log still holds its
+			// (partial) result.
+			Action: batchv1.PodFailurePolicyActionFailIndex,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: ptr(ContainerName),
+				Operator:      batchv1.PodFailurePolicyOnExitCodesOpNotIn,
+				Values:        []int32{0},
+			},
+		},
+		{
+			// Disrupted before the container ran: replace, without
+			// counting against the per-index backoff.
+			Action: batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
+				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue},
+			},
+		},
+	}}
 }
 
 func ptr[T any](v T) *T { return &v }
