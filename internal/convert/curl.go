@@ -25,205 +25,265 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 	if err != nil {
 		return nil, Summary{}, err
 	}
-	x := &exchange{fromCurl: true}
-	var rawURL, method string
-	var data, urlQuery []string
-	var dataJSON, get, head bool
-	var notes []string
-	basic, hasBasic := "", false // curl -u USER:PASSWORD
+	c := &curlCmd{x: &exchange{fromCurl: true}, o: &o}
 	for _, op := range opts {
-		name, v := op.name, op.value
-		switch name {
-		case "":
-			if rawURL == "" {
-				rawURL = v
-			}
-		case "request":
-			method = strings.ToUpper(v)
-		case "header":
-			n, hv, ok := strings.Cut(v, ":")
-			if !ok {
-				if n, ok := strings.CutSuffix(v, ";"); ok {
-					// -H 'X-Empty;' sends the header with no value.
-					x.headers = append(x.headers, kv{strings.TrimSpace(n), ""})
-					continue
-				}
-				if strings.HasPrefix(v, "@") {
-					return nil, Summary{}, fmt.Errorf("curl -H @%s: headers from a file are not supported; give each as -H 'Name: value'", v[1:])
-				}
-				return nil, Summary{}, fmt.Errorf("bad curl header %q: expected \"Name: value\"", v)
-			}
-			if strings.TrimSpace(hv) == "" {
-				// -H 'Accept:' tells curl not to send its own; the plan
-				// sends none of curl's anyway.
-				continue
-			}
-			hv = strings.TrimSpace(hv)
-			if secretHeader(strings.TrimSpace(n)) {
-				hv = envRefs(hv)
-			}
-			x.headers = append(x.headers, kv{strings.TrimSpace(n), hv})
-		case "data", "data-raw", "data-binary", "data-ascii", "json", "data-urlencode":
-			if strings.HasPrefix(v, "@") && name != "data-raw" {
-				b, err := readLocal(v[1:], o.AllowFiles)
-				if err != nil {
-					return nil, Summary{}, fmt.Errorf("curl --%s %s: %v", name, v, err)
-				}
-				v = string(b)
-				if name != "data-binary" && name != "json" {
-					// curl strips newlines from -d @file.
-					v = strings.NewReplacer("\r", "", "\n", "").Replace(v)
-				}
-			}
-			if name == "data-urlencode" {
-				k, val, ok := strings.Cut(v, "=")
-				if ok {
-					v = k + "=" + url.QueryEscape(val)
-				} else {
-					v = url.QueryEscape(v)
-				}
-			}
-			if name == "json" {
-				dataJSON = true
-			}
-			data = append(data, v)
-		case "form", "form-string":
-			p, err := curlFormPart(v, name == "form-string", o.AllowFiles)
-			if err != nil {
-				return nil, Summary{}, err
-			}
-			x.isMultipart = true
-			x.multipart = append(x.multipart, p)
-		case "upload-file":
-			return nil, Summary{}, fmt.Errorf("curl -T %s: uploading a file as the whole body is not converted; use body_file: %s in the plan's step (with method: PUT)", v, v)
-		case "user":
-			basic, hasBasic = v, true
-		case "oauth2-bearer":
-			h, comment := bearerHeader(v)
-			x.headers = append(x.headers, kv{"Authorization", h})
-			if comment != "" {
-				o.Comments = append(o.Comments, comment)
-			}
-		case "cookie":
-			if strings.Contains(v, "=") {
-				// Given on the command line, a cookie is the user's choice,
-				// not one a server set that a jar would hold.
-				x.headers = append(x.headers, kv{"Cookie", v})
-			} else {
-				notes = append(notes, fmt.Sprintf("curl -b %s: cookies read from a file are left out; each user's jar holds the cookies servers set", v))
-			}
-		case "user-agent":
-			x.headers = append(x.headers, kv{"User-Agent", v})
-		case "referer":
-			x.headers = append(x.headers, kv{"Referer", strings.TrimSuffix(v, ";auto")})
-		case "range":
-			x.headers = append(x.headers, kv{"Range", "bytes=" + v})
-		case "url":
-			rawURL = v
-		case "url-query":
-			urlQuery = append(urlQuery, v)
-		case "get":
-			get = true
-		case "head":
-			head = true
-		case "insecure":
-			notes = append(notes, "curl -k: add tls: {insecure: true} to the plan to skip certificate checks")
-		case "location":
-			notes = append(notes, "curl -L: the plan does not follow redirects; a 3xx answer counts as a success")
+		if err := c.apply(op.name, op.value); err != nil {
+			return nil, Summary{}, err
 		}
 	}
-	if x.isMultipart && len(data) > 0 {
+	if c.x.isMultipart && len(c.data) > 0 {
 		return nil, Summary{}, fmt.Errorf("curl -F and -d together: curl refuses this too; give the body one way")
 	}
-	if rawURL == "" {
-		return nil, Summary{}, fmt.Errorf("no URL in the curl command")
+	if err := c.setURL(); err != nil {
+		return nil, Summary{}, err
 	}
-	if !strings.Contains(rawURL, "://") {
-		rawURL = "http://" + rawURL
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, Summary{}, fmt.Errorf("bad URL %q in the curl command: expected http(s)://host/...", rawURL)
-	}
-	for _, q := range urlQuery {
-		if u.RawQuery != "" {
-			u.RawQuery += "&"
-		}
-		u.RawQuery += q
-	}
-	x.u = u
-	body := strings.Join(data, "&")
-	switch {
-	case head:
-		x.method = "HEAD"
-	case get && len(data) > 0:
-		if u.RawQuery != "" {
-			u.RawQuery += "&"
-		}
-		u.RawQuery += body
-		body = ""
-		x.method = "GET"
-	case len(data) > 0 || x.isMultipart:
-		x.method = "POST"
-	default:
-		x.method = "GET"
-	}
-	if method != "" {
-		x.method = method
-	}
-	if body != "" {
-		x.body = []byte(body)
-		x.bodyCT = header(x.headers, "Content-Type")
-		if x.bodyCT == "" {
-			if dataJSON {
-				x.bodyCT = "application/json"
-			} else {
-				// What curl sends with -d.
-				x.bodyCT = "application/x-www-form-urlencoded"
-			}
-			x.headers = append(x.headers, kv{"Content-Type", x.bodyCT})
-		}
-		// curl -d '{"a":1}' says form but sends JSON; the plan sends the
-		// same bytes under the same header either way.
-		if mediaType(x.bodyCT) == "application/x-www-form-urlencoded" && !looksJSON(x.body) {
-			if vals, ok := parseForm(body); ok {
-				x.isForm, x.form = true, vals
-			}
-		}
-	}
-	if u.User != nil && !hasBasic {
-		pass, ok := u.User.Password()
-		if !ok {
-			return nil, Summary{}, fmt.Errorf("curl URL %s has a user but no password (curl would prompt for one): write user:password@", u.Redacted())
-		}
-		basic, hasBasic = u.User.Username()+":"+pass, true
-	}
-	u.User = nil
-	if hasBasic {
-		// curl sends user:password as Basic authentication; a plan's
-		// target does the same and keeps the password out of reports.
-		user, pass, ok := strings.Cut(basic, ":")
-		switch {
-		case !ok:
-			return nil, Summary{}, fmt.Errorf("curl -u %s has no password (curl would prompt for one): write -u user:password", user)
-		case header(x.headers, "Authorization") != "":
-			notes = append(notes, "the user:password is left out: an Authorization header is given, which wins")
-		default:
-			userinfo, comment := basicUserinfo(user, pass)
-			o.TargetUserinfo = userinfo
-			if comment != "" {
-				o.Comments = append(o.Comments, comment)
-			}
-		}
+	c.setMethodAndBody()
+	if err := c.setBasicAuth(); err != nil {
+		return nil, Summary{}, err
 	}
 	if o.Source == "" {
 		o.Source = "a curl command"
 	}
 	// One request: nothing to correlate.
 	o.NoCorrelate = true
-	out, s, err := build([]*exchange{x}, o)
-	s.Notes = append(s.Notes, notes...)
+	out, s, err := build([]*exchange{c.x}, o)
+	s.Notes = append(s.Notes, c.notes...)
 	return out, s, err
+}
+
+// curlCmd is a curl command line read into the one exchange it sends.
+type curlCmd struct {
+	x        *exchange
+	o        *Options
+	rawURL   string
+	method   string
+	data     []string // -d and its kin, joined with & as curl does
+	urlQuery []string
+	dataJSON bool // --json: the body's default type is JSON
+	get      bool // -G: the data goes in the query
+	head     bool
+	notes    []string
+	basic    string // curl -u USER:PASSWORD
+	hasBasic bool
+}
+
+// apply takes one curl option (name "" is a bare URL).
+func (c *curlCmd) apply(name, v string) error {
+	x := c.x
+	switch name {
+	case "":
+		if c.rawURL == "" {
+			c.rawURL = v
+		}
+	case "request":
+		c.method = strings.ToUpper(v)
+	case "header":
+		return c.header(v)
+	case "data", "data-raw", "data-binary", "data-ascii", "json", "data-urlencode":
+		return c.addData(name, v)
+	case "form", "form-string":
+		p, err := curlFormPart(v, name == "form-string", c.o.AllowFiles)
+		if err != nil {
+			return err
+		}
+		x.isMultipart = true
+		x.multipart = append(x.multipart, p)
+	case "upload-file":
+		return fmt.Errorf("curl -T %s: uploading a file as the whole body is not converted; use body_file: %s in the plan's step (with method: PUT)", v, v)
+	case "user":
+		c.basic, c.hasBasic = v, true
+	case "oauth2-bearer":
+		h, comment := bearerHeader(v)
+		x.headers = append(x.headers, kv{"Authorization", h})
+		if comment != "" {
+			c.o.Comments = append(c.o.Comments, comment)
+		}
+	case "cookie":
+		if strings.Contains(v, "=") {
+			// Given on the command line, a cookie is the user's choice,
+			// not one a server set that a jar would hold.
+			x.headers = append(x.headers, kv{"Cookie", v})
+		} else {
+			c.notes = append(c.notes, fmt.Sprintf("curl -b %s: cookies read from a file are left out; each user's jar holds the cookies servers set", v))
+		}
+	case "user-agent":
+		x.headers = append(x.headers, kv{"User-Agent", v})
+	case "referer":
+		x.headers = append(x.headers, kv{"Referer", strings.TrimSuffix(v, ";auto")})
+	case "range":
+		x.headers = append(x.headers, kv{"Range", "bytes=" + v})
+	case "url":
+		c.rawURL = v
+	case "url-query":
+		c.urlQuery = append(c.urlQuery, v)
+	case "get":
+		c.get = true
+	case "head":
+		c.head = true
+	case "insecure":
+		c.notes = append(c.notes, "curl -k: add tls: {insecure: true} to the plan to skip certificate checks")
+	case "location":
+		c.notes = append(c.notes, "curl -L: the plan does not follow redirects; a 3xx answer counts as a success")
+	}
+	return nil
+}
+
+// header takes a -H value.
+func (c *curlCmd) header(v string) error {
+	n, hv, ok := strings.Cut(v, ":")
+	if !ok {
+		if n, ok := strings.CutSuffix(v, ";"); ok {
+			// -H 'X-Empty;' sends the header with no value.
+			c.x.headers = append(c.x.headers, kv{strings.TrimSpace(n), ""})
+			return nil
+		}
+		if strings.HasPrefix(v, "@") {
+			return fmt.Errorf("curl -H @%s: headers from a file are not supported; give each as -H 'Name: value'", v[1:])
+		}
+		return fmt.Errorf("bad curl header %q: expected \"Name: value\"", v)
+	}
+	if strings.TrimSpace(hv) == "" {
+		// -H 'Accept:' tells curl not to send its own; the plan sends
+		// none of curl's anyway.
+		return nil
+	}
+	hv = strings.TrimSpace(hv)
+	if secretHeader(strings.TrimSpace(n)) {
+		hv = envRefs(hv)
+	}
+	c.x.headers = append(c.x.headers, kv{strings.TrimSpace(n), hv})
+	return nil
+}
+
+// addData takes a -d (or --data-*, --json) value, read from a file for
+// @file as curl does.
+func (c *curlCmd) addData(name, v string) error {
+	if strings.HasPrefix(v, "@") && name != "data-raw" {
+		b, err := readLocal(v[1:], c.o.AllowFiles)
+		if err != nil {
+			return fmt.Errorf("curl --%s %s: %v", name, v, err)
+		}
+		v = string(b)
+		if name != "data-binary" && name != "json" {
+			// curl strips newlines from -d @file.
+			v = strings.NewReplacer("\r", "", "\n", "").Replace(v)
+		}
+	}
+	if name == "data-urlencode" {
+		k, val, ok := strings.Cut(v, "=")
+		if ok {
+			v = k + "=" + url.QueryEscape(val)
+		} else {
+			v = url.QueryEscape(v)
+		}
+	}
+	if name == "json" {
+		c.dataJSON = true
+	}
+	c.data = append(c.data, v)
+	return nil
+}
+
+// setURL parses the URL, http:// by default as curl's, with the
+// --url-query parts added.
+func (c *curlCmd) setURL() error {
+	if c.rawURL == "" {
+		return fmt.Errorf("no URL in the curl command")
+	}
+	if !strings.Contains(c.rawURL, "://") {
+		c.rawURL = "http://" + c.rawURL
+	}
+	u, err := url.Parse(c.rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("bad URL %q in the curl command: expected http(s)://host/...", c.rawURL)
+	}
+	for _, q := range c.urlQuery {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += q
+	}
+	c.x.u = u
+	return nil
+}
+
+// setMethodAndBody picks the method curl would send and the body with
+// the Content-Type curl would give it.
+func (c *curlCmd) setMethodAndBody() {
+	x, u := c.x, c.x.u
+	body := strings.Join(c.data, "&")
+	switch {
+	case c.head:
+		x.method = "HEAD"
+	case c.get && len(c.data) > 0:
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += body
+		body = ""
+		x.method = "GET"
+	case len(c.data) > 0 || x.isMultipart:
+		x.method = "POST"
+	default:
+		x.method = "GET"
+	}
+	if c.method != "" {
+		x.method = c.method
+	}
+	if body == "" {
+		return
+	}
+	x.body = []byte(body)
+	x.bodyCT = header(x.headers, "Content-Type")
+	if x.bodyCT == "" {
+		if c.dataJSON {
+			x.bodyCT = "application/json"
+		} else {
+			// What curl sends with -d.
+			x.bodyCT = "application/x-www-form-urlencoded"
+		}
+		x.headers = append(x.headers, kv{"Content-Type", x.bodyCT})
+	}
+	// curl -d '{"a":1}' says form but sends JSON; the plan sends the same
+	// bytes under the same header either way.
+	if mediaType(x.bodyCT) == "application/x-www-form-urlencoded" && !looksJSON(x.body) {
+		if vals, ok := parseForm(body); ok {
+			x.isForm, x.form = true, vals
+		}
+	}
+}
+
+// setBasicAuth moves -u (or the URL's user:password) to the plan's
+// target, where reports keep the password out.
+func (c *curlCmd) setBasicAuth() error {
+	u := c.x.u
+	if u.User != nil && !c.hasBasic {
+		pass, ok := u.User.Password()
+		if !ok {
+			return fmt.Errorf("curl URL %s has a user but no password (curl would prompt for one): write user:password@", u.Redacted())
+		}
+		c.basic, c.hasBasic = u.User.Username()+":"+pass, true
+	}
+	u.User = nil
+	if !c.hasBasic {
+		return nil
+	}
+	// curl sends user:password as Basic authentication; a plan's target
+	// does the same.
+	user, pass, ok := strings.Cut(c.basic, ":")
+	switch {
+	case !ok:
+		return fmt.Errorf("curl -u %s has no password (curl would prompt for one): write -u user:password", user)
+	case header(c.x.headers, "Authorization") != "":
+		c.notes = append(c.notes, "the user:password is left out: an Authorization header is given, which wins")
+	default:
+		userinfo, comment := basicUserinfo(user, pass)
+		c.o.TargetUserinfo = userinfo
+		if comment != "" {
+			c.o.Comments = append(c.o.Comments, comment)
+		}
+	}
+	return nil
 }
 
 // shellWords splits a command line as a POSIX shell would for the quoting
@@ -256,59 +316,15 @@ func shellWords(s string) ([]string, error) {
 			i += j + 1
 			inWord = true
 		case c == '$' && i+1 < len(s) && s[i+1] == '\'':
-			i += 2
-			for ; i < len(s) && s[i] != '\''; i++ {
-				if s[i] != '\\' || i+1 >= len(s) {
-					cur.WriteByte(s[i])
-					continue
-				}
-				i++
-				switch e := s[i]; e {
-				case 'n':
-					cur.WriteByte('\n')
-				case 't':
-					cur.WriteByte('\t')
-				case 'r':
-					cur.WriteByte('\r')
-				case 'x':
-					if i+2 < len(s) {
-						if b, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-							cur.WriteByte(byte(b))
-							i += 2
-							continue
-						}
-					}
-					cur.WriteByte(e)
-				case 'u':
-					if i+4 < len(s) {
-						if r, err := strconv.ParseUint(s[i+1:i+5], 16, 32); err == nil {
-							cur.WriteRune(rune(r))
-							i += 4
-							continue
-						}
-					}
-					cur.WriteByte(e)
-				default:
-					cur.WriteByte(e)
-				}
-			}
-			if i >= len(s) {
-				return nil, fmt.Errorf("unterminated $' in the curl command")
+			var err error
+			if i, err = ansiCQuoted(s, i, &cur); err != nil {
+				return nil, err
 			}
 			inWord = true
 		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[i+1]) >= 0 {
-					i++
-					if s[i] == '\n' {
-						continue
-					}
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, fmt.Errorf("unterminated \" in the curl command")
+			var err error
+			if i, err = doubleQuoted(s, i, &cur); err != nil {
+				return nil, err
 			}
 			inWord = true
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
@@ -326,6 +342,74 @@ func shellWords(s string) ([]string, error) {
 		out = append(out, cur.String())
 	}
 	return out, nil
+}
+
+// ansiCQuoted writes the $'…' word starting at s[i] to cur, its
+// backslash escapes decoded, and returns the index of its closing quote.
+func ansiCQuoted(s string, i int, cur *strings.Builder) (int, error) {
+	i += 2
+	for ; i < len(s) && s[i] != '\''; i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			cur.WriteByte(s[i])
+			continue
+		}
+		i = ansiCEscape(s, i+1, cur)
+	}
+	if i >= len(s) {
+		return i, fmt.Errorf("unterminated $' in the curl command")
+	}
+	return i, nil
+}
+
+// ansiCEscape writes the escape whose letter is s[i] and returns the
+// index of its last byte.
+func ansiCEscape(s string, i int, cur *strings.Builder) int {
+	switch e := s[i]; e {
+	case 'n':
+		cur.WriteByte('\n')
+	case 't':
+		cur.WriteByte('\t')
+	case 'r':
+		cur.WriteByte('\r')
+	case 'x':
+		if i+2 < len(s) {
+			if b, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				cur.WriteByte(byte(b))
+				return i + 2
+			}
+		}
+		cur.WriteByte(e)
+	case 'u':
+		if i+4 < len(s) {
+			if r, err := strconv.ParseUint(s[i+1:i+5], 16, 32); err == nil {
+				cur.WriteRune(rune(r))
+				return i + 4
+			}
+		}
+		cur.WriteByte(e)
+	default:
+		cur.WriteByte(e)
+	}
+	return i
+}
+
+// doubleQuoted writes the "…" word starting at s[i] to cur and returns
+// the index of its closing quote.
+func doubleQuoted(s string, i int, cur *strings.Builder) (int, error) {
+	i++
+	for ; i < len(s) && s[i] != '"'; i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[i+1]) >= 0 {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		cur.WriteByte(s[i])
+	}
+	if i >= len(s) {
+		return i, fmt.Errorf("unterminated \" in the curl command")
+	}
+	return i, nil
 }
 
 type curlOpt struct {

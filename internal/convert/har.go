@@ -113,20 +113,13 @@ func parseHAR(data []byte) (xs []*exchange, notes []string, err error) {
 		return nil, nil, fmt.Errorf("the HAR file has no entries (log.entries is empty or missing)")
 	}
 	var out []*exchange
-	for i, e := range f.Log.Entries {
-		u, err := url.Parse(e.Request.URL)
-		if err != nil {
-			// The URL itself is not repeated: it may hold credentials.
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			notes = append(notes, fmt.Sprintf("entry %d (%s): left out: its URL does not parse (%v)", i+1, strings.ToUpper(e.Request.Method), err))
-			continue
+	for i := range f.Log.Entries {
+		e := &f.Log.Entries[i]
+		u, note := harURL(i, e)
+		if note != "" {
+			notes = append(notes, note)
 		}
-		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			// data:, blob:, chrome-extension: and the like were never sent
-			// over the network.
+		if u == nil {
 			continue
 		}
 		x := &exchange{
@@ -144,66 +137,107 @@ func parseHAR(data []byte) (xs []*exchange, notes []string, err error) {
 		for _, h := range e.Response.Headers {
 			x.respHeaders = append(x.respHeaders, kv{h.Name, h.Value})
 		}
-		if pd := e.Request.PostData; pd != nil {
-			x.bodyCT = pd.MimeType
-			switch {
-			case pd.Text != "" && strings.EqualFold(pd.Encoding, "base64"):
-				b, err := base64.StdEncoding.DecodeString(pd.Text)
-				if err != nil {
-					return nil, nil, fmt.Errorf("entry %d (%s %s): postData.text is not valid base64: %v", i+1, x.method, u.Redacted(), err)
-				}
-				x.body = b
-			case pd.Text != "":
-				x.body = []byte(pd.Text)
-			case len(pd.Params) > 0 && mediaType(pd.MimeType) == "multipart/form-data":
-				x.isMultipart = true
-				for _, p := range pd.Params {
-					x.multipart = append(x.multipart, mpart{name: p.Name, value: p.Value, file: p.FileName, ctype: p.ContentType})
-				}
-			case len(pd.Params) > 0:
-				// Some recorders give a form only as params.
-				x.isForm = true
-				for _, p := range pd.Params {
-					x.form = append(x.form, kv{p.Name, p.Value})
-				}
-			}
+		if err := x.harRequestBody(i, e); err != nil {
+			return nil, nil, err
 		}
-		if x.bodyCT == "" {
-			x.bodyCT = header(x.headers, "Content-Type")
-		}
-		if !x.isForm && len(x.body) > 0 && mediaType(x.bodyCT) == "application/x-www-form-urlencoded" {
-			if vals, ok := parseForm(string(x.body)); ok {
-				x.isForm, x.form = true, vals
-			}
-		}
-		c := e.Response.Content
-		x.respCT = c.MimeType
-		if x.respCT == "" {
-			x.respCT = header(x.respHeaders, "Content-Type")
-		}
-		if strings.EqualFold(c.Encoding, "base64") {
-			if b, err := base64.StdEncoding.DecodeString(c.Text); err == nil {
-				x.respBody = b
-			}
-		} else {
-			x.respBody = []byte(c.Text)
-		}
-		if e.Started != "" {
-			if t, err := time.Parse(time.RFC3339Nano, e.Started); err == nil {
-				x.start = t
-			}
-		}
-		// HAR writes -1 for a timing it does not know.
-		if e.Time != nil && *e.Time >= 0 {
-			x.duration = time.Duration(*e.Time * float64(time.Millisecond))
-			x.hasDur = true
-		}
+		x.harResponseBody(e)
+		x.harTiming(e)
 		out = append(out, x)
 	}
 	if len(out) == 0 {
 		return nil, notes, fmt.Errorf("the HAR file has no http(s) requests")
 	}
 	return out, notes, nil
+}
+
+// harURL is the entry's URL, or nil for one that was never sent over the
+// network or does not parse (then with a note saying so).
+func harURL(i int, e *harEntry) (*url.URL, string) {
+	u, err := url.Parse(e.Request.URL)
+	if err != nil {
+		// The URL itself is not repeated: it may hold credentials.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Sprintf("entry %d (%s): left out: its URL does not parse (%v)", i+1, strings.ToUpper(e.Request.Method), err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// data:, blob:, chrome-extension: and the like were never sent
+		// over the network.
+		return nil, ""
+	}
+	return u, ""
+}
+
+// harRequestBody takes the entry's postData: text (maybe base64),
+// multipart params, or a form.
+func (x *exchange) harRequestBody(i int, e *harEntry) error {
+	if pd := e.Request.PostData; pd != nil {
+		x.bodyCT = pd.MimeType
+		switch {
+		case pd.Text != "" && strings.EqualFold(pd.Encoding, "base64"):
+			b, err := base64.StdEncoding.DecodeString(pd.Text)
+			if err != nil {
+				return fmt.Errorf("entry %d (%s %s): postData.text is not valid base64: %v", i+1, x.method, x.u.Redacted(), err)
+			}
+			x.body = b
+		case pd.Text != "":
+			x.body = []byte(pd.Text)
+		case len(pd.Params) > 0 && mediaType(pd.MimeType) == "multipart/form-data":
+			x.isMultipart = true
+			for _, p := range pd.Params {
+				x.multipart = append(x.multipart, mpart{name: p.Name, value: p.Value, file: p.FileName, ctype: p.ContentType})
+			}
+		case len(pd.Params) > 0:
+			// Some recorders give a form only as params.
+			x.isForm = true
+			for _, p := range pd.Params {
+				x.form = append(x.form, kv{p.Name, p.Value})
+			}
+		}
+	}
+	if x.bodyCT == "" {
+		x.bodyCT = header(x.headers, "Content-Type")
+	}
+	if !x.isForm && len(x.body) > 0 && mediaType(x.bodyCT) == "application/x-www-form-urlencoded" {
+		if vals, ok := parseForm(string(x.body)); ok {
+			x.isForm, x.form = true, vals
+		}
+	}
+	return nil
+}
+
+// harResponseBody keeps the recorded answer, searched later for values
+// the next requests send back.
+func (x *exchange) harResponseBody(e *harEntry) {
+	c := e.Response.Content
+	x.respCT = c.MimeType
+	if x.respCT == "" {
+		x.respCT = header(x.respHeaders, "Content-Type")
+	}
+	if strings.EqualFold(c.Encoding, "base64") {
+		if b, err := base64.StdEncoding.DecodeString(c.Text); err == nil {
+			x.respBody = b
+		}
+	} else {
+		x.respBody = []byte(c.Text)
+	}
+}
+
+// harTiming keeps when the request started and how long it took, for the
+// think times between steps.
+func (x *exchange) harTiming(e *harEntry) {
+	if e.Started != "" {
+		if t, err := time.Parse(time.RFC3339Nano, e.Started); err == nil {
+			x.start = t
+		}
+	}
+	// HAR writes -1 for a timing it does not know.
+	if e.Time != nil && *e.Time >= 0 {
+		x.duration = time.Duration(*e.Time * float64(time.Millisecond))
+		x.hasDur = true
+	}
 }
 
 func header(h []kv, name string) string {
