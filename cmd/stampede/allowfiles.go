@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stampede-load/stampede/internal/localfile"
-	"github.com/stampede-load/stampede/internal/plan"
 )
 
 // allowFiles are the directories, beyond the plan's own and --data-dir,
@@ -16,10 +15,4 @@ var allowFiles []string
 func addAllowFiles(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&allowFiles, localfile.AllowFlag[2:], nil,
 		"also read the plan's body_file, multipart and data files (convert curl: @FILE) from DIR; by default only files under the plan's directory and --data-dir are read (repeatable)")
-}
-
-// withAllowedFiles adds --allow-files to o.
-func withAllowedFiles(o plan.LoadOptions) plan.LoadOptions {
-	o.AllowFiles = allowFiles
-	return o
 }

@@ -11,11 +11,12 @@ import (
 
 	"github.com/stampede-load/stampede/internal/convert"
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func init() { extraCommands = append(extraCommands, newConvertCmd) }
 
-func newConvertCmd() *cobra.Command {
+func newConvertCmd(session.Process) *cobra.Command {
 	var (
 		out            string
 		o              convert.Options

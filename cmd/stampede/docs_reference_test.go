@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 var updateCLIReference = flag.Bool("update", false, "rewrite docs/reference/cli.md from the commands")
@@ -19,7 +21,7 @@ const cliReference = "../../docs/reference/cli.md"
 
 // rootForDocs is the command tree the reference describes: the one main
 // runs.
-func rootForDocs() *cobra.Command { return newRoot() }
+func rootForDocs() *cobra.Command { return newRoot(session.Process{}) }
 
 // TestReferenceCLI keeps docs/reference/cli.md equal to what the commands
 // define: every command, its usage line and every flag with its type,

@@ -1,24 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-	"time"
-
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/stampede-load/stampede/internal/dist"
-	"github.com/stampede-load/stampede/internal/dist/segment"
-	"github.com/stampede-load/stampede/internal/plan"
-	"github.com/stampede-load/stampede/internal/run"
 	"github.com/stampede-load/stampede/internal/session"
 )
 
@@ -26,26 +10,8 @@ func init() {
 	extraCommands = append(extraCommands, newK8sCmd)
 }
 
-type k8sFlags struct {
-	segments   int
-	image      string
-	namespace  string
-	name       string
-	startAt    string
-	startIn    time.Duration
-	startGrace time.Duration
-	out        string
-	apply      bool
-	kubeconfig string
-	result     string
-	cpu, mem   string
-	secret     string
-	pull       string
-	dataPVC    string
-}
-
-func newK8sCmd() *cobra.Command {
-	var f k8sFlags
+func newK8sCmd(pr session.Process) *cobra.Command {
+	var f session.K8sRequest
 	cmd := &cobra.Command{
 		Use:   "k8s PLAN --segments N",
 		Short: "Run a plan on Kubernetes as N segments (an Indexed Job) and merge them into one result",
@@ -97,167 +63,26 @@ names it with the segment's own error message.`,
   stampede k8s plan.yaml --segments 4 --image registry.example.com/stampede:0.1 --apply --result run.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runK8s(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
+			f.PlanFile, f.AllowFiles = args[0], allowFiles
+			return pr.Stdio(cmd.OutOrStdout(), cmd.ErrOrStderr()).K8s(f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.segments, "segments", 0, "number of segments (pods); required")
-	fl.StringVar(&f.image, "image", dist.DefaultImage, "stampede image the pods run (build it with the Dockerfile in the repository)")
-	fl.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the ConfigMap and the Job")
-	fl.StringVar(&f.name, "name", "", "name of the ConfigMap and the Job (default stampede-<plan name>)")
-	fl.StringVar(&f.startAt, "start-at", "", "RFC 3339 instant all segments start at (default now + --start-in)")
-	fl.DurationVar(&f.startIn, "start-in", dist.DefaultK8sStartIn, "start this long after the manifest is made: time for the pods to be scheduled and pull the image")
-	fl.DurationVar(&f.startGrace, "start-grace", dist.DefaultK8sStartGrace, "how late after the start time a pod may still run (a disrupted pod's replacement comes about 10s later)")
-	fl.StringVarP(&f.out, "out", "o", "", "write the manifest here (default stdout; with --apply, not written unless given); create it with kubectl create -f or kubectl apply --server-side -f")
-	fl.BoolVar(&f.apply, "apply", false, "create the objects, wait for the Job, collect and merge the results")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
-	fl.StringVar(&f.result, "result", "", "with --apply: merged result file (default stampede-<name>-<time>.json)")
-	fl.StringVar(&f.cpu, "cpu", "", `CPU request and limit of each pod, e.g. "2"`)
-	fl.StringVar(&f.mem, "memory", "", `memory request and limit of each pod, e.g. "1Gi"`)
-	fl.StringVar(&f.secret, "env-from-secret", "", "Secret whose keys become environment variables (the plan's ${ENV} references)")
-	fl.StringVar(&f.pull, "image-pull-policy", "", "Always, IfNotPresent or Never (default: the cluster's)")
-	fl.StringVar(&f.dataPVC, "data-pvc", "", "CLAIM[:SUBPATH]: read the data files from this PersistentVolumeClaim (mounted read-only at /data) instead of the ConfigMap")
+	fl.IntVar(&f.Segments, "segments", 0, "number of segments (pods); required")
+	fl.StringVar(&f.Image, "image", session.DefaultImage, "stampede image the pods run (build it with the Dockerfile in the repository)")
+	fl.StringVarP(&f.Namespace, "namespace", "n", "default", "namespace of the ConfigMap and the Job")
+	fl.StringVar(&f.Name, "name", "", "name of the ConfigMap and the Job (default stampede-<plan name>)")
+	fl.StringVar(&f.StartAt, "start-at", "", "RFC 3339 instant all segments start at (default now + --start-in)")
+	fl.DurationVar(&f.StartIn, "start-in", session.DefaultK8sStartIn, "start this long after the manifest is made: time for the pods to be scheduled and pull the image")
+	fl.DurationVar(&f.StartGrace, "start-grace", session.DefaultK8sStartGrace, "how late after the start time a pod may still run (a disrupted pod's replacement comes about 10s later)")
+	fl.StringVarP(&f.Out, "out", "o", "", "write the manifest here (default stdout; with --apply, not written unless given); create it with kubectl create -f or kubectl apply --server-side -f")
+	fl.BoolVar(&f.Apply, "apply", false, "create the objects, wait for the Job, collect and merge the results")
+	fl.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
+	fl.StringVar(&f.Result, "result", "", "with --apply: merged result file (default stampede-<name>-<time>.json)")
+	fl.StringVar(&f.CPU, "cpu", "", `CPU request and limit of each pod, e.g. "2"`)
+	fl.StringVar(&f.Mem, "memory", "", `memory request and limit of each pod, e.g. "1Gi"`)
+	fl.StringVar(&f.Secret, "env-from-secret", "", "Secret whose keys become environment variables (the plan's ${ENV} references)")
+	fl.StringVar(&f.Pull, "image-pull-policy", "", "Always, IfNotPresent or Never (default: the cluster's)")
+	fl.StringVar(&f.DataPVC, "data-pvc", "", "CLAIM[:SUBPATH]: read the data files from this PersistentVolumeClaim (mounted read-only at /data) instead of the ConfigMap")
 	return cmd
-}
-
-func runK8s(stdout, stderr io.Writer, planPath string, f k8sFlags) error {
-	if f.segments < 1 {
-		return fail(exitUsage, errors.New("--segments N is required (N ≥ 1): the number of pods"))
-	}
-	if f.startGrace <= 0 {
-		// The manifest and the wait must use one grace: zero or less
-		// would be the default in one and as given in the other.
-		return fail(exitUsage, fmt.Errorf("--start-grace %v: expected a duration above zero, such as 30s (how late after the start time a pod may still run)", f.startGrace))
-	}
-	p, err := loadPlan(planPath)
-	if err != nil {
-		return err
-	}
-	start := time.Now().Add(f.startIn)
-	if f.startAt != "" {
-		if start, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
-			return fail(exitUsage, fmt.Errorf("--start-at %q: expected an RFC 3339 time such as 2026-05-01T12:00:00Z", f.startAt))
-		}
-	}
-	claim, subPath, _ := strings.Cut(f.dataPVC, ":")
-	if f.dataPVC != "" && claim == "" {
-		return fail(exitUsage, fmt.Errorf("--data-pvc %q: expected CLAIM or CLAIM:SUBPATH", f.dataPVC))
-	}
-	m, err := dist.BuildManifest(p, dist.K8s{Name: f.name, Namespace: f.namespace, Image: f.image,
-		Segments: f.segments, StartAt: start, StartGrace: f.startGrace, PlanFile: planPath,
-		CPU: f.cpu, Memory: f.mem, EnvFromSecret: f.secret, PullPolicy: f.pull,
-		DataPVC: claim, DataSubPath: subPath})
-	if err != nil {
-		return fail(exitUsage, err)
-	}
-	y, err := m.YAML()
-	if err != nil {
-		return fail(exitRun, err)
-	}
-	for i := 0; i < f.segments && i < 8; i++ {
-		fmt.Fprintln(stderr, segment.Of(p, segment.Segment{Index: i, Count: f.segments}))
-	}
-	if f.segments > 8 {
-		fmt.Fprintf(stderr, "… and %d more segments\n", f.segments-8)
-	}
-	switch {
-	case f.out != "":
-		if err := os.WriteFile(f.out, y, 0o644); err != nil {
-			return fail(exitUsage, err)
-		}
-		fmt.Fprintf(stderr, "manifest written to %s\n", f.out)
-	case !f.apply:
-		stdout.Write(y)
-	}
-	if !f.apply {
-		fmt.Fprintf(stderr, "segments start at %s: create it before then with 'kubectl create -f' or 'kubectl apply --server-side -f' (pods that come up more than %v later do not run; make a new manifest for a later start)\n",
-			start.UTC().Format(time.RFC3339), f.startGrace)
-		return nil
-	}
-	return applyK8s(stdout, stderr, m, f, p, start)
-}
-
-func applyK8s(stdout, stderr io.Writer, m *dist.Manifest, f k8sFlags, p *plan.Plan, start time.Time) error {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if f.kubeconfig != "" {
-		rules.ExplicitPath = f.kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return fail(exitUsage, fmt.Errorf("kubeconfig: %v", err))
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fail(exitUsage, fmt.Errorf("kubernetes client: %v", err))
-	}
-	out := f.result
-	if out == "" {
-		out = defaultOut(p, time.Now())
-	}
-	// Ctrl-C stops waiting; the Job keeps running: delete it to stop the
-	// load.
-	s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, len(run.PlanMonitors(p))), Stderr: stderr,
-		StopNote: fmt.Sprintf("stopped waiting; the job keeps running — stop it with: kubectl delete job %s -n %s", m.Job.Name, f.namespace)})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	c := dist.Cluster{Client: cs, Namespace: f.namespace, Progress: func(s string) { fmt.Fprintln(stderr, s) },
-		StartBy: start.Add(f.startGrace), Ran: &dist.RanPods{}}
-	deadline := k8sWaitDeadline(time.Now(), m)
-	// Ctrl-C while the objects are created stops creating them (Apply
-	// deletes what it made); from then on the session hears it.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = c.Apply(ctx, m)
-	stop()
-	if err != nil {
-		return fail(exitRun, err)
-	}
-	fmt.Fprintf(stderr, "created job and configmap %s/%s; segments start at %s\n", f.namespace, m.Job.Name, start.Format(time.RFC3339))
-	// The wait outlasts the Job's own deadline, so the Job's
-	// DeadlineExceeded (with the controller's message) is what ends a
-	// stuck run, not this wait.
-	return collectK8s(s, stdout, stderr, c, m, f.segments, p, deadline)
-}
-
-// waitMargin is how long the wait outlasts the Job's activeDeadlineSeconds:
-// the controller counts that from the Job's start (a moment after it is
-// created) and then stops the pods before it sets Failed.
-const waitMargin = 2 * time.Minute
-
-// k8sWaitDeadline is when --apply stops waiting for a Job created at
-// created.
-func k8sWaitDeadline(created time.Time, m *dist.Manifest) time.Time {
-	return created.Add(m.ActiveDeadline() + waitMargin)
-}
-
-// collectK8s waits for the Job until deadline, merges the segments'
-// results and judges the whole in session s; split from applyK8s so it
-// runs against a fake clientset.
-func collectK8s(s *session.Session, stdout, stderr io.Writer, c dist.Cluster, m *dist.Manifest, segments int,
-	p *plan.Plan, deadline time.Time) error {
-	oc := s.Run(&session.Cluster{Plan: p, Cluster: c, Manifest: m, Segments: segments, Deadline: deadline, Stderr: stderr})
-	return printMerged(stdout, stderr, oc, segments, s.Path())
-}
-
-// writeTerminationMessage writes why the process exits non-zero to the file
-// $STAMPEDE_TERMINATION_MESSAGE_PATH names — a pod's /dev/termination-log,
-// which the kubelet reports as the container's termination message — so
-// the collector names a failed segment by its exact error, not by whatever
-// the log's tail holds. Best effort: without the file the kubelet falls
-// back to the log's tail (FallbackToLogsOnError).
-func writeTerminationMessage(code int, err error) {
-	path := os.Getenv(dist.TerminationEnv)
-	if path == "" || code == exitOK {
-		return
-	}
-	msg := fmt.Sprintf("stampede: exited with %d; the result and the log say why", code)
-	if err != nil && err.Error() != "" {
-		msg = "stampede: " + err.Error()
-	}
-	// The kubelet keeps at most 4096 bytes of a termination message.
-	if len(msg) > 4096 {
-		msg = strings.ToValidUTF8(msg[:4096], "")
-	}
-	_ = os.WriteFile(path, []byte(msg), 0o644)
 }

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/session"
 )
 
@@ -32,16 +33,27 @@ type exitError = session.ExitError
 func fail(code int, err error) error { return session.Fail(code, err) }
 
 func main() {
-	os.Exit(mainCode())
+	pr := session.Process{
+		Stdout: os.Stdout, Stderr: os.Stderr,
+		LookupEnv: os.LookupEnv, Environ: os.Environ,
+		Notify: notify, Exit: os.Exit, Version: version,
+	}
+	os.Exit(mainCode(pr))
 }
 
-func mainCode() (code int) {
+// notify delivers Ctrl-C and SIGTERM to c until stop is called.
+func notify(c chan<- os.Signal) (stop func()) {
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	return func() { signal.Stop(c) }
+}
+
+func mainCode(pr session.Process) (code int) {
 	defer func() {
 		// A bug must not reach the user as a stack trace: one sentence, and
 		// the stack only where it helps a bug report.
 		if p := recover(); p != nil {
 			fmt.Fprintf(os.Stderr, "stampede: internal error: %v\n(this is a bug; set STAMPEDE_DEBUG=1 for details)\n", p)
-			writeTerminationMessage(exitRun, fmt.Errorf("internal error: %v", p))
+			pr.WriteTerminationMessage(exitRun, fmt.Errorf("internal error: %v", p))
 			if os.Getenv("STAMPEDE_DEBUG") != "" {
 				os.Stderr.Write(debug.Stack())
 			}
@@ -49,8 +61,11 @@ func mainCode() (code int) {
 		}
 	}()
 	// A --workers worker ends with its coordinator (dist.Local).
-	dist.FollowCoordinator(func() { os.Exit(exitRun) })
-	root := newRoot()
+	session.FollowCoordinator(func() { os.Exit(exitRun) })
+	root := newRoot(pr)
+	root.SetOut(os.Stdout)
+	root.SetErr(os.Stderr)
+	root.SetArgs(os.Args[1:])
 	err := root.Execute()
 	if err == nil {
 		return exitOK
@@ -60,21 +75,21 @@ func mainCode() (code int) {
 		if ee.Err != nil {
 			fmt.Fprintln(os.Stderr, "stampede:", ee.Err)
 		}
-		writeTerminationMessage(ee.Code, ee.Err)
+		pr.WriteTerminationMessage(ee.Code, ee.Err)
 		return ee.Code
 	}
 	// Cobra's own errors: unknown command or flag.
 	fmt.Fprintln(os.Stderr, "stampede:", err)
-	writeTerminationMessage(exitUsage, err)
+	pr.WriteTerminationMessage(exitUsage, err)
 	fmt.Fprintln(os.Stderr, "Run 'stampede --help' for usage.")
 	return exitUsage
 }
 
 // extraCommands lets each command live in its own file: a file adds its
 // constructor here from init, and the root picks it up.
-var extraCommands []func() *cobra.Command
+var extraCommands []func(session.Process) *cobra.Command
 
-func newRoot() *cobra.Command {
+func newRoot(pr session.Process) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "stampede",
 		Short: "Load testing that tells the truth and finds the bottleneck",
@@ -89,9 +104,9 @@ interrupted, or a generator fault).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newValidateCmd(), newReportCmd(), newDemoCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(pr), newValidateCmd(pr), newReportCmd(), newDemoCmd(pr), newVersionCmd())
 	for _, mk := range extraCommands {
-		root.AddCommand(mk())
+		root.AddCommand(mk(pr))
 	}
 	// A CPU profile of the generator is how speed work starts; it is a
 	// hidden flag because users rarely need it.

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,31 +12,19 @@ import (
 	"github.com/stampede-load/stampede/internal/demo"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/report"
-	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/session"
 )
 
-func newValidateCmd() *cobra.Command {
+func newValidateCmd(pr session.Process) *cobra.Command {
 	var dataDir string
 	cmd := &cobra.Command{
 		Use:   "validate PLAN",
 		Short: "Check a plan without sending traffic",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// Data files resolved as run --data-dir resolves them, so a
-			// plan whose data lives elsewhere validates as it runs.
-			p, err := session.Load(args[0], withAllowedFiles(plan.LoadOptions{DataDir: dataDir}))
+			p, err := pr.Stdio(cmd.OutOrStdout(), cmd.ErrOrStderr()).Validate(args[0], dataDir, allowFiles)
 			if err != nil {
 				return err
-			}
-			// As one process: the message says how many --workers it needs.
-			if err := checkFit(p, 1); err != nil {
-				return err
-			}
-			if g := p.Gates; g != nil {
-				if err := checkLevelsFit(p, g.Vary, g.Levels, g.Ramp, g.Hold); err != nil {
-					return err
-				}
 			}
 			steps := 0
 			for _, s := range p.Scenarios {
@@ -71,25 +56,15 @@ interactive charts that opens offline (html), or the JSON document (json).`,
   stampede report run.json --format md >> RESULTS.md`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var render func(io.Writer, *result.Result) error
-			switch format {
-			case "text":
-				render = report.Text
-			case "json":
-				render = report.JSON
-			case "md", "markdown":
-				render = report.Markdown
-			case "html":
-				render = report.HTML
-			case "junit":
-				render = report.JUnit
-			default:
-				return fail(exitUsage, fmt.Errorf("--format %q: expected text, md, html, json or junit", format))
-			}
-			res, err := result.Read(args[0])
+			render, err := report.Renderer(format)
 			if err != nil {
 				return fail(exitUsage, err)
 			}
+			rs, err := report.ReadAll(args)
+			if err != nil {
+				return fail(exitUsage, err)
+			}
+			res := rs[0]
 			return writeOutput(cmd, out, func(w io.Writer) error { return render(w, res) })
 		},
 	}
@@ -98,7 +73,7 @@ interactive charts that opens offline (html), or the JSON document (json).`,
 	return cmd
 }
 
-func newDemoCmd() *cobra.Command {
+func newDemoCmd(pr session.Process) *cobra.Command {
 	var addr, opts string
 	var printURL bool
 	cmd := &cobra.Command{
@@ -134,13 +109,13 @@ database bottlenecks, visible in a postgres monitor):
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts == "" {
-				opts = os.Getenv(demoOptionsEnv)
+				opts, _ = pr.LookupEnv(session.DemoOptionsEnv)
 			}
 			o, err := demo.ParseOptions(opts)
 			if err != nil {
 				return fail(exitUsage, fmt.Errorf("--options: %v", err))
 			}
-			ctx, stopSig := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stopSig := pr.SignalContext(context.Background())
 			defer stopSig()
 			url, stop, err := demo.Start(ctx, addr, o)
 			if err != nil {
@@ -151,7 +126,7 @@ database bottlenecks, visible in a postgres monitor):
 			if printURL {
 				fmt.Fprintln(cmd.OutOrStdout(), url)
 			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "demo target listening on %s (%s); Ctrl-C to stop\n", url, describeDemo(o))
+				fmt.Fprintf(cmd.ErrOrStderr(), "demo target listening on %s (%s); Ctrl-C to stop\n", url, session.DescribeDemo(o))
 			}
 			<-ctx.Done()
 			done := make(chan error, 1)

@@ -13,29 +13,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
-	"github.com/stampede-load/stampede/internal/gate"
-	"github.com/stampede-load/stampede/internal/merge"
 	"github.com/stampede-load/stampede/internal/report"
-	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 func init() {
 	extraCommands = append(extraCommands, newCompareCmd, newMergeCmd)
-}
-
-// readResults reads every file; result.Read's errors name the file.
-func readResults(paths []string) ([]*result.Result, error) {
-	rs := make([]*result.Result, 0, len(paths))
-	for _, p := range paths {
-		r, err := result.Read(p)
-		if err != nil {
-			return nil, fail(exitUsage, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, nil
 }
 
 // writeOutput renders into memory first so a failed render never leaves a
@@ -78,7 +62,7 @@ type compareFlags struct {
 	failOnWorse                    bool
 }
 
-func newCompareCmd() *cobra.Command {
+func newCompareCmd(session.Process) *cobra.Command {
 	var f compareFlags
 	cmd := &cobra.Command{
 		Use:   "compare BASELINE.json OTHER.json [MORE.json ...] | compare A1.json [A2.json ...] --vs B1.json [B2.json ...]",
@@ -164,9 +148,9 @@ func (f *compareFlags) run(cmd *cobra.Command, raw []string) error {
 	default:
 		return fail(exitUsage, fmt.Errorf("--format %q: expected text, md or html", f.format))
 	}
-	rs, err := readResults(files)
+	rs, err := report.ReadAll(files)
 	if err != nil {
-		return err
+		return fail(exitUsage, err)
 	}
 	c, err := report.CompareWith(rs, ls, opts)
 	if err != nil {
@@ -234,9 +218,8 @@ func parseShare(s string) (float64, error) {
 	return v, nil
 }
 
-func newMergeCmd() *cobra.Command {
-	var out string
-	var force bool
+func newMergeCmd(pr session.Process) *cobra.Command {
+	var r session.MergeRequest
 	cmd := &cobra.Command{
 		Use:   "merge RESULT.json RESULT.json [...] [-o merged.json]",
 		Short: "Merge result files (segments of a distributed run) into one, exactly",
@@ -246,83 +229,18 @@ all the requests. Per-second series are aligned on wall-clock time. The
 merged result is partial if any input was, and says which.
 
 Thresholds are evaluated again on the merged whole, from the plan kept in
-the result files; the exit code is then 1 if one fails, as for 'run'.
-Inputs must come from the same plan (by SHA-256) unless --force is given.`,
+the result files, and the whole is judged as 'run' judges its result: the
+exit code is 1 if a threshold or a level fails, 3 if the merged result is
+partial. Inputs must come from the same plan (by SHA-256) unless --force
+is given.`,
 		Example: `  stampede merge seg-0.json seg-1.json seg-2.json -o run.json`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rs, err := readResults(args)
-			if err != nil {
-				return err
-			}
-			m, err := merge.Options{Force: force, Names: args}.Results(rs)
-			if err != nil {
-				return fail(exitUsage, err)
-			}
-			exprs, err := planThresholds(m.Plan.Source)
-			if err != nil {
-				return fail(exitUsage, fmt.Errorf("%s: plan source in the result: %w", args[0], err))
-			}
-			m.Thresholds = gate.Evaluate(m, exprs)
-			m.Indicators = gate.Indicators(m)
-			for i := range m.Levels {
-				l := &m.Levels[i]
-				slo := make([]string, len(l.SLO))
-				for j, t := range l.SLO {
-					slo[j] = t.Expr
-				}
-				l.SLO = gate.Evaluate(l.Result, slo)
-				l.Pass = gate.AllPass(l.SLO)
-				l.Result.Thresholds = gate.Evaluate(l.Result, exprs)
-				l.Result.Indicators = gate.Indicators(l.Result)
-			}
-			if out == "" {
-				if err := report.JSON(cmd.OutOrStdout(), m); err != nil {
-					return fail(exitRun, err)
-				}
-			} else if err := result.Write(out, m); err != nil {
-				return fail(exitUsage, err)
-			}
-			stderr := cmd.ErrOrStderr()
-			dest := out
-			if dest == "" {
-				dest = "stdout"
-			}
-			fmt.Fprintf(stderr, "merged %d results: %d requests, %d failed → %s\n", len(rs), m.Totals.Requests, m.Totals.Failed, dest)
-			if m.Run.Partial {
-				fmt.Fprintf(stderr, "partial: %s\n", m.Run.PartialReason)
-			}
-			for _, t := range m.Thresholds {
-				mark := "✓"
-				if !t.Pass || t.Error != "" {
-					mark = "✗"
-				}
-				detail := t.Value
-				if t.Error != "" {
-					detail = "error: " + t.Error
-				}
-				fmt.Fprintf(stderr, "  %s %s (%s)\n", mark, t.Expr, detail)
-			}
-			return verdictErr(gate.Judge(gate.Outcome{Thresholds: m.Thresholds}))
+			r.Paths = args
+			return pr.Stdio(cmd.OutOrStdout(), cmd.ErrOrStderr()).Merge(r)
 		},
 	}
-	cmd.Flags().StringVarP(&out, "out", "o", "", "write the merged result here (atomically) instead of stdout")
-	cmd.Flags().BoolVar(&force, "force", false, "merge results of different plans")
+	cmd.Flags().StringVarP(&r.Out, "out", "o", "", "write the merged result here (atomically) instead of stdout")
+	cmd.Flags().BoolVar(&r.Force, "force", false, "merge results of different plans")
 	return cmd
-}
-
-// planThresholds reads only the thresholds of a plan's source: the rest of
-// the plan (data files, ${ENV}) need not be available where results are
-// merged, and thresholds are all a merge needs.
-func planThresholds(src string) ([]string, error) {
-	if strings.TrimSpace(src) == "" {
-		return nil, nil
-	}
-	var p struct {
-		Thresholds []string `yaml:"thresholds"`
-	}
-	if err := yaml.Unmarshal([]byte(src), &p); err != nil {
-		return nil, err
-	}
-	return p.Thresholds, nil
 }

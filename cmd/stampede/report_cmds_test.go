@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 // writeCompareResult writes a 20 s run whose seconds all have the p50
@@ -49,7 +50,7 @@ func writeCompareResult(t *testing.T, dir, name string, p50us, wobble int64) str
 
 func runCompare(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newCompareCmd()
+	cmd := newCompareCmd(session.Process{})
 	cmd.InitDefaultHelpFlag()
 	var out bytes.Buffer
 	cmd.SetOut(&out)

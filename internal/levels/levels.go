@@ -71,6 +71,10 @@ type Options struct {
 	// TeardownTimeout, and the load's result is whole by then, to be
 	// saved before it and kept should the process end during it.
 	LoadOver func(*Outcome)
+	// Judge draws a level's verdict, pass or not, from its result, its
+	// criteria and whether its population was in place (session.LevelPass:
+	// the verdict is drawn in one place, the session).
+	Judge func(result.Level) bool
 }
 
 // Outcome is a finished multi-level run.
@@ -361,7 +365,7 @@ func runLevel(ctx context.Context, p *plan.Plan, vary string, v float64, i, n in
 	lv.SLO = res.Thresholds
 	// A level whose population never got in place failed, like one
 	// whose SLOs failed.
-	lv.Pass = gate.Judge(gate.Outcome{Incomplete: res.Run.Partial, Thresholds: res.Thresholds, LevelFailed: lv.NotInPlace != ""}) == gate.Pass
+	lv.Pass = o.judge(lv)
 	return lv, nil
 }
 

@@ -338,10 +338,10 @@ func (lc *Lifecycle) HandOff(p *plan.Plan, dir string) (env []string, done func(
 
 // Received is the lifecycle a coordinator handed this process (HandOff):
 // its setup's captures, with no setup or teardown to run here; nil when
-// none was handed over.
-func Received(p *plan.Plan) (*Lifecycle, error) {
-	text, ok := os.LookupEnv(SetupEnv)
-	if name, isFile := os.LookupEnv(SetupFileEnv); isFile && !ok {
+// none was handed over. env reads this process's environment.
+func Received(p *plan.Plan, env func(string) (string, bool)) (*Lifecycle, error) {
+	text, ok := env(SetupEnv)
+	if name, isFile := env(SetupFileEnv); isFile && !ok {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			return nil, fmt.Errorf("the coordinator's setup captures: %v", err)
@@ -359,7 +359,8 @@ func Received(p *plan.Plan) (*Lifecycle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ns, err := strconv.ParseInt(os.Getenv(SetupEndedEnv), 10, 64); err == nil {
+	ended, _ := env(SetupEndedEnv)
+	if ns, err := strconv.ParseInt(ended, 10, 64); err == nil {
 		lc.handed = time.Unix(0, ns)
 	}
 	return lc, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -217,7 +218,7 @@ func TestSetupCapturesHandedToSegments(t *testing.T) {
 		name, value, _ := strings.Cut(kv, "=")
 		t.Setenv(name, value)
 	}
-	got, err := Received(p)
+	got, err := Received(p, os.LookupEnv)
 	if err != nil || got == nil {
 		t.Fatalf("received %v, %v", got, err)
 	}
@@ -236,7 +237,7 @@ func TestSetupCapturesHandedToSegments(t *testing.T) {
 		t.Errorf("coordinator's teardown: want one, once; hits %v", l.hits)
 	}
 	other := mustPlan(t, "target: "+srv.URL+"\n"+strings.Replace(lifecyclePlan, "fixture", "thing", -1))
-	if _, err := Received(other); err == nil || !strings.Contains(err.Error(), `"thing"`) {
+	if _, err := Received(other, os.LookupEnv); err == nil || !strings.Contains(err.Error(), `"thing"`) {
 		t.Errorf("a plan capturing another name: %v, want it refused naming the capture", err)
 	}
 }

@@ -1,22 +1,26 @@
-package main
+package session
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/demo"
+	"github.com/stampede-load/stampede/internal/plan"
 )
 
-// demoOptionsEnv carries the demo's options to the child process.
-const demoOptionsEnv = "STAMPEDE_DEMO_OPTIONS"
+// DemoOptionsEnv carries the demo's options to the child process.
+const DemoOptionsEnv = "STAMPEDE_DEMO_OPTIONS"
 
 // startDemoProcess serves the demo target from a child process rather than
 // in ours: on a shared machine the target's CPU would otherwise be counted
 // as the generator's, and the generator-health figures would lie.
-func startDemoProcess(options string) (url string, stop func(), err error) {
+func (pr Process) startDemoProcess(options string) (url string, stop func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", nil, err
@@ -24,9 +28,9 @@ func startDemoProcess(options string) (url string, stop func(), err error) {
 	cmd := exec.Command(exe, "demo", "--addr", "127.0.0.1:0", "--print-url")
 	// Options travel in the environment, not argv, because they may hold a
 	// database password and argv is visible to every user in ps.
-	cmd.Env = append(os.Environ(), demoOptionsEnv+"="+options)
+	cmd.Env = append(pr.environ(), DemoOptionsEnv+"="+options)
 	cmd.SysProcAttr = demoChildAttrs()
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = pr.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err
@@ -64,4 +68,37 @@ func startDemoProcess(options string) (url string, stop func(), err error) {
 		stop()
 		return "", nil, fmt.Errorf("demo target did not start within 10s")
 	}
+}
+
+// DescribeDemo is how the demo's settings are shown: redacted, since the
+// options may hold the demo database's password.
+func DescribeDemo(o demo.Options) string {
+	if s := o.Redacted(); s != "" {
+		return s
+	}
+	return "default settings"
+}
+
+// startDemo starts the demo target a plan with target: demo asks for, as
+// --demo sets it; stop ends it. A plan with another target gets no demo,
+// and refuses --demo.
+func (pr Process) startDemo(p *plan.Plan, demoOpts string, quiet bool) (url string, stop func(), err error) {
+	if p.Target != "demo" {
+		if demoOpts != "" {
+			return "", nil, Fail(ExitUsage, errors.New("--demo applies only to plans with target: demo"))
+		}
+		return "", func() {}, nil
+	}
+	dopts, err := demo.ParseOptions(demoOpts)
+	if err != nil {
+		return "", nil, Fail(ExitUsage, fmt.Errorf("--demo: %v", err))
+	}
+	url, stop, err = pr.startDemoProcess(dopts.String())
+	if err != nil {
+		return "", nil, Fail(ExitRun, fmt.Errorf("start demo target: %v", err))
+	}
+	if !quiet {
+		fmt.Fprintf(pr.Stderr, "demo target at %s (%s)\n", url, DescribeDemo(dopts))
+	}
+	return url, stop, nil
 }

@@ -1,46 +1,42 @@
-package main
+package session
 
 import (
 	"fmt"
 	"io"
 	"sync"
 
-	"github.com/spf13/pflag"
-
 	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
 )
 
-// errorFlags say how much of each failure a run keeps: the distinct
-// messages per step (Errors table) and whole failing exchanges.
-type errorFlags struct {
-	top  int
-	keep int
-}
+// DefaultErrorsTop is --error-messages' default.
+const DefaultErrorsTop = result.DefaultErrorsTop
 
-func (f *errorFlags) add(fs *pflag.FlagSet) {
-	fs.IntVar(&f.top, "error-messages", result.DefaultErrorsTop, "distinct failure messages kept per step (the rest count as other messages)")
-	fs.IntVar(&f.keep, "keep-failures", 0, "write up to N complete failing exchanges per step to RESULT.failures.jsonl (secrets redacted)")
+// Failures say how much of each failure a run keeps: the distinct
+// messages per step (Errors table) and whole failing exchanges.
+type Failures struct {
+	Top  int // --error-messages
+	Keep int // --keep-failures
 }
 
 // apply sets the run's error options; the returned function closes the
 // failure samples' file and says where they are.
-func (f *errorFlags) apply(opts *run.Options, out string, stderr io.Writer) (func(), error) {
-	if f.top < 1 {
-		return nil, fail(exitUsage, fmt.Errorf("--error-messages must be at least 1, got %d", f.top))
+func (f Failures) apply(opts *run.Options, out string, stderr io.Writer) (func(), error) {
+	if f.Top < 1 {
+		return nil, Fail(ExitUsage, fmt.Errorf("--error-messages must be at least 1, got %d", f.Top))
 	}
-	if f.keep < 0 {
-		return nil, fail(exitUsage, fmt.Errorf("--keep-failures must not be negative, got %d", f.keep))
+	if f.Keep < 0 {
+		return nil, Fail(ExitUsage, fmt.Errorf("--keep-failures must not be negative, got %d", f.Keep))
 	}
-	opts.Errors.Top = f.top
-	if f.keep == 0 {
+	opts.Errors.Top = f.Top
+	if f.Keep == 0 {
 		return func() {}, nil
 	}
 	path := metrics.FailuresPath(out)
-	log, err := metrics.OpenFailureLog(path, f.keep)
+	log, err := metrics.OpenFailureLog(path, f.Keep)
 	if err != nil {
-		return nil, fail(exitUsage, fmt.Errorf("--keep-failures: %v", err))
+		return nil, Fail(ExitUsage, fmt.Errorf("--keep-failures: %v", err))
 	}
 	opts.Errors.Failures = log
 	// Called at the end of the run, or from the second Ctrl-C's handler

@@ -1,4 +1,4 @@
-package main
+package session
 
 // usableLimit: macOS reports a hard limit of RLIM_INFINITY while the
 // kernel allows a process only kern.maxfilesperproc (about 10,000 to

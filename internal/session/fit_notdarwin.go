@@ -1,5 +1,5 @@
 //go:build unix && !darwin
 
-package main
+package session
 
 func usableLimit(soft, hard uint64) uint64 { return hard }

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bytes"
@@ -62,9 +62,9 @@ func TestK8sMissedStartKeepsFinishedSegments(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	s := k8sSession(t, out, &stderr)
 	deadline, _ := ctx.Deadline()
-	err := collectK8s(s, &stdout, &stderr, c, m, 2, nil, deadline)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.Code != exitRun || !strings.Contains(err.Error(), "1 of 2 segments") {
+	err := Process{Stdout: &stdout, Stderr: &stderr}.collectK8s(s, c, m, 2, nil, deadline)
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != ExitRun || !strings.Contains(err.Error(), "1 of 2 segments") {
 		t.Fatalf("err = %v, want exit 3 for the missed start", err)
 	}
 	if _, gerr := cs.BatchV1().Jobs("load").Get(ctx, job, metav1.GetOptions{}); !apierrors.IsNotFound(gerr) {
@@ -104,7 +104,7 @@ func TestK8sRunningPodIsNotNeverRan(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	var stdout, stderr bytes.Buffer
 	s := k8sSession(t, out, &stderr)
-	collectK8s(s, &stdout, &stderr, c, m, 2, nil, time.Now().Add(50*time.Millisecond))
+	Process{Stdout: &stdout, Stderr: &stderr}.collectK8s(s, c, m, 2, nil, time.Now().Add(50*time.Millisecond))
 	res, err := result.Read(out)
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +123,9 @@ func TestK8sStartGraceAboveZero(t *testing.T) {
 	}
 	for _, g := range []time.Duration{0, -5 * time.Second} {
 		var stdout, stderr bytes.Buffer
-		err := runK8s(&stdout, &stderr, pf, k8sFlags{segments: 2, startGrace: g, startIn: time.Minute})
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.Code != exitUsage || !strings.Contains(err.Error(), "--start-grace") {
+		err := Process{Stdout: &stdout, Stderr: &stderr}.K8s(K8sRequest{PlanFile: pf, Segments: 2, StartGrace: g, StartIn: time.Minute})
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "--start-grace") {
 			t.Errorf("--start-grace %v: err %v, want exit 2 naming the flag", g, err)
 		}
 		if stdout.Len() > 0 {

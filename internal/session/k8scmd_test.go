@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bytes"
@@ -18,13 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
-	"github.com/stampede-load/stampede/internal/session"
 )
 
 func k8sTestManifest(t *testing.T, segments int, start time.Time) *dist.Manifest {
@@ -42,8 +41,8 @@ func k8sTestManifest(t *testing.T, segments int, start time.Time) *dist.Manifest
 	return m
 }
 
-func k8sFakeClient() *fake.Clientset {
-	cs := fake.NewSimpleClientset()
+func k8sFakeClient() *k8sfake.Clientset {
+	cs := k8sfake.NewSimpleClientset()
 	cs.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		a.(k8stesting.CreateAction).GetObject().(metav1.Object).SetUID(types.UID("job-uid"))
 		return false, nil, nil
@@ -52,9 +51,9 @@ func k8sFakeClient() *fake.Clientset {
 }
 
 // k8sSession is the session collectK8s runs in, hearing no signals.
-func k8sSession(t *testing.T, out string, stderr io.Writer) *session.Session {
+func k8sSession(t *testing.T, out string, stderr io.Writer) *Session {
 	t.Helper()
-	s, err := session.Open(session.Options{Out: out, Stderr: stderr, Signals: make(chan os.Signal)})
+	s, err := Open(Options{Out: out, Stderr: stderr, Signals: make(chan os.Signal)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +103,9 @@ func TestK8sMissedStartDeletesJob(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	s := k8sSession(t, filepath.Join(t.TempDir(), "r.json"), &stderr)
 	deadline, _ := ctx.Deadline()
-	err := collectK8s(s, &stdout, &stderr, c, m, 2, nil, deadline)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.Code != exitRun {
+	err := Process{Stdout: &stdout, Stderr: &stderr}.collectK8s(s, c, m, 2, nil, deadline)
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != ExitRun {
 		t.Fatalf("err = %v, want exit 3", err)
 	}
 	for _, want := range []string{"1 of 2 segments", "index 1: pod " + job + "-1-x Unschedulable: 0/3 nodes are available: 3 Insufficient memory.", "deleted"} {
@@ -147,9 +146,9 @@ func TestK8sWaitDeadlineCollectsFinished(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	var stdout, stderr bytes.Buffer
 	s := k8sSession(t, out, &stderr)
-	err := collectK8s(s, &stdout, &stderr, c, m, 2, nil, time.Now().Add(50*time.Millisecond))
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.Code != exitRun || !strings.Contains(err.Error(), "partial") {
+	err := Process{Stdout: &stdout, Stderr: &stderr}.collectK8s(s, c, m, 2, nil, time.Now().Add(50*time.Millisecond))
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != ExitRun || !strings.Contains(err.Error(), "partial") {
 		t.Fatalf("err = %v, want exit 3 for a partial result\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "collecting the segments that finished") {

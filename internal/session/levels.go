@@ -52,6 +52,7 @@ type Levels struct {
 func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error) {
 	o := e.Options
 	o.Run.OnPhase = e.set
+	o.Judge = LevelPass
 	o.LoadOver = func(out *levels.Outcome) {
 		e.mu.Lock()
 		e.Outcome = out

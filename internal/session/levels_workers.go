@@ -14,7 +14,6 @@ import (
 
 	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/dist/segment"
-	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/levels"
 	"github.com/stampede-load/stampede/internal/merge"
 	"github.com/stampede-load/stampede/internal/plan"
@@ -79,7 +78,7 @@ func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n i
 	}
 	levels.Judge(lv.Result, w.Plan, o.SLO)
 	lv.SLO = lv.Result.Thresholds
-	lv.Pass = gate.Judge(gate.Outcome{Incomplete: lv.Result.Run.Partial, Thresholds: lv.SLO, LevelFailed: lv.NotInPlace != ""}) == gate.Pass
+	lv.Pass = LevelPass(lv)
 	if w.Stderr != nil {
 		fmt.Fprintf(w.Stderr, "%s %s: %d segments merged, %d requests\n", vary, levels.FormatLevel(vary, v), w.Workers, lv.Result.Totals.Requests)
 	}

@@ -1,9 +1,10 @@
-package main
+package session
 
 import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/run"
 )
 
 // Result size estimate, per part, from results stampede writes: a step's
@@ -39,4 +40,17 @@ func resultNeed(p *plan.Plan, monitors int) int64 {
 	need := resultBase + 2*int64(len(p.Source)) + int64(steps)*resultPerStep +
 		intervals*(resultPerInterval+int64(monitors+1)*resultPerMonitor)
 	return max(need, resultFloor)
+}
+
+// levelsNeed is the disk a levels result may need: each level's as a run
+// of its own (resultNeed), their sum.
+func levelsNeed(p *plan.Plan, vary string, values []float64, ramp, hold time.Duration) int64 {
+	monitors := len(run.PlanMonitors(p))
+	var need int64
+	for _, v := range values {
+		if lp, err := p.AtLevel(vary, v, ramp, hold); err == nil {
+			need += resultNeed(lp, monitors)
+		}
+	}
+	return need
 }

@@ -13,11 +13,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/gate"
@@ -96,7 +94,7 @@ type Options struct {
 	// Need is the disk set aside for the final write (result.Open); at
 	// least 1 MiB is set aside whatever it says.
 	Need int64
-	// Stderr hears warnings and the Ctrl-C notes (default os.Stderr).
+	// Stderr hears warnings and the Ctrl-C notes (default: nowhere).
 	Stderr io.Writer
 	// Note shows the first Ctrl-C's StopNote (default: a line on Stderr),
 	// so a live display can end its line first.
@@ -113,10 +111,13 @@ type Options struct {
 	// OnQuit runs on the second Ctrl-C before the partial result is
 	// written (to close logs the run keeps open).
 	OnQuit func()
-	// Signals replaces os.Interrupt and SIGTERM, for tests.
+	// Signals, for tests, replaces Notify's signals.
 	Signals <-chan os.Signal
-	// Exit ends the process on the second Ctrl-C (default os.Exit). If it
-	// returns (tests), Run returns an Outcome with Quit set.
+	// Notify delivers Ctrl-C and SIGTERM while Run runs (Process.Notify);
+	// without it or Signals, Run hears none.
+	Notify func(c chan<- os.Signal) (stop func())
+	// Exit ends the process on the second Ctrl-C (Process.Exit). If it
+	// returns, or is nil (tests), Run returns an Outcome with Quit set.
 	Exit func(code int)
 }
 
@@ -139,7 +140,7 @@ type Session struct {
 // (exit 3) before anything is sent.
 func Open(o Options) (*Session, error) {
 	if o.Stderr == nil {
-		o.Stderr = os.Stderr
+		o.Stderr = io.Discard
 	}
 	if o.StopNote == "" {
 		o.StopNote = DefaultStopNote
@@ -152,7 +153,7 @@ func Open(o Options) (*Session, error) {
 		o.SampleEvery = time.Second
 	}
 	if o.Exit == nil {
-		o.Exit = os.Exit
+		o.Exit = func(int) {}
 	}
 	if o.Out == "" {
 		return &Session{o: o}, nil
@@ -240,9 +241,8 @@ func (s *Session) Run(e Executor) *Outcome {
 	cancel := func(sig os.Signal) { cancelCause(run.Interrupt{Signal: sig}) }
 	sigs := s.o.Signals
 	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(ch)
+		ch, stop := Process{Notify: s.o.Notify}.signals()
+		defer stop()
 		sigs = ch
 	}
 	c := Control{Checkpoint: s.checkpoint, Forward: func(bool) {}}

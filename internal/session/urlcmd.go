@@ -1,110 +1,75 @@
-package main
+package session
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/report"
-	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
-	"github.com/stampede-load/stampede/internal/session"
 )
 
-func init() { extraCommands = append(extraCommands, newURLCmd) }
+// URLRequest is `stampede url`: one URL loaded without a plan.
+type URLRequest struct {
+	URL      string
+	Conns    int
+	Duration time.Duration
+	Rate     float64
+	Method   string
+	Headers  []string
+	Body     string
+	Timeout  time.Duration
+	Out      string
+	Format   string // text, or json (a one-line brief for scripts)
+	Open     bool   // Rate is an open-model arrival rate
+	Engine   string
+}
 
-// newURLCmd is the one-line load test, in the spirit of wrk and hey: one
-// URL, N connections, a duration, optionally a total rate. It builds a plan
-// in memory so the measurement rules are exactly those of `run`.
-func newURLCmd() *cobra.Command {
-	var (
-		conns    int
-		dur      time.Duration
-		rate     float64
-		method   string
-		headers  []string
-		body     string
-		timeout  time.Duration
-		out      string
-		format   string
-		openRate bool
-	)
-	cmd := &cobra.Command{
-		Use:   "url URL",
-		Short: "Load one URL: -c connections for -d, at full speed or at -r requests/s",
-		Long: `Load one URL without writing a plan.
-
-Without -r each of the -c users sends its next request as soon as the last
-one is answered (closed model, full speed). With -r the -c users are paced
-so that together they send -r requests/s, holding -c connections, and
-latency counts from each request's scheduled time (no coordinated
-omission). With --open the rate is an open-model arrival rate and -c bounds
-requests in flight.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := urlPlan(args[0], conns, dur, rate, method, headers, body, timeout, openRate)
-			if err != nil {
-				return fail(exitUsage, err)
-			}
-			p, err := plan.Parse("(url)", src, nil)
-			if err != nil {
-				return fail(exitUsage, err)
-			}
-			if err := checkFit(p, 1); err != nil {
-				return err
-			}
-			if format != "json" && format != "text" {
-				return fail(exitUsage, fmt.Errorf("--format %q: expected text or json", format))
-			}
-			// The session gives url what run has: the Ctrl-C policy (a
-			// graceful stop, then quit at once with the partial result), an
-			// atomic write of -o with room set aside before any load, and
-			// run's exit codes. Without -o nothing is written.
-			stderr := cmd.ErrOrStderr()
-			s, err := session.Open(session.Options{Out: out, Need: resultNeed(p, 0), Stderr: stderr})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			oc := s.Run(&session.InProcess{Plan: p, Options: run.Options{Version: version, Engine: engineChoice}})
-			if oc.Result == nil || oc.Quit {
-				return oc.Err()
-			}
-			var perr error
-			if format == "json" {
-				perr = brief(cmd.OutOrStdout(), oc.Result)
-			} else {
-				perr = report.Text(cmd.OutOrStdout(), oc.Result)
-			}
-			if perr != nil {
-				return fail(exitRun, perr)
-			}
-			if oc.SaveErr == nil && out != "" {
-				fmt.Fprintf(stderr, "result saved to %s\n", out)
-			}
-			return oc.Err()
-		},
+// URL is the one-line load test, in the spirit of wrk and hey: it builds
+// a plan in memory so the measurement rules are exactly those of run.
+func (pr Process) URL(r URLRequest) error {
+	src, err := urlPlan(r.URL, r.Conns, r.Duration, r.Rate, r.Method, r.Headers, r.Body, r.Timeout, r.Open)
+	if err != nil {
+		return Fail(ExitUsage, err)
 	}
-	f := cmd.Flags()
-	f.IntVarP(&conns, "connections", "c", 50, "users (connections)")
-	f.DurationVarP(&dur, "duration", "d", 10*time.Second, "how long to send")
-	f.Float64VarP(&rate, "rate", "r", 0, "total requests/s (0: as fast as answers come)")
-	f.BoolVar(&openRate, "open", false, "treat -r as an open-model arrival rate (-c bounds requests in flight)")
-	f.StringVarP(&method, "method", "m", "GET", "HTTP method")
-	f.StringArrayVarP(&headers, "header", "H", nil, `request header "Name: value" (repeatable)`)
-	f.StringVar(&body, "body", "", "request body")
-	f.DurationVar(&timeout, "timeout", 30*time.Second, "per-request timeout")
-	f.StringVarP(&out, "out", "o", "", "also save the result JSON here")
-	f.StringVar(&format, "format", "text", "summary format: text, or json (a one-line brief for scripts)")
-	addEngineFlag(f)
-	return cmd
+	p, err := plan.Parse("(url)", src, nil)
+	if err != nil {
+		return Fail(ExitUsage, err)
+	}
+	if err := CheckFit(pr.Stderr, p, 1); err != nil {
+		return err
+	}
+	if r.Format != "json" && r.Format != "text" {
+		return Fail(ExitUsage, fmt.Errorf("--format %q: expected text or json", r.Format))
+	}
+	// The session gives url what run has: the Ctrl-C policy (a graceful
+	// stop, then quit at once with the partial result), an atomic write
+	// of -o with room set aside before any load, and run's exit codes.
+	// Without -o nothing is written.
+	s, err := Open(pr.options(Options{Out: r.Out, Need: resultNeed(p, 0)}))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	oc := s.Run(&InProcess{Plan: p, Options: run.Options{Version: pr.Version, Engine: r.Engine}})
+	if oc.Result == nil || oc.Quit {
+		return oc.Err()
+	}
+	render := report.Text
+	if r.Format == "json" {
+		render = report.Brief
+	}
+	if err := render(pr.Stdout, oc.Result); err != nil {
+		return Fail(ExitRun, err)
+	}
+	if oc.SaveErr == nil && r.Out != "" {
+		fmt.Fprintf(pr.Stderr, "result saved to %s\n", r.Out)
+	}
+	return oc.Err()
 }
 
 func urlPlan(target string, conns int, dur time.Duration, rate float64, method string, headers []string, body string, timeout time.Duration, open bool) ([]byte, error) {
@@ -177,18 +142,4 @@ func splitURL(raw string) (target, path, shown string) {
 	origin := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}
 	u.User, u.Fragment, u.RawFragment = nil, "", ""
 	return origin.String(), path, strings.ReplaceAll(u.String(), "${", "$${")
-}
-
-// brief prints one JSON line with the figures benchmark scripts compare.
-func brief(w io.Writer, r *result.Result) error {
-	rps := 0.0
-	if r.Run.DurationS > 0 {
-		rps = float64(r.Totals.Requests) / r.Run.DurationS
-	}
-	l := r.Totals.LatencyAll
-	return json.NewEncoder(w).Encode(map[string]any{
-		"rps": rps, "requests": r.Totals.Requests, "errors": r.Totals.Failed,
-		"p50_ms": float64(l.P50US) / 1e3, "p90_ms": float64(l.P90US) / 1e3, "p99_ms": float64(l.P99US) / 1e3, "max_ms": float64(l.MaxUS) / 1e3,
-		"cpu_us_per_request": r.Generator.CPUPerRequestUS, "lag_p99_us": r.Generator.Lag.P99US, "max_rss_bytes": r.Generator.MaxRSS,
-	})
 }

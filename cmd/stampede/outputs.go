@@ -1,0 +1,25 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/stampede-load/stampede/internal/session"
+)
+
+// outputFlags are --output, --junit and --dashboard, shared by run, gates
+// and sweep.
+type outputFlags session.Outputs
+
+func (o *outputFlags) add(f *pflag.FlagSet) {
+	f.StringArrayVar(&o.Streams, "output", nil, "stream the run while it goes (repeatable): csv=FILE (per-second series), prometheus-rw=URL (remote write, e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g. http://127.0.0.1:4318)")
+	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report (thresholds, SLOs, step checks; one suite per level) to this file for CI")
+	addDashboard(f, &o.Dashboard, "serve a live dashboard (the HTML report, updated every second) on "+session.DashboardAddr+", or on --dashboard=ADDR")
+}
+
+// addDashboard is --dashboard; capacity has it alone: its levels are
+// found as it goes, which the JUnit and streaming outputs do not describe
+// yet.
+func addDashboard(f *pflag.FlagSet, addr *string, usage string) {
+	f.StringVar(addr, "dashboard", "", usage)
+	f.Lookup("dashboard").NoOptDefVal = session.DashboardAddr
+}

@@ -1,0 +1,77 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// mergeSegments writes the results as segments i/len(rs) of one run and
+// merges them as `stampede merge -o` does.
+func mergeSegments(t *testing.T, rs ...*result.Result) (*result.Result, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	for i, r := range rs {
+		r.Run.Segment = result.Segment{Index: i, Count: len(rs)}
+		p := filepath.Join(dir, "seg-"+string(rune('0'+i))+".json")
+		if err := result.Write(p, r); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	out := filepath.Join(dir, "merged.json")
+	var stdout, stderr bytes.Buffer
+	err := Process{Stdout: &stdout, Stderr: &stderr}.Merge(MergeRequest{Paths: paths, Out: out})
+	m, rerr := result.Read(out)
+	if rerr != nil {
+		t.Fatalf("merged result: %v (merge: %v, stderr %s)", rerr, err, stderr.String())
+	}
+	return m, stderr.String(), err
+}
+
+// A segment that was cut off makes the merged whole partial, and merge
+// judged only the thresholds: it passed (exit 0) a run that did not
+// complete, where run and run --workers say incomplete (exit 3).
+func TestMergePartialInputIsIncomplete(t *testing.T) {
+	m, stderr, err := mergeSegments(t, res(10, false, ""), res(4, true, "interrupted (Ctrl-C)"))
+	if !m.Run.Partial {
+		t.Fatalf("merged result not partial: %+v", m.Run)
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != ExitRun || !strings.Contains(err.Error(), "partial") {
+		t.Errorf("merge of a partial segment: err %v, want exit 3 saying the result is partial\n%s", err, stderr)
+	}
+}
+
+// Whole segments merge into a whole result that passes.
+func TestMergeWholeInputsPass(t *testing.T) {
+	m, stderr, err := mergeSegments(t, res(10, false, ""), res(4, false, ""))
+	if err != nil || m.Run.Partial || m.Totals.Requests != 14 {
+		t.Errorf("err %v, partial %v, %d requests; want a pass of 14 requests\n%s", err, m.Run.Partial, m.Totals.Requests, stderr)
+	}
+}
+
+// A level is judged as the levels judge it (LevelPass): one whose
+// population was never in place failed even with its SLO met, and fails
+// the merge; merge marked it passed from its SLO alone.
+func TestMergeFailedLevelFails(t *testing.T) {
+	level := func(n int64, notInPlace string) *result.Result {
+		r := res(n, false, "")
+		r.Levels = []result.Level{{Vary: "users", Value: 10, Result: res(n, false, ""), NotInPlace: notInPlace,
+			SLO: []result.Threshold{{Expr: "error_rate < 1%"}}}}
+		return r
+	}
+	m, stderr, err := mergeSegments(t, level(10, ""), level(4, "the population was not in place"))
+	if len(m.Levels) != 1 || m.Levels[0].Pass {
+		t.Fatalf("merged levels %+v: want one level, failed", m.Levels)
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != ExitThreshold {
+		t.Errorf("merge of a failed level: err %v, want exit 1\n%s", err, stderr)
+	}
+}
