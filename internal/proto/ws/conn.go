@@ -1,29 +1,23 @@
 // Package ws holds WebSocket connections for load tests: many of them, mostly
-// idle. The client is gorilla/websocket configured so an idle connection
-// owns one small read buffer and no goroutine: on Linux a plain (ws://)
-// connection is read when its socket becomes readable (evread.go), while
-// TLS connections, and every connection elsewhere, keep one goroutine (the
-// read loop). Write buffers come from a shared pool only while a message
-// is written, and keep-alive and silence detection of every connection
-// share one timer in the process (sweep.go). With coder/websocket an idle
-// connection cost about 15 KB (two 4 KB bufio buffers it keeps for life,
-// plus the net/http upgrade reader); with a parked read goroutine, about
-// 2.2 KB of heap and a 2-8 KB stack; now about 1.8 KB of heap and stack
-// together (TestIdleConnMemory).
+// idle. gorilla/websocket dials and writes; every connection, ws:// or
+// wss://, is read by this package's one frame codec (frames.go), which
+// classifies every end as gorilla's reader did. On Linux a plain (ws://)
+// connection is read when its socket becomes readable and holds no
+// goroutine while idle; TLS connections, and every connection elsewhere,
+// keep one reading goroutine (evread.go). Write buffers come from a shared
+// pool only while a message is written, and keep-alive and silence
+// detection of every connection share one timer in the process
+// (sweep.go). With coder/websocket an idle connection cost about 15 KB
+// (two 4 KB bufio buffers it keeps for life, plus the net/http upgrade
+// reader); with a parked read goroutine, about 2.2 KB of heap and a 2-8 KB
+// stack; now about 1.8 KB of heap and stack together (TestIdleConnMemory).
 package ws
 
 import (
-	"bytes"
-	"context"
-	"crypto/tls"
 	"errors"
-	"io"
 	"net"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -31,118 +25,6 @@ import (
 	"github.com/stampede-load/stampede/internal/readiness"
 	"github.com/stampede-load/stampede/internal/sample"
 )
-
-// MessageType is a WebSocket data message type.
-type MessageType int
-
-const (
-	Text   MessageType = websocket.TextMessage
-	Binary MessageType = websocket.BinaryMessage
-)
-
-// Options configure every connection of a population. They are shared and
-// must not change once the first connection is dialed.
-type Options struct {
-	Subprotocols []string
-	TLS          *tls.Config
-	// ConnectTimeout bounds TCP connect plus upgrade (default 10s).
-	ConnectTimeout time.Duration
-	// WriteTimeout bounds one send (default 10s).
-	WriteTimeout time.Duration
-	// ReadLimit is the largest message accepted; a larger one ends the
-	// connection as a protocol error (default 1 MiB).
-	ReadLimit int64
-	// ReadBufferSize is the per-connection read buffer, the one buffer an
-	// idle connection keeps (default 128, about the least gorilla takes:
-	// a control frame's payload must fit; messages may be larger, as a
-	// read bigger than the buffer bypasses it).
-	ReadBufferSize int
-	// KeepAlive sends something when nothing was sent for this long
-	// (0: never). KeepAliveMessage is what (nil: a WebSocket ping frame),
-	// sent as a KeepAliveType message (0: Text).
-	KeepAlive        time.Duration
-	KeepAliveMessage []byte
-	KeepAliveType    MessageType
-	// IdleTimeout ends the connection as PingTimeout when nothing at all
-	// arrived for this long (0: never).
-	IdleTimeout time.Duration
-	// CloseTimeout bounds the wait for the peer's close frame (default 1s).
-	CloseTimeout time.Duration
-	// Backlog keeps up to this many messages that no waiter matched, so a
-	// WaitFor called just after the answer arrived still sees it. 0 keeps
-	// none: connections that only listen hold no message memory.
-	Backlog int
-	// Counters, when set, counts messages and bytes of every connection.
-	Counters *Counters
-	// NetDial replaces the TCP dialer (tests, source-address pools).
-	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
-
-	// goroutineReads keeps a reading goroutine per connection where
-	// readiness would serve (tests compare the two).
-	goroutineReads bool
-
-	tlsOnce sync.Once
-	tlsConf *tls.Config
-}
-
-// tlsConfig is TLS as the upgrade needs it: a clone of our own that offers
-// only http/1.1. A config that net/http has used carries "h2" in its
-// NextProtos; a server that picks h2 then reads our HTTP/1.1 upgrade
-// request as a broken HTTP/2 preface and the connection dies (WebSockets
-// over HTTP/2, RFC 8441, is another protocol that gorilla does not speak).
-// Cloned once, as o must not change after the first dial.
-func (o *Options) tlsConfig() *tls.Config {
-	o.tlsOnce.Do(func() {
-		if o.TLS != nil {
-			c := o.TLS.Clone()
-			c.NextProtos = []string{"http/1.1"}
-			o.tlsConf = c
-		}
-	})
-	return o.tlsConf
-}
-
-func (o *Options) connectTimeout() time.Duration { return orDefault(o.ConnectTimeout, 10*time.Second) }
-func (o *Options) writeTimeout() time.Duration   { return orDefault(o.WriteTimeout, 10*time.Second) }
-func (o *Options) closeTimeout() time.Duration   { return orDefault(o.CloseTimeout, time.Second) }
-
-func (o *Options) readLimit() int64 {
-	if o.ReadLimit > 0 {
-		return o.ReadLimit
-	}
-	return 1 << 20
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
-// Counters are shared by a population; atomics, because the read loops of
-// thousands of connections add to them.
-type Counters struct {
-	MsgsIn, MsgsOut, BytesIn, BytesOut atomic.Int64
-}
-
-// Handler receives every data message on the goroutine reading the
-// connection: one message at a time, in order, though not always on the
-// same goroutine (evread.go). data is valid only during the call. Returning an error ends the
-// connection; a *Disconnect keeps its reason and class, anything else is
-// a protocol error.
-type Handler interface {
-	Message(c *Conn, typ MessageType, data []byte) error
-	// Closed is called once when the connection ends; it may return a
-	// better-informed Disconnect (nil keeps d).
-	Closed(c *Conn, d *Disconnect) *Disconnect
-}
-
-// Timing is how long connecting took.
-type Timing struct {
-	TCP     time.Duration // TCP connect (and TLS)
-	Upgrade time.Duration // from dial start to the 101 answer, TCP included
-}
 
 // Conn is one WebSocket connection. Send, WaitFor and Close are safe from
 // any goroutine.
@@ -168,9 +50,13 @@ type Conn struct {
 	backlog [][]byte
 
 	// reg is the socket's readiness registration (evread.go); nil when a
-	// goroutine reads. ev is the reading state between readinesses.
-	reg *readiness.Reg
-	ev  *evState
+	// goroutine reads. ev is the reading state between two reads while a
+	// frame or message is partly in (frames.go). A reading goroutine
+	// reads src, into rbuf while no frame is partly in.
+	reg  *readiness.Reg
+	ev   *evState
+	src  net.Conn
+	rbuf []byte
 
 	Timing Timing
 }
@@ -183,111 +69,6 @@ func clock() int64 { return int64(time.Since(base)) }
 
 // writePool lends write buffers only while a message is being written.
 var writePool = &sync.Pool{}
-
-// Dial connects to url (ws://, wss://, http:// or https://) and starts the
-// read loop. hdr is sent with the upgrade request and may be nil. h may be
-// nil when the caller only sends and waits.
-func Dial(ctx context.Context, url string, hdr http.Header, o *Options, h Handler) (*Conn, error) {
-	switch {
-	case strings.HasPrefix(url, "http://"):
-		url = "ws://" + url[len("http://"):]
-	case strings.HasPrefix(url, "https://"):
-		url = "wss://" + url[len("https://"):]
-	}
-	ctx, cancel := context.WithTimeout(ctx, o.connectTimeout())
-	defer cancel()
-	rb := o.ReadBufferSize
-	if rb <= 0 {
-		rb = 128
-	}
-	start := time.Now()
-	var tcp time.Duration
-	var stop func() bool
-	// Plain connections are read on readiness (evread.go); TLS ones keep
-	// a reading goroutine.
-	var hs *hsConn
-	evReads := readiness.Supported() && !o.goroutineReads && strings.HasPrefix(url, "ws://")
-	d := &websocket.Dialer{
-		TLSClientConfig: o.tlsConfig(),
-		ReadBufferSize:  rb,
-		WriteBufferPool: writePool,
-		Subprotocols:    o.Subprotocols,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var nc net.Conn
-			var err error
-			if o.NetDial != nil {
-				nc, err = o.NetDial(ctx, network, addr)
-			} else {
-				var nd net.Dialer
-				nc, err = nd.DialContext(ctx, network, addr)
-			}
-			tcp = time.Since(start)
-			if err == nil {
-				// gorilla only applies the deadline to the upgrade, so a
-				// run that is stopped would wait for it; cut the socket
-				// when the context ends.
-				stop = context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
-				if evReads {
-					hs = &hsConn{Conn: nc}
-					return hs, nil
-				}
-			}
-			return nc, err
-		},
-	}
-	wc, resp, err := d.DialContext(ctx, url, hdr)
-	if stop != nil {
-		stop()
-	}
-	if err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
-		return nil, dialError(err, resp, ctx)
-	}
-	if ctx.Err() != nil {
-		// The deadline cut the socket just as the upgrade finished.
-		wc.NetConn().Close()
-		return nil, dialError(ctx.Err(), nil, ctx)
-	}
-	wc.NetConn().SetDeadline(time.Time{})
-	c := &Conn{ws: wc, o: o, h: h, done: make(chan struct{}), slot: -1}
-	c.Timing = Timing{TCP: tcp, Upgrade: time.Since(start)}
-	now := clock()
-	c.lastRead.Store(now)
-	c.lastWrite.Store(now)
-	wc.SetReadLimit(o.readLimit())
-	wc.SetPingHandler(c.onPing)
-	wc.SetPongHandler(c.onPong)
-	if hs != nil {
-		left := hs.finish()
-		if sc, ok := hs.Conn.(syscall.Conn); ok {
-			if reg, err := readiness.Register(sc, (*evConn)(c), false); err == nil {
-				c.reg = reg
-				hs.buf = nil
-				if len(left) > 0 {
-					c.ev = evPool.Get().(*evState)
-					c.ev.in = append(c.ev.in, left...)
-				}
-			}
-		}
-	}
-	if o.KeepAlive > 0 || o.IdleTimeout > 0 {
-		sweep.schedule(c, now+int64(c.nextTick(now)))
-	}
-	switch {
-	case c.reg == nil:
-		go c.readLoop()
-	case c.ev != nil:
-		// Bytes came with the 101 answer: the socket may show no more.
-		go c.ready()
-	default:
-		if err := c.reg.Rearm(); err != nil {
-			c.end(&Disconnect{Reason: NetworkReset, Class: sample.Other, Text: err.Error(), Err: err}, false)
-		}
-	}
-	return c, nil
-}
 
 func (c *Conn) onPing(data string) error {
 	c.lastRead.Store(clock())
@@ -318,49 +99,6 @@ func (c *Conn) Disconnect() *Disconnect {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.disc
-}
-
-// buffers for incoming messages are lent per message, so idle connections
-// hold none.
-var readPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooled keeps one huge message from pinning a huge buffer in the pool.
-const maxPooled = 64 << 10
-
-// readLoop reads one message and hands it on; see handle for why each
-// message gets a fresh goroutine. Its frame is kept tiny (the work is in
-// functions that are not inlined into it) because this is the frame that
-// sits parked in the netpoller on every idle connection read this way
-// (TLS; evread.go reads the others without one).
-func (c *Conn) readLoop() {
-	typ, r, err := c.ws.NextReader()
-	if err != nil {
-		c.readEnded(err)
-		return
-	}
-	if c.handle(typ, r) {
-		// Handling a message (JSON decoding above all) grows this
-		// goroutine's stack to 4-8 KB, and the GC only halves a stack
-		// whose use is under a quarter, so a reader parked again here
-		// would keep 4 KB for good. A fresh goroutine parks in 2 KB; one
-		// spawn per message is cheap next to the decoding.
-		go c.readLoop()
-	}
-}
-
-// handle reads and dispatches one message; false means the connection
-// ended.
-//
-//go:noinline
-func (c *Conn) handle(typ int, r io.Reader) bool {
-	buf := readPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer putBuf(buf)
-	if _, err := buf.ReadFrom(r); err != nil {
-		c.readEnded(err)
-		return false
-	}
-	return c.deliver(typ, buf.Bytes())
 }
 
 // deliver counts and hands on one message; false means the connection
@@ -413,12 +151,6 @@ func (c *Conn) settle() {
 	deadline := time.Now().Add(c.o.closeTimeout())
 	for c.busy.Load() != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
-	}
-}
-
-func putBuf(b *bytes.Buffer) {
-	if b.Cap() <= maxPooled {
-		readPool.Put(b)
 	}
 }
 

@@ -2,16 +2,10 @@ package ws
 
 import (
 	"bytes"
-	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -19,62 +13,25 @@ import (
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
-// Reads driven by readiness. On Linux, a plain (ws://) connection has no
-// goroutine of its own: its socket sits in the process's epoll set
-// (internal/readiness), and when bytes arrive a fresh goroutine reads
-// everything the socket holds, handles every whole frame, keeps a partial
-// one for later, and arms the socket again. An idle connection thus holds
-// no stack at all, where a parked reader held 2 KB at least and often 4-8
-// KB once a message had grown it.
+// The two ways bytes reach the frame codec (frames.go).
 //
-// gorilla cannot read this way (its NextReader blocks, and a ping alone
-// would park it until the next data message), so these connections parse
-// frames here, with gorilla's checks and its error values, so that every
-// end is classified as before (errors.go); gorilla still writes. TLS
-// connections keep the reading goroutine: a tls.Conn may hold decrypted
-// bytes that the socket no longer shows, so the socket's readiness does
-// not say whether a read would return.
+// On Linux, a plain (ws://) connection has no goroutine of its own: its
+// socket sits in the process's epoll set (internal/readiness), and when
+// bytes arrive a fresh goroutine reads everything the socket holds, hands
+// it to the codec, and arms the socket again. An idle connection thus
+// holds no stack at all, where a parked reader held 2 KB at least and
+// often 4-8 KB once a message had grown it.
+//
+// TLS connections, and every connection elsewhere, keep a reading
+// goroutine: a tls.Conn may hold decrypted bytes that the socket no
+// longer shows, so the socket's readiness does not say whether a read
+// would return.
 
 // evConn is a Conn seen as a readiness handler, so that Ready is not a
 // method of Conn's own.
 type evConn Conn
 
 func (e *evConn) Ready() { (*Conn)(e).ready() }
-
-// evState is a connection's reading state between two readinesses. It is
-// lent only while a frame or a message is partly in: an idle connection
-// holds none.
-type evState struct {
-	in   []byte // bytes read; in[:off] handled
-	off  int
-	need int // length of the frame at off, once known, when it is not all in
-	// A message in several frames: its type, the payload so far (msg,
-	// when not delivered straight from in) and its length.
-	inMsg  bool
-	typ    int
-	msg    *bytes.Buffer
-	length int64
-}
-
-const evChunk = 4 << 10
-
-var evPool = sync.Pool{New: func() any { return &evState{in: make([]byte, 0, evChunk)} }}
-
-func (c *Conn) dropEv() {
-	st := c.ev
-	if st == nil {
-		return
-	}
-	c.ev = nil
-	if st.msg != nil {
-		putBuf(st.msg)
-	}
-	if cap(st.in) > maxPooled {
-		st.in = make([]byte, 0, evChunk)
-	}
-	*st = evState{in: st.in[:0]}
-	evPool.Put(st)
-}
 
 // ready handles what the socket holds, then asks for the next readiness.
 // Only one runs at a time per connection (the registration is one-shot
@@ -97,16 +54,7 @@ func (c *Conn) ready() {
 			if err == readiness.ErrWouldBlock {
 				break
 			}
-			var se *os.SyscallError
-			if err == io.EOF {
-				// gorilla's value for a stream that ends without a close frame.
-				err = &websocket.CloseError{Code: websocket.CloseAbnormalClosure, Text: io.ErrUnexpectedEOF.Error()}
-			} else if errors.As(err, &se) {
-				// As net.Conn's Read would say it.
-				nc := c.ws.NetConn()
-				err = &net.OpError{Op: "read", Net: "tcp", Source: nc.LocalAddr(), Addr: nc.RemoteAddr(), Err: err}
-			}
-			c.readEnded(err)
+			c.readEnded(c.readError(err))
 			c.dropEv()
 			return
 		}
@@ -121,7 +69,7 @@ func (c *Conn) ready() {
 			break
 		}
 	}
-	if st.off == len(st.in) && !st.inMsg {
+	if st.idle() {
 		c.dropEv()
 	}
 	if err := c.reg.Rearm(); err != nil {
@@ -129,188 +77,70 @@ func (c *Conn) ready() {
 	}
 }
 
-// room makes space for the next read: at least a byte, and when the
-// buffer is full, twice as much (no more than the frame at off needs).
-func (st *evState) room() {
-	if st.off == len(st.in) {
-		st.in, st.off = st.in[:0], 0
-	}
-	pending := len(st.in) - st.off
-	if st.off > 0 && (cap(st.in)-len(st.in) < 512 || st.need > cap(st.in)-st.off) {
-		copy(st.in, st.in[st.off:])
-		st.in, st.off = st.in[:pending], 0
-	}
-	if len(st.in) == cap(st.in) {
-		// Grow with the bytes that came, never by what a header announces:
-		// a hostile server announcing 1 MiB frames and sending 3 bytes of
-		// each would otherwise make every connection reserve its limit.
-		c := max(2*cap(st.in), evChunk)
-		if st.need > pending && st.need < c {
-			c = st.need
-		}
-		in := make([]byte, pending, c)
-		copy(in, st.in[st.off:])
-		st.in, st.off = in, 0
-	}
-}
-
-// frames handles every whole frame in st, as gorilla's advanceFrame and
-// message reader would; false means the connection ended.
-func (c *Conn) frames(st *evState) bool {
-	for {
-		st.need = 0
-		p := st.in[st.off:]
-		if len(p) < 2 {
-			return true
-		}
-		op := int(p[0] & 0x0f)
-		final := p[0]&0x80 != 0
-		length := int64(p[1] & 0x7f)
-		var errs []string
-		if p[0]&0x40 != 0 {
-			errs = append(errs, "RSV1 set")
-		}
-		if p[0]&0x20 != 0 {
-			errs = append(errs, "RSV2 set")
-		}
-		if p[0]&0x10 != 0 {
-			errs = append(errs, "RSV3 set")
-		}
-		switch op {
-		case websocket.CloseMessage, websocket.PingMessage, websocket.PongMessage:
-			if length > 125 {
-				errs = append(errs, "len > 125 for control")
-			}
-			if !final {
-				errs = append(errs, "FIN not set on control")
-			}
-		case websocket.TextMessage, websocket.BinaryMessage:
-			if st.inMsg {
-				errs = append(errs, "data before FIN")
-			}
-		case 0:
-			if !st.inMsg {
-				errs = append(errs, "continuation after FIN")
-			}
-		default:
-			errs = append(errs, "bad opcode "+strconv.Itoa(op))
-		}
-		if p[1]&0x80 != 0 {
-			// A server's frames are never masked.
-			errs = append(errs, "bad MASK")
-		}
-		if len(errs) > 0 {
-			c.readEnded(c.protocolError(strings.Join(errs, ", ")))
-			return false
-		}
-		hl := int64(2)
-		switch length {
-		case 126:
-			if hl = 4; len(p) < 4 {
-				return true
-			}
-			length = int64(binary.BigEndian.Uint16(p[2:]))
-		case 127:
-			if hl = 10; len(p) < 10 {
-				return true
-			}
-			if length = int64(binary.BigEndian.Uint64(p[2:])); length < 0 {
-				c.readEnded(websocket.ErrReadLimit)
-				return false
-			}
-		}
-		data := op == websocket.TextMessage || op == websocket.BinaryMessage || op == 0
-		if data {
-			if total := st.length + length; total < 0 || total > c.o.readLimit() {
-				c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig, ""), time.Now().Add(time.Second))
-				c.readEnded(websocket.ErrReadLimit)
-				return false
-			}
-		}
-		if int64(len(p)) < hl+length {
-			st.need = int(hl + length)
-			return true
-		}
-		payload := p[hl : hl+length]
-		st.off += int(hl + length)
-		switch op {
-		case websocket.PingMessage:
-			if err := c.onPing(string(payload)); err != nil {
-				c.readEnded(err)
-				return false
-			}
-			continue
-		case websocket.PongMessage:
-			c.onPong("")
-			continue
-		case websocket.CloseMessage:
-			code, text := websocket.CloseNoStatusReceived, ""
-			if len(payload) >= 2 {
-				code = int(binary.BigEndian.Uint16(payload))
-				if !validReceivedCloseCode(code) {
-					c.readEnded(c.protocolError("bad close code " + strconv.Itoa(code)))
-					return false
-				}
-				text = string(payload[2:])
-				if !utf8.ValidString(text) {
-					c.readEnded(c.protocolError("invalid utf8 payload in close frame"))
-					return false
-				}
-			}
-			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
-			c.readEnded(&websocket.CloseError{Code: code, Text: text})
-			return false
-		}
-		if op != 0 {
-			st.typ = op
-		}
-		st.inMsg = !final
-		if final && st.msg == nil {
-			// The usual case, a message in one frame: delivered from
-			// where it was read.
-			st.length = 0
-			if !c.deliver(st.typ, payload) {
-				return false
-			}
-			continue
-		}
-		if st.msg == nil {
-			st.msg = readPool.Get().(*bytes.Buffer)
-			st.msg.Reset()
-		}
-		st.msg.Write(payload)
-		st.length += length
-		if final {
-			ok := c.deliver(st.typ, st.msg.Bytes())
-			putBuf(st.msg)
-			st.msg, st.length = nil, 0
-			if !ok {
-				return false
-			}
+// readLoop is the reading goroutine: it reads until the connection ends.
+// Handling a message (JSON decoding above all) grows a goroutine's stack
+// to 4-8 KB, and the GC only halves a stack whose use is under a quarter,
+// so a reader parked again on the same goroutine would keep 4 KB for
+// good: once everything read is handled, a fresh goroutine (2 KB) takes
+// over the wait.
+func (c *Conn) readLoop() {
+	for c.readOnce() {
+		if c.ev == nil {
+			go c.readLoop()
+			return
 		}
 	}
 }
 
-// protocolError tells the peer, as gorilla does, and returns the error
-// gorilla would.
-func (c *Conn) protocolError(msg string) error {
-	data := websocket.FormatCloseMessage(websocket.CloseProtocolError, msg)
-	if len(data) > 125 {
-		data = data[:125]
+// readOnce waits for bytes and hands them to the codec; false means the
+// connection ended. While no frame is partly in it reads into the
+// connection's small buffer (the one buffer an idle connection keeps),
+// else straight into the reading state.
+func (c *Conn) readOnce() bool {
+	st := c.ev
+	var n int
+	var err error
+	if st == nil {
+		n, err = c.src.Read(c.rbuf)
+		if n > 0 {
+			st = evPool.Get().(*evState)
+			c.ev = st
+			st.in = append(st.in, c.rbuf[:n]...)
+		}
+	} else {
+		st.room()
+		n, err = c.src.Read(st.in[len(st.in):cap(st.in)])
+		st.in = st.in[:len(st.in)+n]
 	}
-	c.ws.WriteControl(websocket.CloseMessage, data, time.Now().Add(time.Second))
-	return errors.New("websocket: " + msg)
+	if st != nil && !c.frames(st) {
+		c.dropEv()
+		return false
+	}
+	if err != nil {
+		c.readEnded(c.readError(err))
+		c.dropEv()
+		return false
+	}
+	if st != nil && st.idle() {
+		c.dropEv()
+	}
+	return true
 }
 
-func validReceivedCloseCode(code int) bool {
-	switch code {
-	case websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseProtocolError,
-		websocket.CloseUnsupportedData, websocket.CloseInvalidFramePayloadData, websocket.ClosePolicyViolation,
-		websocket.CloseMessageTooBig, websocket.CloseMandatoryExtension, websocket.CloseInternalServerErr,
-		websocket.CloseServiceRestart, websocket.CloseTryAgainLater:
-		return true
+// readError is a read's failure as gorilla's reader would have returned
+// it, whichever way the bytes were read.
+func (c *Conn) readError(err error) error {
+	switch err.(type) {
+	case *os.SyscallError:
+		// A readiness read, as net.Conn's Read would say it.
+		nc := c.ws.NetConn()
+		return &net.OpError{Op: "read", Net: "tcp", Source: nc.LocalAddr(), Addr: nc.RemoteAddr(), Err: err}
 	}
-	return code >= 3000 && code <= 4999
+	if err == io.EOF {
+		// gorilla's value for a stream that ends without a close frame.
+		return &websocket.CloseError{Code: websocket.CloseAbnormalClosure, Text: io.ErrUnexpectedEOF.Error()}
+	}
+	return err
 }
 
 // hsConn is the socket under gorilla during the upgrade of a connection

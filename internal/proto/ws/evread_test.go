@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,6 +35,11 @@ func rawServer(t *testing.T, first func(i int) []byte) (url string, peers chan n
 	if err != nil {
 		t.Fatal(err)
 	}
+	return "ws://" + ln.Addr().String() + "/", serveRaw(t, ln, first)
+}
+
+// serveRaw is rawServer's server on ln.
+func serveRaw(t *testing.T, ln net.Listener, first func(i int) []byte) (peers chan net.Conn) {
 	peers = make(chan net.Conn, 1024)
 	var mu sync.Mutex
 	var all []net.Conn
@@ -77,7 +81,7 @@ func rawServer(t *testing.T, first func(i int) []byte) (url string, peers chan n
 		}
 		mu.Unlock()
 	})
-	return "ws://" + ln.Addr().String() + "/", peers
+	return peers
 }
 
 // frame is one unmasked frame as a server sends it.
@@ -353,135 +357,6 @@ func TestHostileOrder(t *testing.T) {
 			c.Close(1000, "")
 		}
 	})
-}
-
-// countHandler counts messages and, unless count is set, keeps their
-// text.
-type countHandler struct {
-	count bool
-	mu    sync.Mutex
-	msgs  []string
-	n     atomic.Int64
-}
-
-func (h *countHandler) Message(_ *Conn, _ MessageType, data []byte) error {
-	if !h.count {
-		h.mu.Lock()
-		h.msgs = append(h.msgs, string(data))
-		h.mu.Unlock()
-	}
-	h.n.Add(1)
-	return nil
-}
-
-func (h *countHandler) Closed(*Conn, *Disconnect) *Disconnect { return nil }
-
-// TestFramingErrorsAsGorilla: reading on readiness parses frames itself;
-// every bad frame and every end is classified as gorilla's reader
-// classifies it (same reason, class, code and text), and the client
-// answers with the same frames.
-func TestFramingErrorsAsGorilla(t *testing.T) {
-	closeFrame := func(code int, text string) []byte {
-		p := []byte{byte(code >> 8), byte(code)}
-		return frame(8, true, append(p, text...))
-	}
-	cat := func(bs ...[]byte) []byte {
-		var out []byte
-		for _, b := range bs {
-			out = append(out, b...)
-		}
-		return out
-	}
-	ok := frame(1, true, []byte("fine"))
-	cases := []struct {
-		name  string
-		send  []byte
-		after string // "": wait for the client to end; "eof": close; "rst": reset
-	}{
-		{"rsv1", cat(ok, []byte{0xC1, 0}), ""},
-		{"rsv2 and rsv3", []byte{0xB1, 0}, ""},
-		{"bad opcode", []byte{0x83, 0}, ""},
-		{"masked", []byte{0x81, 0x81, 1, 2, 3, 4, 'x'}, ""},
-		{"long control", frame(9, true, make([]byte, 126)), ""},
-		{"control without FIN", frame(9, false, nil), ""},
-		{"continuation after FIN", frame(0, true, []byte("x")), ""},
-		{"data before FIN", cat(frame(1, false, []byte("a")), frame(1, true, []byte("b"))), ""},
-		{"bad close code", closeFrame(1005, ""), ""},
-		{"close reason not UTF-8", closeFrame(1000, "\xff"), ""},
-		{"close going away", cat(ok, closeFrame(1001, "bye")), ""},
-		{"close try again", closeFrame(1013, ""), ""},
-		{"close 4000", closeFrame(4000, "app"), ""},
-		{"close empty", frame(8, true, nil), ""},
-		{"close one byte", frame(8, true, []byte{3}), ""},
-		{"over the read limit", frame(2, true, make([]byte, 1001)), ""},
-		{"over the read limit in fragments", cat(frame(2, false, make([]byte, 600)), frame(0, true, make([]byte, 600))), ""},
-		{"length with top bit", []byte{0x81, 127, 0x80, 0, 0, 0, 0, 0, 0, 1}, ""},
-		{"ping then close", cat(frame(9, true, []byte("hi")), ok, closeFrame(1000, "")), ""},
-		{"end in a frame", cat(ok, []byte{0x81, 10, 'a', 'b'}), "eof"},
-		{"end in a header", cat(ok, []byte{0x81, 126, 0}), "eof"},
-		{"end between frames", cat(ok, frame(2, true, []byte("x"))), "eof"},
-		{"reset", cat(ok, ok), "rst"},
-	}
-	addr := regexp.MustCompile(`127\.0\.0\.1:\d+`)
-	type outcome struct {
-		disc   string
-		msgs   int64
-		frames []string
-	}
-	run := func(t *testing.T, goroutine bool, send []byte, after string) outcome {
-		url, peers := rawServer(t, nil)
-		h := &countHandler{}
-		c, err := Dial(context.Background(), url, nil, &Options{goroutineReads: goroutine, ReadLimit: 1000, CloseTimeout: 100 * time.Millisecond}, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc := <-peers
-		var frames []string
-		got := make(chan struct{})
-		go func() {
-			defer close(got)
-			clientFrames(nc, func(op byte, p []byte) { frames = append(frames, fmt.Sprintf("%d %q", op, p)) })
-		}()
-		nc.Write(send)
-		switch after {
-		case "eof":
-			nc.(*net.TCPConn).CloseWrite()
-		case "rst":
-			nc.(*net.TCPConn).SetLinger(0)
-			// The reset must come after the client has read the frames,
-			// or it may discard them unread.
-			waitCount(t, "messages before the reset", h.n.Load, 2)
-			nc.Close()
-		}
-		select {
-		case <-c.Done():
-		case <-time.After(30 * time.Second):
-			t.Fatal("the connection did not end")
-		}
-		<-got
-		d := c.Disconnect()
-		return outcome{
-			disc:   fmt.Sprintf("%s %s code=%d text=%q", d.Reason, d.Class, d.Code, addr.ReplaceAllString(d.Text, "ADDR")),
-			msgs:   h.n.Load(),
-			frames: frames,
-		}
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ev := run(t, false, tc.send, tc.after)
-			gr := run(t, true, tc.send, tc.after)
-			t.Logf("%s; %d messages; client sent %v", ev.disc, ev.msgs, ev.frames)
-			if ev.disc != gr.disc {
-				t.Errorf("on readiness: %s\nwith a goroutine: %s", ev.disc, gr.disc)
-			}
-			if ev.msgs != gr.msgs {
-				t.Errorf("messages: %d on readiness, %d with a goroutine", ev.msgs, gr.msgs)
-			}
-			if fmt.Sprint(ev.frames) != fmt.Sprint(gr.frames) {
-				t.Errorf("client sent %v on readiness, %v with a goroutine", ev.frames, gr.frames)
-			}
-		})
-	}
 }
 
 // TestCloseWhileDispatching: Close and Abort land while messages of a
