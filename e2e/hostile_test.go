@@ -17,7 +17,7 @@ import (
 )
 
 // hostileRSSLimit is the memory stampede may use against any hostile server
-// in this suite, with hostileUsers users: the README's table states it.
+// in this suite, with hostileUsers users: docs/explanations/numbers.md's table states it.
 const (
 	hostileRSSLimit = 200 << 20
 	hostileUsers    = 10
@@ -62,7 +62,7 @@ func samplesOf(res *result.Result, class string) string {
 
 // TestHostileServers runs stampede against each hostile HTTP server of
 // internal/hostile: for each, stampede ends on time, stays under
-// hostileRSSLimit, counts every request in the class the README's
+// hostileRSSLimit, counts every request in the class docs/explanations/numbers.md's
 // "Hostile servers" table says, and the counts add up (requests = ok +
 // failed by class, in totals, steps and series). The runs are sequential:
 // ten stampede processes at once would measure the machine, not stampede.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Thresholds may name the ops a connection records (README: sse open,
+// Thresholds may name the ops a connection records (docs/reference/connections.md: sse open,
 // poll, ...). Before, the plan listed the names itself and left out the
 // SignalR transports' ops, so "sse open" and "poll" were refused as steps
 // the plan does not have; the names now come from proto/opname, which the

@@ -91,7 +91,7 @@ func (p *parser) envRef(name, v string) {
 
 // hideEnv puts back the ${NAME} reference wherever a plan error quotes an
 // environment value, whole, escaped as q quotes it, or clipped by q (the
-// value's start followed by "..."): the README promises that no value from
+// value's start followed by "..."): docs/reference/plan.md promises that no value from
 // the environment reaches a message, and the reference says more to the
 // person fixing the plan anyway.
 func (p *parser) hideEnv(msg string) string {

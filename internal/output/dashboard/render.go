@@ -15,7 +15,7 @@ var renderHTML = report.HTML
 
 // rendering is a render under way: pages asking for the same update wait
 // for it instead of drawing the report again, so the cost is once per
-// update however many pages watch (as the README says).
+// update however many pages watch (as docs/reference/reports.md says).
 type rendering struct {
 	seq  int
 	done chan struct{}

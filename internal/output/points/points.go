@@ -31,7 +31,7 @@ type Metric struct {
 	Kind                   Kind
 }
 
-// The metrics, as the README documents them.
+// The metrics, as docs/reference/outputs.md documents them.
 var (
 	Requests  = Metric{"stampede_requests_total", "stampede.requests", "{request}", "requests completed, successful or not, by scenario and step", Counter}
 	Failures  = Metric{"stampede_failures_total", "stampede.failures", "{request}", "failed requests by scenario, step and failure class", Counter}
