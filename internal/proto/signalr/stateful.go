@@ -279,80 +279,108 @@ func (c *Conn) cut(wc *ws.Conn, d *ws.Disconnect) bool {
 // reconnect dials again with the same connection token until it works or
 // ReconnectWindow has passed.
 func (c *Conn) reconnect(cause *ws.Disconnect) {
-	s := c.sf
-	o := c.o
-	window := dflt(o.ReconnectWindow, 10*time.Second)
-	deadline := time.Now().Add(window)
-	var err error
+	deadline := time.Now().Add(dflt(c.o.ReconnectWindow, 10*time.Second))
 	failed := "" // an access token the server refused
-	backoff := time.Duration(0)
-	for err == nil {
-		if backoff > 0 {
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-s.stop:
-				t.Stop()
-				c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
-				return
-			}
-		}
-		s.rmu.Lock()
-		// A message cut in half belonged to the old socket.
-		c.partial = nil
-		c.partialLen.Store(0)
-		s.waitSeq = true
-		s.rmu.Unlock()
-		ep := s.ep
-		ctx, cancel := context.WithDeadline(s.ctx, deadline)
-		if c.tk != nil {
-			ep = c.endpoint(ctx, failed)
-			failed = ""
-		}
-		var u string
-		if u, err = transportURL(ep, true); err != nil {
-			cancel()
-			break
-		}
-		var wc *ws.Conn
-		wc, err = ws.Dial(ctx, u, s.hdr, o.wsOptions(), c)
-		cancel()
-		if err != nil && s.ctx.Err() != nil {
-			// Close or Abort cut the dial short.
-			c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
+	var backoff time.Duration
+	for {
+		if backoff > 0 && !c.pauseUnlessStopped(backoff) {
 			return
 		}
-		if err == nil {
-			if err = c.resend(wc); err == nil {
-				if c.stat != nil {
-					c.stat.Reconnects.Add(1)
-				}
-				return
-			}
-			var d *ws.Disconnect
-			if errors.As(err, &d) && !reconnectReason(d) {
-				// The server answered, badly: no second chance.
-				c.finish(d)
-				return
-			}
-			wc.Abort()
-		}
-		var we *ws.Error
-		if errors.As(err, &we) && we.Status == http.StatusNotFound {
-			break // the server forgot the connection: no point retrying
-		}
-		if errors.As(err, &we) && we.Status == http.StatusUnauthorized && c.tk != nil {
-			failed = ep.token
-		}
-		if time.Now().After(deadline) {
-			break
+		outcome, err := c.redial(deadline, &failed)
+		switch {
+		case outcome == redialDone:
+			return
+		case outcome == redialGiveUp || time.Now().After(deadline):
+			c.reconnectFailed(cause, err)
+			return
 		}
 		backoff = min(max(2*backoff, 100*time.Millisecond), 2*time.Second)
-		err = nil
 		if time.Now().Add(backoff).After(deadline) {
-			break
+			c.reconnectFailed(cause, nil)
+			return
 		}
 	}
+}
+
+// pauseUnlessStopped waits d before the next try; false means Close or
+// Abort came first and the connection is finished.
+func (c *Conn) pauseUnlessStopped(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.sf.stop:
+		c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
+		return false
+	}
+}
+
+type redialOutcome uint8
+
+const (
+	redialDone   redialOutcome = iota // reconnected, or finished for good
+	redialRetry                       // failed; another try may work
+	redialGiveUp                      // failed; no try can work
+)
+
+// redial is one try at reconnecting before deadline. failed is the access
+// token the server last refused; a fresh one is asked for instead.
+func (c *Conn) redial(deadline time.Time, failed *string) (redialOutcome, error) {
+	s := c.sf
+	s.rmu.Lock()
+	// A message cut in half belonged to the old socket.
+	c.partial = nil
+	c.partialLen.Store(0)
+	s.waitSeq = true
+	s.rmu.Unlock()
+	ep := s.ep
+	ctx, cancel := context.WithDeadline(s.ctx, deadline)
+	if c.tk != nil {
+		ep = c.endpoint(ctx, *failed)
+		*failed = ""
+	}
+	u, err := transportURL(ep, true)
+	if err != nil {
+		cancel()
+		return redialGiveUp, err
+	}
+	wc, err := ws.Dial(ctx, u, s.hdr, c.o.wsOptions(), c)
+	cancel()
+	if err != nil && s.ctx.Err() != nil {
+		// Close or Abort cut the dial short.
+		c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
+		return redialDone, nil
+	}
+	if err == nil {
+		if err = c.resend(wc); err == nil {
+			if c.stat != nil {
+				c.stat.Reconnects.Add(1)
+			}
+			return redialDone, nil
+		}
+		var d *ws.Disconnect
+		if errors.As(err, &d) && !reconnectReason(d) {
+			// The server answered, badly: no second chance.
+			c.finish(d)
+			return redialDone, nil
+		}
+		wc.Abort()
+	}
+	var we *ws.Error
+	if errors.As(err, &we) && we.Status == http.StatusNotFound {
+		return redialGiveUp, err // the server forgot the connection
+	}
+	if errors.As(err, &we) && we.Status == http.StatusUnauthorized && c.tk != nil {
+		*failed = ep.token
+	}
+	return redialRetry, err
+}
+
+// reconnectFailed ends the connection with its first cause, the last
+// try's error, and the unacknowledged messages counted as lost.
+func (c *Conn) reconnectFailed(cause *ws.Disconnect, err error) {
+	s := c.sf
 	s.smu.Lock()
 	lost := int64(len(s.buf))
 	s.smu.Unlock()
