@@ -18,6 +18,7 @@ func mergeSegments(t *testing.T, rs ...*result.Result) (*result.Result, string, 
 	var paths []string
 	for i, r := range rs {
 		r.Run.Segment = result.Segment{Index: i, Count: len(rs)}
+		r.Plan.Source = "name: t\nthresholds: [\"error_rate < 1%\"]\n"
 		p := filepath.Join(dir, "seg-"+string(rune('0'+i))+".json")
 		if err := result.Write(p, r); err != nil {
 			t.Fatal(err)
@@ -56,22 +57,22 @@ func TestMergeWholeInputsPass(t *testing.T) {
 	}
 }
 
-// A level is judged as the levels judge it (LevelPass): one whose
-// population was never in place failed even with its SLO met, and fails
-// the merge; merge marked it passed from its SLO alone.
-func TestMergeFailedLevelFails(t *testing.T) {
-	level := func(n int64, notInPlace string) *result.Result {
+// A level is judged as the levels judge it (LevelPass): one that a
+// segment did not complete failed even with its SLO met, and fails the
+// merge; merge marked it passed from its SLO alone, and exited 0.
+func TestMergeCutLevelFails(t *testing.T) {
+	level := func(n int64, partial bool) *result.Result {
 		r := res(n, false, "")
-		r.Levels = []result.Level{{Vary: "users", Value: 10, Result: res(n, false, ""), NotInPlace: notInPlace,
+		r.Levels = []result.Level{{Vary: "users", Value: 10, Result: res(n, partial, map[bool]string{true: "interrupted (Ctrl-C)"}[partial]),
 			SLO: []result.Threshold{{Expr: "error_rate < 1%"}}}}
 		return r
 	}
-	m, stderr, err := mergeSegments(t, level(10, ""), level(4, "the population was not in place"))
-	if len(m.Levels) != 1 || m.Levels[0].Pass {
-		t.Fatalf("merged levels %+v: want one level, failed", m.Levels)
+	m, stderr, err := mergeSegments(t, level(10, false), level(4, true))
+	if len(m.Levels) != 1 || m.Levels[0].Pass || !m.Levels[0].Result.Run.Partial {
+		t.Fatalf("merged levels %+v: want one level, partial and failed", m.Levels)
 	}
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != ExitThreshold {
-		t.Errorf("merge of a failed level: err %v, want exit 1\n%s", err, stderr)
+		t.Errorf("merge of a cut-off level: err %v, want exit 1 (a level failed)\n%s", err, stderr)
 	}
 }
