@@ -110,82 +110,18 @@ func (p *parser) multipart(n *yaml.Node, sc *scope) (*Template, string) {
 		p.errf(deref(n), "empty multipart: expected fields and files such as {title: Cat, photo: {file: cat.jpg}}")
 		return nil, ""
 	}
-	type part struct {
-		name, filename, ctype string
-		value                 *yaml.Node // a text field
-		data                  []byte     // a file's content
-	}
-	var parts []part
+	var parts []mpPart
 	good := true
 	for _, e := range list {
-		what := "multipart part " + q(e.key)
-		if e.key == "" || strings.ContainsAny(e.key, "\r\n\"") {
-			p.errf(e.k, "bad multipart name %s: expected a name without quotes or line breaks", q(e.key))
-			good = false
-			continue
+		pt, ok := p.multipartPart(e)
+		good = good && ok
+		if pt != nil {
+			parts = append(parts, *pt)
 		}
-		pt := part{name: e.key}
-		if v := deref(e.v); v.Kind != yaml.MappingNode {
-			pt.value = v
-			parts = append(parts, pt)
-			continue
-		}
-		f := p.fields(e.v, what, []string{"value", "file", "content_type", "filename"})
-		src := p.oneOf(f, []string{"value", "file"}, what, "value (a text field) or file (an upload)")
-		if src == nil {
-			if p.missing(e.v, "value") && p.missing(e.v, "file") {
-				p.errf(e.k, "%s has no value or file: expected {file: photo.jpg, content_type: image/jpeg} or {value: text}", what)
-			}
-			good = false
-			continue
-		}
-		if c, ok := f["content_type"]; ok {
-			s, ok := p.text(c.v, "content_type")
-			if ok && (s == "" || strings.ContainsAny(s, "\r\n")) {
-				p.errf(c.v, "bad content_type %s: expected a media type such as image/jpeg", q(s))
-				ok = false
-			}
-			pt.ctype, good = s, good && ok
-		}
-		if fn, ok := f["filename"]; ok {
-			s, ok := p.text(fn.v, "filename")
-			if ok && (s == "" || strings.ContainsAny(s, "\r\n\"")) {
-				p.errf(fn.v, "bad filename %s: expected a name without quotes or line breaks", q(s))
-				ok = false
-			}
-			pt.filename, good = s, good && ok
-		}
-		if src.key == "value" {
-			if _, ok := f["filename"]; ok {
-				p.errf(f["filename"].k, "%s is a text field: filename applies to file parts only", what)
-				good = false
-			}
-			pt.value = src.v
-			parts = append(parts, pt)
-			continue
-		}
-		name, ok := p.text(src.v, "file")
-		if !ok {
-			good = false
-			continue
-		}
-		data, ok := p.readBodyFile(src.v, name)
-		if !ok {
-			good = false
-			continue
-		}
-		pt.data = data
-		if pt.filename == "" {
-			pt.filename = filepath.Base(name)
-		}
-		if pt.ctype == "" {
-			pt.ctype = typeByExtension(name, "application/octet-stream")
-		}
-		parts = append(parts, pt)
 	}
 	// Parts that read well are compiled even when others did not, so
 	// their template errors are reported in the same pass.
-	boundary := newBoundary(parts, func(pt part) []byte { return pt.data })
+	boundary := newBoundary(parts, func(pt mpPart) []byte { return pt.data })
 	var b builder
 	var src strings.Builder
 	src.WriteString("multipart:")
@@ -214,6 +150,86 @@ func (p *parser) multipart(n *yaml.Node, sc *scope) (*Template, string) {
 		return nil, ""
 	}
 	return b.template(src.String()), "multipart/form-data; boundary=" + boundary
+}
+
+// mpPart is one part of a multipart body: a text field or a file.
+type mpPart struct {
+	name, filename, ctype string
+	value                 *yaml.Node // a text field
+	data                  []byte     // a file's content
+}
+
+// multipartPart reads one part: a text field given as a scalar or as
+// {value:}, or a file read at load as {file:}. good is false when the
+// part has an error (reported); a part with a bad header is still
+// returned, so its template's errors are reported in the same pass.
+func (p *parser) multipartPart(e kv) (*mpPart, bool) {
+	what := "multipart part " + q(e.key)
+	if e.key == "" || strings.ContainsAny(e.key, "\r\n\"") {
+		p.errf(e.k, "bad multipart name %s: expected a name without quotes or line breaks", q(e.key))
+		return nil, false
+	}
+	pt := mpPart{name: e.key}
+	if v := deref(e.v); v.Kind != yaml.MappingNode {
+		pt.value = v
+		return &pt, true
+	}
+	f := p.fields(e.v, what, []string{"value", "file", "content_type", "filename"})
+	src := p.oneOf(f, []string{"value", "file"}, what, "value (a text field) or file (an upload)")
+	if src == nil {
+		if p.missing(e.v, "value") && p.missing(e.v, "file") {
+			p.errf(e.k, "%s has no value or file: expected {file: photo.jpg, content_type: image/jpeg} or {value: text}", what)
+		}
+		return nil, false
+	}
+	good := p.partHeaders(&pt, f)
+	if src.key == "value" {
+		if _, ok := f["filename"]; ok {
+			p.errf(f["filename"].k, "%s is a text field: filename applies to file parts only", what)
+			good = false
+		}
+		pt.value = src.v
+		return &pt, good
+	}
+	name, ok := p.text(src.v, "file")
+	if !ok {
+		return nil, false
+	}
+	data, ok := p.readBodyFile(src.v, name)
+	if !ok {
+		return nil, false
+	}
+	pt.data = data
+	if pt.filename == "" {
+		pt.filename = filepath.Base(name)
+	}
+	if pt.ctype == "" {
+		pt.ctype = typeByExtension(name, "application/octet-stream")
+	}
+	return &pt, good
+}
+
+// partHeaders reads a part's content_type and filename; false when one
+// is bad (reported).
+func (p *parser) partHeaders(pt *mpPart, f map[string]kv) bool {
+	good := true
+	if c, ok := f["content_type"]; ok {
+		s, ok := p.text(c.v, "content_type")
+		if ok && (s == "" || strings.ContainsAny(s, "\r\n")) {
+			p.errf(c.v, "bad content_type %s: expected a media type such as image/jpeg", q(s))
+			ok = false
+		}
+		pt.ctype, good = s, good && ok
+	}
+	if fn, ok := f["filename"]; ok {
+		s, ok := p.text(fn.v, "filename")
+		if ok && (s == "" || strings.ContainsAny(s, "\r\n\"")) {
+			p.errf(fn.v, "bad filename %s: expected a name without quotes or line breaks", q(s))
+			ok = false
+		}
+		pt.filename, good = s, good && ok
+	}
+	return good
 }
 
 // newBoundary makes a random boundary that none of the files contains. A

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,49 +130,16 @@ func compileInto(b *builder, src string, m tmplMode, sc *scope) (string, int) {
 	return "", 0
 }
 
-// ref compiles one {{ expr }} onto b.
+// ref compiles one {{ expr }} onto b, or says what is wrong with it.
 func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 	shown := q("{{ " + expr + " }}")
 	switch {
 	case expr == "":
 		return "empty template reference \"{{ }}\": " + refHelp
 	case strings.HasPrefix(expr, "vars."):
-		name := expr[len("vars."):]
-		v, ok := sc.vars[name]
-		if !ok {
-			return "unknown var " + q(name) + ": " + available("the plan defines", "the plan has no vars", keys(sc.vars))
-		}
-		// Vars are constants, so they are escaped once here instead of on
-		// every request.
-		b.lit(string(appendEscaped(nil, v, esc)))
-		return ""
+		return sc.varRef(b, expr[len("vars."):], esc)
 	case strings.HasPrefix(expr, "data."):
-		src, col, _ := strings.Cut(expr[len("data."):], ".")
-		ds, ok := sc.data[src]
-		if !ok {
-			return "unknown data source " + q(src) + ": " + available("the plan defines", "the plan has no data sources", keys(sc.data))
-		}
-		if col == "" {
-			return "bad data reference " + shown + ": expected data." + src + ".COLUMN"
-		}
-		idx := -1
-		for i, c := range ds.Columns {
-			if c == col {
-				idx = i
-				break
-			}
-		}
-		// A source whose file failed to load has no columns; its own error
-		// already explains, so do not pile a second one on every use.
-		if idx < 0 && ds.Columns != nil {
-			return "data source " + q(src) + " has no column " + q(col) + ": its columns are " + strings.Join(ds.Columns, ", ")
-		}
-		idx = max(idx, 0)
-		if sc.dataUsed != nil {
-			sc.dataUsed[ds.Index] = true
-		}
-		b.add(Part{Kind: PartData, Index: ds.Index, Column: idx, Escape: esc})
-		return ""
+		return sc.dataRef(b, expr[len("data."):], shown, esc)
 	case expr == "tenant":
 		if !sc.tenants {
 			return "{{ tenant }} needs a tenant pool: add tenants: {count: N} to the plan"
@@ -198,23 +166,7 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 		b.add(Part{Kind: PartRandInt, Min: lo, Max: hi, Escape: esc})
 		return ""
 	case isIdent(expr):
-		slot, ok := sc.captures[expr]
-		if g, isGlobal := sc.globals[expr]; !ok && isGlobal {
-			b.add(Part{Kind: PartGlobal, Index: g, Escape: esc})
-			return ""
-		}
-		if !ok {
-			if sc.captures == nil {
-				return "unknown capture " + q(expr) + ": defaults cannot use captures; " + refHelp
-			}
-			so := "none"
-			if len(sc.capOrder) > 0 {
-				so = strings.Join(sc.capOrder, ", ")
-			}
-			return "unknown capture " + q(expr) + ": no earlier step captures it (captures so far: " + so + ")"
-		}
-		b.add(Part{Kind: PartCapture, Index: slot, Escape: esc})
-		return ""
+		return sc.nameRef(b, expr, esc)
 	}
 	// Anything else that parses is an expression (expr.go), checked here
 	// at load.
@@ -226,6 +178,63 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 		return "bad template reference " + shown + ": " + strings.TrimPrefix(msg, "bad expression "+q(expr)+": ")
 	}
 	b.add(Part{Kind: PartExpr, Expr: e, Escape: esc})
+	return ""
+}
+
+// varRef compiles {{ vars.NAME }}. Vars are constants, so they are
+// escaped once here instead of on every request.
+func (sc *scope) varRef(b *builder, name string, esc Escape) string {
+	v, ok := sc.vars[name]
+	if !ok {
+		return "unknown var " + q(name) + ": " + available("the plan defines", "the plan has no vars", keys(sc.vars))
+	}
+	b.lit(string(appendEscaped(nil, v, esc)))
+	return ""
+}
+
+// dataRef compiles {{ data.SOURCE.COLUMN }}; ref is what follows "data.".
+func (sc *scope) dataRef(b *builder, ref, shown string, esc Escape) string {
+	src, col, _ := strings.Cut(ref, ".")
+	ds, ok := sc.data[src]
+	if !ok {
+		return "unknown data source " + q(src) + ": " + available("the plan defines", "the plan has no data sources", keys(sc.data))
+	}
+	if col == "" {
+		return "bad data reference " + shown + ": expected data." + src + ".COLUMN"
+	}
+	idx := slices.Index(ds.Columns, col)
+	// A source whose file failed to load has no columns; its own error
+	// already explains, so do not pile a second one on every use.
+	if idx < 0 && ds.Columns != nil {
+		return "data source " + q(src) + " has no column " + q(col) + ": its columns are " + strings.Join(ds.Columns, ", ")
+	}
+	idx = max(idx, 0)
+	if sc.dataUsed != nil {
+		sc.dataUsed[ds.Index] = true
+	}
+	b.add(Part{Kind: PartData, Index: ds.Index, Column: idx, Escape: esc})
+	return ""
+}
+
+// nameRef compiles {{ NAME }}: a capture of an earlier step, else a
+// global.
+func (sc *scope) nameRef(b *builder, name string, esc Escape) string {
+	slot, ok := sc.captures[name]
+	if g, isGlobal := sc.globals[name]; !ok && isGlobal {
+		b.add(Part{Kind: PartGlobal, Index: g, Escape: esc})
+		return ""
+	}
+	if !ok {
+		if sc.captures == nil {
+			return "unknown capture " + q(name) + ": defaults cannot use captures; " + refHelp
+		}
+		so := "none"
+		if len(sc.capOrder) > 0 {
+			so = strings.Join(sc.capOrder, ", ")
+		}
+		return "unknown capture " + q(name) + ": no earlier step captures it (captures so far: " + so + ")"
+	}
+	b.add(Part{Kind: PartCapture, Index: slot, Escape: esc})
 	return ""
 }
 

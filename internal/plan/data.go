@@ -161,67 +161,94 @@ func readCSV(path string, open func(string) (io.ReadCloser, error), where string
 	// Bounded as it is read, decompressed: a 1 MB .csv.gz can hold a
 	// gigabyte of rows, or one line of 4 GiB that the CSV reader would
 	// buffer whole.
-	br := &boundedReader{r: r}
-	cr := csv.NewReader(br)
+	cr := &csvFile{path: path, br: &boundedReader{r: r}}
+	cr.r = csv.NewReader(cr.br)
 	// Checked here rather than by encoding/csv so the message can say what
 	// the header expects.
-	cr.FieldsPerRecord = -1
-	header, err := cr.Read()
-	br.record()
+	cr.r.FieldsPerRecord = -1
+	header, msg := cr.header()
+	if msg != "" {
+		return nil, nil, 0, msg
+	}
+	rows, total, msg = cr.rows(len(header), index, count)
+	if msg != "" {
+		return nil, nil, 0, msg
+	}
+	return header, rows, total, ""
+}
+
+// csvFile is a data file being read, bounded as it is.
+type csvFile struct {
+	path string
+	br   *boundedReader
+	r    *csv.Reader
+}
+
+// header reads the header row: named columns, each once.
+func (c *csvFile) header() ([]string, string) {
+	path := c.path
+	header, err := c.r.Read()
+	c.br.record()
 	if err == io.EOF {
-		return nil, nil, 0, "data file " + path + " is empty: expected a header row and at least one data row"
+		return nil, "data file " + path + " is empty: expected a header row and at least one data row"
 	}
 	if err != nil {
 		if m := tooLarge(path, 0, err); m != "" {
-			return nil, nil, 0, m
+			return nil, m
 		}
-		return nil, nil, 0, "data file " + csvErr(path, err)
+		return nil, "data file " + csvErr(path, err)
 	}
 	// Spreadsheet exports often start with a byte order mark that would
 	// otherwise become part of the first column's name.
 	header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	seen := make(map[string]bool, len(header))
-	for _, c := range header {
-		if c == "" {
-			return nil, nil, 0, "data file " + path + " line 1: empty column name in the header"
+	for _, col := range header {
+		if col == "" {
+			return nil, "data file " + path + " line 1: empty column name in the header"
 		}
-		if seen[c] {
-			return nil, nil, 0, "data file " + path + " line 1: column " + q(c) + " appears twice in the header"
+		if seen[col] {
+			return nil, "data file " + path + " line 1: column " + q(col) + " appears twice in the header"
 		}
-		seen[c] = true
+		seen[col] = true
 	}
+	return header, ""
+}
+
+// rows reads the data rows, keeping those k with k mod count = index,
+// and returns them with the file's count of data rows.
+func (c *csvFile) rows(width, index, count int) (rows [][]string, total int, msg string) {
+	path := c.path
 	line := 1
 	var held int64 // the memory the rows kept take, about
 	for {
-		rec, err := cr.Read()
-		br.record()
+		rec, err := c.r.Read()
+		c.br.record()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			if m := tooLarge(path, line, err); m != "" {
-				return nil, nil, 0, m
+				return nil, 0, m
 			}
-			return nil, nil, 0, "data file " + csvErr(path, err)
+			return nil, 0, "data file " + csvErr(path, err)
 		}
-		line, _ = cr.FieldPos(0)
-		if len(rec) != len(header) {
-			line, _ := cr.FieldPos(0)
-			return nil, nil, 0, "data file " + path + " line " + strconv.Itoa(line) + ": found " + strconv.Itoa(len(rec)) + " fields, expected " + strconv.Itoa(len(header)) + " as in the header"
+		line, _ = c.r.FieldPos(0)
+		if len(rec) != width {
+			return nil, 0, "data file " + path + " line " + strconv.Itoa(line) + ": found " + strconv.Itoa(len(rec)) + " fields, expected " + strconv.Itoa(width) + " as in the header"
 		}
 		if total%count == index {
 			rows = append(rows, rec)
 			if held += rowCost(rec); held > maxDataHeld {
-				return nil, nil, 0, fmt.Sprintf("data file %s: its rows take more than %d MiB of memory by line %d (every row is held in memory for the run); use a smaller file, or split the run (--workers, --segment) with pick: unique so each process holds its share",
+				return nil, 0, fmt.Sprintf("data file %s: its rows take more than %d MiB of memory by line %d (every row is held in memory for the run); use a smaller file, or split the run (--workers, --segment) with pick: unique so each process holds its share",
 					path, maxDataHeld>>20, line)
 			}
 		}
 		total++
 	}
 	if total == 0 {
-		return nil, nil, 0, "data file " + path + " has a header but no data rows"
+		return nil, 0, "data file " + path + " has a header but no data rows"
 	}
-	return header, rows, total, ""
+	return rows, total, ""
 }
 
 func csvErr(path string, err error) string {

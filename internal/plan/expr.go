@@ -198,30 +198,7 @@ var exprFuncs = []expr.Option{
 // compileExpr compiles src. asBool makes a condition of it. On failure it
 // returns a message and the byte offset in src it is about.
 func compileExpr(src string, sc *scope, asBool bool) (*Expr, string, int) {
-	env := map[string]any{
-		"status": 0, "vu": 0, "iter": 0, "tenant": 0, "body": "",
-		randName: (*randBox)(nil),
-	}
-	vars := map[string]any{}
-	for k, v := range sc.vars {
-		vars[k] = v
-	}
-	env["vars"] = vars
-	data := map[string]any{}
-	for name, ds := range sc.data {
-		cols := map[string]any{}
-		for _, c := range ds.Columns {
-			cols[c] = ""
-		}
-		data[name] = cols
-	}
-	env["data"] = data
-	for name := range sc.globals {
-		env[name] = ""
-	}
-	for name := range sc.captures {
-		env[name] = ""
-	}
+	env, vars := exprEnv(sc)
 	opts := append([]expr.Option{expr.Env(env), expr.Patch(randArg{})}, exprFuncs...)
 	if asBool {
 		opts = append(opts, expr.AsBool())
@@ -241,92 +218,136 @@ func compileExpr(src string, sc *scope, asBool bool) (*Expr, string, int) {
 	e := &Expr{Source: src, program: prog, vars: vars, data: sc.data}
 	// The checker lets any key of a map through (vars.nope is nil), so
 	// names under vars and data are checked here, at load.
-	var msg string
-	var off int
-	seen := map[string]bool{}
-	v := &exprVisitor{visit: func(n ast.Node) {
-		if msg != "" {
-			return
-		}
-		switch n := n.(type) {
-		case *ast.MemberNode:
-			prop, ok2 := n.Property.(*ast.StringNode)
-			if src, ok := n.Node.(*ast.MemberNode); ok && ok2 {
-				// data.SOURCE.COLUMN: the source was checked when its own
-				// node was visited (children first); the column here.
-				id, ok := src.Node.(*ast.IdentifierNode)
-				name, ok3 := src.Property.(*ast.StringNode)
-				if !ok || !ok3 || id.Value != "data" {
-					return
-				}
-				// A source whose file failed to load has no columns; its
-				// own error already explains.
-				if ds := sc.data[name.Value]; ds != nil && ds.Columns != nil && !slices.Contains(ds.Columns, prop.Value) {
-					msg, off = "data source "+q(name.Value)+" has no column "+q(prop.Value)+": its columns are "+strings.Join(ds.Columns, ", "), n.Location().From
-				}
-				return
-			}
-			id, ok := n.Node.(*ast.IdentifierNode)
-			if !ok || !ok2 {
-				return
-			}
-			switch id.Value {
-			case "vars":
-				if _, ok := sc.vars[prop.Value]; !ok {
-					msg, off = "unknown var "+q(prop.Value)+": "+available("the plan defines", "the plan has no vars", keys(sc.vars)), n.Location().From
-				}
-			case "data":
-				if ds, ok := sc.data[prop.Value]; !ok {
-					msg, off = "unknown data source "+q(prop.Value)+": "+available("the plan defines", "the plan has no data sources", keys(sc.data)), n.Location().From
-				} else if sc.dataUsed != nil {
-					sc.dataUsed[ds.Index] = true
-				}
-			}
-		case *ast.CallNode:
-			// choice is untyped (any list), so the checker does not count
-			// its arguments: the list and the hidden generator.
-			if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == "choice" && len(n.Arguments) != 2 {
-				msg, off = "choice takes one list, such as choice([\"a\", \"b\"])", n.Location().From
-			}
-		case *ast.IdentifierNode:
-			if seen[n.Value] {
-				return
-			}
-			seen[n.Value] = true
-			switch n.Value {
-			case "status":
-				e.refs = append(e.refs, exprRef{name: n.Value, kind: refStatus})
-			case "vu":
-				e.refs = append(e.refs, exprRef{name: n.Value, kind: refVU})
-			case "iter":
-				e.refs = append(e.refs, exprRef{name: n.Value, kind: refIter})
-			case "tenant":
-				if !sc.tenants {
-					msg, off = "tenant needs a tenant pool: add tenants: {count: N} to the plan", n.Location().From
-				}
-				e.refs = append(e.refs, exprRef{name: n.Value, kind: refTenant})
-			case "data":
-				e.refs = append(e.refs, exprRef{name: n.Value, kind: refData})
-			case "body":
-				e.refs = append(e.refs, exprRef{name: n.Value, kind: refBody})
-			case randName:
-				e.refs = append(e.refs, exprRef{name: n.Value, kind: refRand})
-			case "vars":
-			default:
-				if slot, ok := sc.captures[n.Value]; ok {
-					e.refs = append(e.refs, exprRef{name: n.Value, kind: refCapture, slot: slot})
-				} else if slot, ok := sc.globals[n.Value]; ok {
-					e.refs = append(e.refs, exprRef{name: n.Value, kind: refGlobal, slot: slot})
-				}
-			}
-		}
-	}}
+	c := &exprChecker{sc: sc, e: e, seen: map[string]bool{}}
 	node := prog.Node()
-	ast.Walk(&node, v)
-	if msg != "" {
-		return nil, "bad expression " + q(src) + ": " + msg, runeOffset(src, off)
+	ast.Walk(&node, &exprVisitor{visit: c.visit})
+	if c.msg != "" {
+		return nil, "bad expression " + q(src) + ": " + c.msg, runeOffset(src, c.off)
 	}
 	return e, "", 0
+}
+
+// exprEnv is what an expression may name, typed for the checker: the
+// per-request values, the vars (their values, which the expression reads
+// at run time), the data sources' columns, globals and captures.
+func exprEnv(sc *scope) (env, vars map[string]any) {
+	env = map[string]any{
+		"status": 0, "vu": 0, "iter": 0, "tenant": 0, "body": "",
+		randName: (*randBox)(nil),
+	}
+	vars = map[string]any{}
+	for k, v := range sc.vars {
+		vars[k] = v
+	}
+	env["vars"] = vars
+	data := map[string]any{}
+	for name, ds := range sc.data {
+		cols := map[string]any{}
+		for _, c := range ds.Columns {
+			cols[c] = ""
+		}
+		data[name] = cols
+	}
+	env["data"] = data
+	for name := range sc.globals {
+		env[name] = ""
+	}
+	for name := range sc.captures {
+		env[name] = ""
+	}
+	return env, vars
+}
+
+// exprChecker walks a compiled expression: it checks the names under vars
+// and data, and records which per-request values the expression reads.
+// The first problem found is kept, with its offset.
+type exprChecker struct {
+	sc   *scope
+	e    *Expr
+	msg  string
+	off  int
+	seen map[string]bool
+}
+
+func (c *exprChecker) visit(n ast.Node) {
+	if c.msg != "" {
+		return
+	}
+	switch n := n.(type) {
+	case *ast.MemberNode:
+		c.member(n)
+	case *ast.CallNode:
+		// choice is untyped (any list), so the checker does not count its
+		// arguments: the list and the hidden generator.
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == "choice" && len(n.Arguments) != 2 {
+			c.msg, c.off = "choice takes one list, such as choice([\"a\", \"b\"])", n.Location().From
+		}
+	case *ast.IdentifierNode:
+		c.ident(n)
+	}
+}
+
+// member checks vars.NAME, data.SOURCE and data.SOURCE.COLUMN.
+func (c *exprChecker) member(n *ast.MemberNode) {
+	sc := c.sc
+	prop, ok2 := n.Property.(*ast.StringNode)
+	if src, ok := n.Node.(*ast.MemberNode); ok && ok2 {
+		// data.SOURCE.COLUMN: the source was checked when its own node
+		// was visited (children first); the column here.
+		id, ok := src.Node.(*ast.IdentifierNode)
+		name, ok3 := src.Property.(*ast.StringNode)
+		if !ok || !ok3 || id.Value != "data" {
+			return
+		}
+		// A source whose file failed to load has no columns; its own
+		// error already explains.
+		if ds := sc.data[name.Value]; ds != nil && ds.Columns != nil && !slices.Contains(ds.Columns, prop.Value) {
+			c.msg, c.off = "data source "+q(name.Value)+" has no column "+q(prop.Value)+": its columns are "+strings.Join(ds.Columns, ", "), n.Location().From
+		}
+		return
+	}
+	id, ok := n.Node.(*ast.IdentifierNode)
+	if !ok || !ok2 {
+		return
+	}
+	switch id.Value {
+	case "vars":
+		if _, ok := sc.vars[prop.Value]; !ok {
+			c.msg, c.off = "unknown var "+q(prop.Value)+": "+available("the plan defines", "the plan has no vars", keys(sc.vars)), n.Location().From
+		}
+	case "data":
+		if ds, ok := sc.data[prop.Value]; !ok {
+			c.msg, c.off = "unknown data source "+q(prop.Value)+": "+available("the plan defines", "the plan has no data sources", keys(sc.data)), n.Location().From
+		} else if sc.dataUsed != nil {
+			sc.dataUsed[ds.Index] = true
+		}
+	}
+}
+
+// valueRefs are the per-request values an expression may read by name.
+var valueRefs = map[string]exprRefKind{"status": refStatus, "vu": refVU, "iter": refIter, "tenant": refTenant,
+	"data": refData, "body": refBody, randName: refRand}
+
+// ident records a name the expression reads, once.
+func (c *exprChecker) ident(n *ast.IdentifierNode) {
+	if c.seen[n.Value] {
+		return
+	}
+	c.seen[n.Value] = true
+	switch kind, ok := valueRefs[n.Value]; {
+	case n.Value == "vars":
+	case ok:
+		if kind == refTenant && !c.sc.tenants {
+			c.msg, c.off = "tenant needs a tenant pool: add tenants: {count: N} to the plan", n.Location().From
+		}
+		c.e.refs = append(c.e.refs, exprRef{name: n.Value, kind: kind})
+	default:
+		if slot, ok := c.sc.captures[n.Value]; ok {
+			c.e.refs = append(c.e.refs, exprRef{name: n.Value, kind: refCapture, slot: slot})
+		} else if slot, ok := c.sc.globals[n.Value]; ok {
+			c.e.refs = append(c.e.refs, exprRef{name: n.Value, kind: refGlobal, slot: slot})
+		}
+	}
 }
 
 // names lists what an expression may name, for an unknown name's error.

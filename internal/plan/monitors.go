@@ -76,28 +76,49 @@ func (p *parser) monitors(n *yaml.Node) {
 // one kind key holding the target and any options beside it.
 func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 	n = deref(n)
-	m := MonitorSpec{Pos: p.pos(n)}
 	if n.Kind == yaml.ScalarNode && !isNull(n) {
-		s, ok := p.text(n, "monitor")
-		if !ok {
-			return m, false
-		}
-		switch kind := strings.TrimSpace(s); {
-		case kind == monitorkind.Host:
-			m.Kind = kind
-			return m, true
-		case monitorkind.Is(kind):
-			p.errf(n, "monitor %s needs a target: write - %s: %s", kind, kind, monitorExample(kind))
-		default:
-			p.errf(n, "unknown monitor %s: %s", q(s), monitorKindHint(s))
-		}
-		return m, false
+		return p.bareMonitor(n)
 	}
+	m := MonitorSpec{Pos: p.pos(n)}
 	if n.Kind != yaml.MappingNode {
 		p.errf(n, "bad monitor: expected host or a mapping such as {redis: 127.0.0.1:6379}, found %s", kindName(n))
 		return m, false
 	}
 	f := p.fields(n, "monitor", append(append([]string{}, monitorKinds...), monitorOptions...))
+	e, found := p.monitorKind(n, f)
+	if !found {
+		return m, false
+	}
+	m.Kind, m.Pos = e.key, p.pos(e.k)
+	ok := p.monitorTarget(&m, e)
+	if !p.monitorSettings(&m, f, e) {
+		ok = false
+	}
+	return m, ok
+}
+
+// bareMonitor reads a monitor written as its kind alone: only host needs
+// no target.
+func (p *parser) bareMonitor(n *yaml.Node) (MonitorSpec, bool) {
+	m := MonitorSpec{Pos: p.pos(n)}
+	s, ok := p.text(n, "monitor")
+	if !ok {
+		return m, false
+	}
+	switch kind := strings.TrimSpace(s); {
+	case kind == monitorkind.Host:
+		m.Kind = kind
+		return m, true
+	case monitorkind.Is(kind):
+		p.errf(n, "monitor %s needs a target: write - %s: %s", kind, kind, monitorExample(kind))
+	default:
+		p.errf(n, "unknown monitor %s: %s", q(s), monitorKindHint(s))
+	}
+	return m, false
+}
+
+// monitorKind finds the entry's one kind key.
+func (p *parser) monitorKind(n *yaml.Node, f map[string]kv) (kv, bool) {
 	var kinds []kv
 	for _, k := range monitorKinds {
 		if e, ok := f[k]; ok {
@@ -106,17 +127,20 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 	}
 	switch {
 	case len(kinds) == 0:
-		if p.hintedKind(n) {
-			return m, false
+		if !p.hintedKind(n) {
+			p.errf(n, "monitor has no kind: expected one of %s as a key, such as {redis: 127.0.0.1:6379}", strings.Join(monitorKinds, ", "))
 		}
-		p.errf(n, "monitor has no kind: expected one of %s as a key, such as {redis: 127.0.0.1:6379}", strings.Join(monitorKinds, ", "))
-		return m, false
+		return kv{}, false
 	case len(kinds) > 1:
 		p.errf(kinds[1].k, "one monitor per list item: this one has both %s and %s (start the second with its own -)", kinds[0].key, kinds[1].key)
-		return m, false
+		return kv{}, false
 	}
-	e := kinds[0]
-	m.Kind, m.Pos = e.key, p.pos(e.k)
+	return kinds[0], true
+}
+
+// monitorTarget reads the kind key's value: what the monitor watches
+// (host takes none, every other kind needs one).
+func (p *parser) monitorTarget(m *MonitorSpec, e kv) bool {
 	ok := true
 	target, tok := p.text(e.v, m.Kind)
 	target = strings.TrimSpace(target)
@@ -131,7 +155,13 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		ok = false
 	}
 	m.Target = target
+	return ok
+}
 
+// monitorSettings reads the options beside the kind key; kind is that
+// key's entry.
+func (p *parser) monitorSettings(m *MonitorSpec, f map[string]kv, kind kv) bool {
+	ok := true
 	if e, has := f["name"]; has {
 		if s, tok := p.text(e.v, "monitor name"); tok {
 			m.Name = strings.TrimSpace(s)
@@ -144,7 +174,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		}
 	}
 	if m.Kind == monitorkind.Process && m.Name == "" && strings.ContainsAny(m.Target, "[] \t") {
-		p.errf(e.v, "process %s cannot key a series: add name: with a short name for it", q(m.Target))
+		p.errf(kind.v, "process %s cannot key a series: add name: with a short name for it", q(m.Target))
 		ok = false
 	}
 	if e, has := f["required"]; has {
@@ -167,7 +197,7 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		if m.Kind != monitorkind.Prometheus {
 			p.errf(e.k, "select applies only to prometheus monitors, not %s", m.Kind)
 			ok = false
-		} else if !p.monitorSelect(&m, e.v) {
+		} else if !p.monitorSelect(m, e.v) {
 			ok = false
 		}
 	}
@@ -175,11 +205,11 @@ func (p *parser) monitor(n *yaml.Node) (MonitorSpec, bool) {
 		if m.Kind != monitorkind.Postgres {
 			p.errf(e.k, "queries apply only to postgres monitors, not %s", m.Kind)
 			ok = false
-		} else if !p.monitorQueries(&m, e.v) {
+		} else if !p.monitorQueries(m, e.v) {
 			ok = false
 		}
 	}
-	return m, ok
+	return ok
 }
 
 // hintedKind reports whether an unknown key of this mapping was already

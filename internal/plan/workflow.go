@@ -352,21 +352,7 @@ func (fb *flowBuilder) group(n *yaml.Node, depth int) {
 	}
 	switch kind.key {
 	case "if":
-		cond := fb.cond(kind.v)
-		at := fb.add(&Step{Kind: StepIf, Pos: p.pos(kind.k), Flow: &Flow{Cond: cond}})
-		if cond == nil {
-			fb.failed++
-		}
-		fb.list(body(), depth+1)
-		if e, ok := f["else"]; ok {
-			skip := fb.add(&Step{Kind: StepGoto, Pos: p.pos(e.k), Flow: &Flow{}})
-			fb.steps[at].Flow.Jump = len(fb.steps)
-			items, _ := p.list(e.v, "else steps")
-			fb.list(items, depth+1)
-			fb.steps[skip].Flow.Jump = len(fb.steps)
-		} else {
-			fb.steps[at].Flow.Jump = len(fb.steps)
-		}
+		fb.ifElse(kind, f, body, depth)
 	case "repeat":
 		count, ok := p.intMin(kind.v, "repeat", 1)
 		if ok && count > MaxRepeat {
@@ -378,37 +364,66 @@ func (fb *flowBuilder) group(n *yaml.Node, depth int) {
 		}
 		fb.loop(&Flow{Count: count}, p.pos(kind.k), body, depth)
 	case "for_each":
-		s, ok := p.text(kind.v, "for_each")
-		var list *Expr
-		if ok {
-			var msg string
-			var off int
-			list, msg, off = compileExpr(s, fb.sc, false)
-			if msg != "" {
-				p.errAt(p.posIn(deref(kind.v), s, off), "%s (for_each takes a capture holding a JSON list, or an expression giving a list)", msg)
-			}
-		}
-		if list == nil {
-			fb.failed++
-		}
-		name, at := "item", kind.k
-		if e, ok := f["as"]; ok {
-			if s, ok := p.text(e.v, "as"); ok {
-				switch {
-				case !isIdent(s):
-					p.errf(e.v, "bad as %s: expected a name of letters, digits, _ and -", q(s))
-				case reserved[s]:
-					p.errf(e.v, "bad as %s: %s are reserved in templates", q(s), reservedHelp)
-				default:
-					name, at = s, e.v
-				}
-			}
-		}
-		slot := p.declare(fb.sc, name, at)
-		fb.loop(&Flow{Cond: list, Var: slot}, p.pos(kind.k), body, depth)
+		fb.forEach(kind, f, body, depth)
 	case "choose":
 		fb.choose(kind, depth)
 	}
+}
+
+// ifElse lays out: StepIf (jumping past its steps when false), its steps,
+// and with else a StepGoto past the else steps that follow.
+func (fb *flowBuilder) ifElse(kind *kv, f map[string]kv, body func() []*yaml.Node, depth int) {
+	p := fb.p
+	cond := fb.cond(kind.v)
+	at := fb.add(&Step{Kind: StepIf, Pos: p.pos(kind.k), Flow: &Flow{Cond: cond}})
+	if cond == nil {
+		fb.failed++
+	}
+	fb.list(body(), depth+1)
+	e, ok := f["else"]
+	if !ok {
+		fb.steps[at].Flow.Jump = len(fb.steps)
+		return
+	}
+	skip := fb.add(&Step{Kind: StepGoto, Pos: p.pos(e.k), Flow: &Flow{}})
+	fb.steps[at].Flow.Jump = len(fb.steps)
+	items, _ := p.list(e.v, "else steps")
+	fb.list(items, depth+1)
+	fb.steps[skip].Flow.Jump = len(fb.steps)
+}
+
+// forEach is a loop over the list an expression gives, each item under
+// the name as: gives (item by default).
+func (fb *flowBuilder) forEach(kind *kv, f map[string]kv, body func() []*yaml.Node, depth int) {
+	p := fb.p
+	s, ok := p.text(kind.v, "for_each")
+	var list *Expr
+	if ok {
+		var msg string
+		var off int
+		list, msg, off = compileExpr(s, fb.sc, false)
+		if msg != "" {
+			p.errAt(p.posIn(deref(kind.v), s, off), "%s (for_each takes a capture holding a JSON list, or an expression giving a list)", msg)
+		}
+	}
+	if list == nil {
+		fb.failed++
+	}
+	name, at := "item", kind.k
+	if e, ok := f["as"]; ok {
+		if s, ok := p.text(e.v, "as"); ok {
+			switch {
+			case !isIdent(s):
+				p.errf(e.v, "bad as %s: expected a name of letters, digits, _ and -", q(s))
+			case reserved[s]:
+				p.errf(e.v, "bad as %s: %s are reserved in templates", q(s), reservedHelp)
+			default:
+				name, at = s, e.v
+			}
+		}
+	}
+	slot := p.declare(fb.sc, name, at)
+	fb.loop(&Flow{Cond: list, Var: slot}, p.pos(kind.k), body, depth)
 }
 
 // loop lays out: StepLoop, StepNext, body, StepGoto back to StepNext.
