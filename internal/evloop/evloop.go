@@ -59,6 +59,10 @@ type Config struct {
 	// Open, when set, makes the engine serve an open model's arrivals
 	// (see Open) instead of users that iterate on their own.
 	Open *Open
+	// Shared is the run's HTTP state: an https program's users dial
+	// through it (the run's TLS config, each user's own session cache,
+	// the run's TLS stats), as goroutine users do.
+	Shared *httpc.Shared
 }
 
 // Open is an open model run on the loops: each arrival takes an idle
@@ -113,6 +117,8 @@ type scenario struct {
 // the end of the grace reaches the user's loop through it.
 type Transport struct {
 	l *loop
+	// tls is an https user's TLS dialer (nil for http).
+	tls *httpc.LoopTLS
 }
 
 // RoundTrip implements httpc.Transport; loop users never call it.

@@ -4,9 +4,7 @@ package evloop
 
 import (
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -34,6 +32,8 @@ type Engine struct {
 	// minTimeout bounds how late a deadline sweep may come (sweep).
 	minTimeout time.Duration
 	base       time.Time
+	// https: the users speak HTTP/1.1 over TLS (tls_linux.go).
+	https bool
 }
 
 // New prepares the loops of a run whose program the engine can run
@@ -61,6 +61,7 @@ func New(cfg Config) (*Engine, error) {
 			}
 			sr.bytes = b
 			addr = sr.req.Endpoint.Addr
+			e.https = sr.req.Endpoint.Scheme == "https"
 			if e.minTimeout == 0 || st.Timeout < e.minTimeout {
 				e.minTimeout = st.Timeout
 			}
@@ -70,6 +71,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if addr == "" {
 		return nil, fmt.Errorf("evloop: no request step")
+	}
+	if e.https && cfg.Shared == nil {
+		return nil, fmt.Errorf("evloop: an https program needs the run's Shared")
 	}
 	ra, err := net.ResolveTCPAddr("tcp", addr)
 	if err != nil {
@@ -111,7 +115,16 @@ func New(cfg Config) (*Engine, error) {
 // NewTransport returns the transport of a new user and so its loop:
 // users are spread over the loops in turn.
 func (e *Engine) NewTransport() *Transport {
-	return &Transport{l: e.loops[(e.next.Add(1)-1)%uint64(len(e.loops))]}
+	return e.transportOn(e.loops[(e.next.Add(1)-1)%uint64(len(e.loops))])
+}
+
+// transportOn is a new user's transport on l.
+func (e *Engine) transportOn(l *loop) *Transport {
+	tr := &Transport{l: l}
+	if e.https {
+		tr.tls = e.cfg.Shared.NewLoopTLS()
+	}
+	return tr
 }
 
 // Start runs u on its transport's loop, iteration after iteration, until
@@ -120,7 +133,7 @@ func (e *Engine) NewTransport() *Transport {
 func (e *Engine) Start(u *vu.User, tr *Transport, sc *vu.Scenario, retire <-chan struct{}) {
 	e.cfg.Hold()
 	l := tr.l
-	c := &conn{fd: -1, u: u, sc: e.scens[sc], retire: retire, resp: u.LoopResponse()}
+	c := &conn{fd: -1, u: u, sc: e.scens[sc], retire: retire, resp: u.LoopResponse(), tl: tr.tls}
 	l.mu.Lock()
 	if l.exited {
 		l.mu.Unlock()
@@ -137,6 +150,10 @@ func (e *Engine) Start(u *vu.User, tr *Transport, sc *vu.Scenario, retire <-chan
 // Interrupt implements httpc.Transport: the user's request in flight is
 // cut off (counted as interrupted) by its loop.
 func (t *Transport) Interrupt() {
+	if t.tls != nil {
+		// A handshake in flight is the dialing goroutine's to cut.
+		t.tls.Interrupt()
+	}
 	t.l.interrupt.Store(true)
 	t.l.wake()
 }
@@ -145,6 +162,9 @@ const (
 	stConnecting uint8 = iota + 1
 	stWriting
 	stReading
+	// stHandshaking: a goroutine dials and runs the TLS handshake
+	// (tls_linux.go); its deadline and Interrupt are its own.
+	stHandshaking
 )
 
 // conn is one user and its connection.
@@ -174,6 +194,12 @@ type conn struct {
 	from time.Time
 	// deadline is the request's, in ns since the engine's base (0: none).
 	deadline int64
+	// tl dials an https user's connections, and tc is the one open (fd
+	// is its socket); exchanging says the request went to tc, so its end
+	// is judged as the goroutine engine judges an exchange over TLS.
+	tl         *httpc.LoopTLS
+	tc         *httpc.LoopConn
+	exchanging bool
 }
 
 type loop struct {
@@ -194,7 +220,11 @@ type loop struct {
 	users  int
 	events [128]unix.EpollEvent
 	rbuf   []byte
+	// pbuf holds the plaintext of what one read brought over TLS.
+	pbuf   []byte
 	parser *httpc.Parser
+	// dialed are the TLS dials finished since the loop last looked (mu).
+	dialed []tlsDialed
 	// inflight is the loop's part of the run's gauge not yet published.
 	inflight int64
 	// busy is the number of requests in flight.
@@ -427,13 +457,16 @@ func (l *loop) publish() {
 
 func (l *loop) takeInbox() {
 	l.mu.Lock()
-	in := l.inbox
-	l.inbox = nil
+	in, dialed := l.inbox, l.dialed
+	l.inbox, l.dialed = nil, nil
 	l.pending.Store(false)
 	l.mu.Unlock()
 	for _, c := range in {
 		l.add(c)
 		l.iterate(c)
+	}
+	for _, d := range dialed {
+		l.handshook(d)
 	}
 }
 
@@ -479,438 +512,4 @@ func (l *loop) leave(c *conn) {
 	l.users--
 	l.e.cfg.Left()
 	l.e.cfg.Release()
-}
-
-func (l *loop) closeConn(c *conn) {
-	if c.fd >= 0 {
-		// Closing removes it from the epoll set too.
-		unix.Close(c.fd)
-		c.fd = -1
-	}
-	c.reused = false
-	c.again = false
-	l.endStream(c)
-}
-
-// send starts the request of the user's current step: on its connection,
-// or on a new one.
-func (l *loop) send(c *conn) {
-	if c.u.Interrupted() {
-		// The grace ended while this user's last answer was handled:
-		// nothing more goes on the wire, as a goroutine user's
-		// RoundTrip after Interrupt sends nothing.
-		c.state = stWriting
-		l.inflight++
-		l.busy++
-		c.sent = time.Now()
-		l.finish(c, httpc.ErrInterrupted, c.sent)
-		return
-	}
-	sr := &c.sc.steps[c.pc]
-	c.sent = time.Now()
-	c.deadline = 0
-	if sr.timeout > 0 {
-		c.deadline = l.nowNS(c.sent) + int64(sr.timeout)
-	}
-	l.inflight++
-	l.busy++
-	out := sr.bytes
-	if b, err := c.u.LoopCustom(sr.st, c.custom); err != nil {
-		c.state = stWriting
-		l.finish(c, err, c.sent)
-		return
-	} else if b != nil {
-		c.custom, out = b, b
-	}
-	c.out = out
-	if c.fd < 0 {
-		l.dial(c)
-		return
-	}
-	c.state = stWriting
-	l.write(c)
-}
-
-func (l *loop) dial(c *conn) {
-	c.state = stConnecting
-	fd, err := unix.Socket(l.e.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
-	if err != nil {
-		l.finish(c, l.opErr("dial", os.NewSyscallError("socket", err)), time.Now())
-		return
-	}
-	// As net's own TCP connections: no Nagle delay for a request written
-	// in two parts.
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	c.fd = fd
-	// Numbered across the loop: a slot a user left may be another's,
-	// and an event of the old socket must not reach it.
-	l.gen++
-	c.gen = l.gen
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		l.finish(c, l.opErr("dial", os.NewSyscallError("epoll_ctl", err)), time.Now())
-		return
-	}
-	err = unix.Connect(fd, l.sa)
-	switch err {
-	case nil:
-		l.connected(c)
-	case unix.EINPROGRESS, unix.EINTR, unix.EALREADY:
-		// Its end comes as EPOLLOUT (or an error).
-	default:
-		l.finish(c, l.opErr("dial", os.NewSyscallError("connect", err)), time.Now())
-	}
-}
-
-// connected stops watching for writability, which only a request the
-// socket does not take at once needs: one epoll_ctl per connection, none
-// per request.
-func (l *loop) connected(c *conn) {
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
-	c.state = stWriting
-	l.write(c)
-}
-
-func (l *loop) write(c *conn) {
-	for len(c.out) > 0 {
-		n, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&c.out[0])), uintptr(len(c.out)), unix.MSG_NOSIGNAL, 0, 0)
-		switch e {
-		case 0:
-			c.out = c.out[n:]
-		case unix.EINTR:
-		case unix.EAGAIN:
-			ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
-			return
-		default:
-			l.finish(c, l.opErr("write", os.NewSyscallError("write", e)), time.Now())
-			return
-		}
-	}
-	c.out = nil
-	if c.state == stWriting {
-		c.state = stReading
-	}
-}
-
-// ready handles a socket's events.
-func (l *loop) ready(c *conn, events uint32, now time.Time) {
-	switch c.state {
-	case stConnecting:
-		if events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
-			return
-		}
-		errno, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if err == nil && errno != 0 {
-			err = unix.Errno(errno)
-		}
-		if err != nil {
-			l.finish(c, l.opErr("dial", os.NewSyscallError("connect", err)), now)
-			return
-		}
-		l.connected(c)
-	case stWriting:
-		if events&unix.EPOLLOUT != 0 {
-			l.write(c)
-			if len(c.out) == 0 && c.fd >= 0 {
-				ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-				unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
-			}
-		}
-		if c.state == stReading {
-			// An answer may have come while the request was still being
-			// written (a server that answers before reading a big body):
-			// its edge was reported then, so look now.
-			l.readable(c, events, now)
-		}
-	case stReading:
-		l.readable(c, events, now)
-	default:
-		// Bytes or a close between requests are found by the next
-		// answer's read, as after RoundTrip's look.
-		if l.open != nil && c.fd >= 0 && c.reused && events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			// An idle slot waits for its next arrival for as long as
-			// the schedule says; a server that closed it meanwhile (or
-			// sent what nobody asked for) is found now, and the next
-			// arrival dials, as RoundTrip's look before a reuse does.
-			l.closeConn(c)
-		}
-	}
-}
-
-// maxReadsPerTurn bounds the reads of one socket per turn of the loop
-// (64 KiB each).
-const maxReadsPerTurn = 16
-
-// readable reads what the socket holds (edge-triggered: until it is
-// drained) and judges the answer. An answer that one read holds whole is
-// parsed from the read buffer; one that is not goes to a Stream, which
-// parses it as its bytes come, in bounded memory.
-func (l *loop) readable(c *conn, events uint32, now time.Time) {
-	for reads := 0; ; reads++ {
-		if reads == maxReadsPerTurn {
-			// A server that sends faster than this loop reads would keep
-			// it here for good, past the deadlines and the end of the
-			// run: the rest is read on the loop's next turn.
-			if !c.again {
-				c.again = true
-				l.again = append(l.again, c)
-			}
-			return
-		}
-		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&l.rbuf[0])), uintptr(len(l.rbuf)))
-		var end error
-		switch {
-		case e == unix.EINTR:
-			continue
-		case e == unix.EAGAIN:
-			return
-		case e != 0:
-			end = l.opErr("read", os.NewSyscallError("read", e))
-			n = 0
-		case n == 0:
-			end = io.EOF
-		}
-		data := l.rbuf[:n]
-		sr := &c.sc.steps[c.pc]
-		var closeAfter bool
-		var err error
-		if c.stream == nil {
-			closeAfter, err = l.parser.Parse(data, end, &sr.req, c.resp, l.e.cfg.MaxHeader, l.e.cfg.MaxKept, c.reused)
-			if err == httpc.ErrNeedMore {
-				c.stream = httpc.NewStream(&sr.req, c.resp, l.e.cfg.MaxHeader, l.e.cfg.MaxKept, c.reused)
-				closeAfter, err = c.stream.Feed(data, end)
-			}
-		} else {
-			closeAfter, err = c.stream.Feed(data, end)
-		}
-		if err == httpc.ErrNeedMore {
-			continue // until the socket is drained (EAGAIN)
-		}
-		l.endStream(c)
-		// A close that came with the answer (EPOLLRDHUP) makes the
-		// connection unusable, as RoundTrip's look after an answer finds.
-		if err != nil || closeAfter || end != nil || events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			l.closeConn(c)
-		} else {
-			c.reused = true
-		}
-		// The answer's end is when this read completed it, not when the
-		// batch of events began: one clock read per answer, as the
-		// goroutine engine's.
-		l.finish(c, err, time.Now())
-		return
-	}
-}
-
-// readAgain gives the sockets cut short last turn another turn.
-func (l *loop) readAgain(now time.Time) {
-	// Two lists in turn: a socket cut short again goes on the other.
-	again := l.again
-	l.again, l.again2 = l.again2[:0], again
-	for i, c := range again {
-		again[i] = nil
-		if !c.again {
-			continue // read to the end meanwhile, or gone
-		}
-		c.again = false
-		if c.state == stReading && c.fd >= 0 {
-			l.readable(c, 0, now)
-		}
-	}
-}
-
-func (l *loop) endStream(c *conn) {
-	if c.stream != nil {
-		c.stream.Close()
-		c.stream = nil
-	}
-}
-
-// finish records the current step's outcome and goes on: the next step,
-// or the next iteration. Any error leaves the connection closed, as
-// RoundTrip does.
-func (l *loop) finish(c *conn, err error, now time.Time) {
-	if err != nil {
-		l.closeConn(c)
-	}
-	c.state = 0
-	c.out = nil
-	l.inflight--
-	l.busy--
-	sr := &c.sc.steps[c.pc]
-	from := c.sent
-	if !c.from.IsZero() {
-		from, c.from = c.from, time.Time{}
-	}
-	c.goOn = c.u.LoopDone(sr.st, err, c.sent, now.Sub(from)) && c.pc+1 < len(c.sc.steps)
-	l.runq = append(l.runq, c)
-}
-
-// drain lets the users whose step finished go on.
-func (l *loop) drain() {
-	for i := 0; i < len(l.runq); i++ {
-		c := l.runq[i]
-		l.runq[i] = nil
-		if c.goOn {
-			c.pc++
-			l.send(c)
-			continue
-		}
-		c.u.LoopEnd()
-		if l.open != nil {
-			l.arrived(c)
-			continue
-		}
-		l.iterate(c)
-	}
-	l.runq = l.runq[:0]
-}
-
-func (l *loop) opErr(op string, err error) error {
-	return &net.OpError{Op: op, Net: "tcp", Addr: l.e.raddr, Err: err}
-}
-
-// errTimeout is a request past its deadline, as net reports one.
-func (l *loop) timeoutErr(c *conn) error {
-	op := "read"
-	if c.state == stConnecting {
-		op = "dial"
-	} else if c.state == stWriting {
-		op = "write"
-	}
-	return l.opErr(op, os.ErrDeadlineExceeded)
-}
-
-// sweep fails the requests past their deadline and sets when to look
-// next: at the nearest deadline, and no later than the shortest timeout
-// from now, before which no request started later can be due.
-func (l *loop) sweep(now time.Time) {
-	ns := l.nowNS(now)
-	next := ns + int64(l.e.minTimeout)
-	if l.e.minTimeout <= 0 {
-		next = ns + int64(time.Hour)
-	}
-	for _, c := range l.conns {
-		if c == nil || c.state == 0 || c.deadline == 0 {
-			continue
-		}
-		if c.deadline <= ns {
-			l.finish(c, l.timeoutErr(c), now)
-			continue
-		}
-		if c.deadline < next {
-			next = c.deadline
-		}
-	}
-	l.nextSweep = next
-}
-
-// cutOff ends the requests of interrupted users, as Interrupt ends a
-// goroutine user's: counted as interrupted, and the user leaves.
-func (l *loop) cutOff() {
-	now := time.Now()
-	for _, c := range l.conns {
-		if c == nil || !c.u.Interrupted() {
-			continue
-		}
-		if c.state != 0 {
-			l.finish(c, httpc.ErrInterrupted, now)
-		}
-	}
-}
-
-// arrive starts every arrival that is due, each on an idle slot, a new
-// one, or none (dropped), and sets the timer to the next.
-func (l *loop) arrive() {
-	l.tick = false
-	for n := 0; ; {
-		for ; ; n++ {
-			if n == maxArrivalsPerTurn {
-				// A rate the loop cannot keep up with must not keep it
-				// from the answers that free its slots: the rest of the
-				// batch comes next turn, after a look that does not
-				// block.
-				l.tick = true
-				return
-			}
-			// Read afresh for each: an arrival the loop comes to more
-			// than a second late is dropped in bulk (Take), as the
-			// goroutine dispatcher's are.
-			sc, due, ok := l.arr.Take(time.Now())
-			if !ok {
-				break
-			}
-			l.start(sc, due)
-			// A slot whose iteration ended at once (a refused
-			// connection) is free for the next arrival of the batch,
-			// as a goroutine worker that finished is.
-			l.drain()
-		}
-		due, ok := l.arr.Next()
-		if !ok {
-			return // the run's end closes Soft
-		}
-		if d := time.Until(due); d > 0 {
-			l.arm(int64(d))
-			return
-		}
-	}
-}
-
-// maxArrivalsPerTurn bounds the arrivals one turn of the loop starts.
-const maxArrivalsPerTurn = 256
-
-// start runs an arrival's iteration on a slot, as openWorker does.
-func (l *loop) start(sc *vu.Scenario, due time.Time) {
-	var c *conn
-	if n := len(l.idle); n > 0 {
-		c = l.idle[n-1]
-		l.idle[n-1] = nil
-		l.idle = l.idle[:n-1]
-	} else if l.users < l.max {
-		c = &conn{fd: -1}
-		tr := &Transport{l: l}
-		c.u = l.open.NewUser(tr)
-		c.resp = c.u.LoopResponse()
-		l.add(c)
-	} else {
-		l.arr.Drop(sc)
-		return
-	}
-	c.sc = l.e.scens[sc]
-	c.pc = 0
-	c.from = due
-	l.open.Active(1)
-	c.u.LoopBeginAt(due)
-	l.send(c)
-}
-
-// arrived ends an arrival's iteration: its slot waits for the next, or
-// leaves at the run's stop or an interrupt.
-func (l *loop) arrived(c *conn) {
-	l.publish() // before Active, as leave
-	l.open.Active(-1)
-	if c.u.Interrupted() || l.softClosed() {
-		l.leaveSlot(c)
-		return
-	}
-	l.idle = append(l.idle, c)
-}
-
-func (l *loop) leaveSlot(c *conn) {
-	l.closeConn(c)
-	l.conns[c.slot] = nil
-	l.free = append(l.free, c.slot)
-	l.users--
-}
-
-// closeIdle lets the idle slots leave at the run's stop.
-func (l *loop) closeIdle() {
-	for i, c := range l.idle {
-		l.idle[i] = nil
-		l.leaveSlot(c)
-	}
-	l.idle = l.idle[:0]
 }

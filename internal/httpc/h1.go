@@ -222,6 +222,26 @@ func (c *H1) conn(ep *Endpoint, sent, deadline time.Time) (*h1conn, error) {
 		c.drop(hc)
 		break
 	}
+	nc, err := c.dialNew(ep, deadline)
+	if err != nil {
+		return nil, err
+	}
+	hc := &h1conn{ep: ep, nc: nc}
+	if hc.tc, _ = nc.(*tls.Conn); hc.tc != nil {
+		hc.rec, _ = hc.tc.NetConn().(*recConn)
+		hc.tin = &tlsIn{tc: hc.tc, rec: hc.rec}
+	}
+	if hc.rc = rawConnOf(nc); hc.rc != nil {
+		hc.peekFn = hc.peekOnce
+	}
+	c.conns = append(c.conns, hc)
+	return hc, nil
+}
+
+// dialNew opens a new connection to ep for a request due by deadline,
+// which Interrupt cuts off. A TLS handshake that chose h2 is
+// errNegotiatedH2.
+func (c *H1) dialNew(ep *Endpoint, deadline time.Time) (net.Conn, error) {
 	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Published before the flag is read, as current is in RoundTrip: an
@@ -241,16 +261,7 @@ func (c *H1) conn(ep *Endpoint, sent, deadline time.Time) (*h1conn, error) {
 	if proto == "h2" {
 		return nil, errNegotiatedH2{nc: nc}
 	}
-	hc := &h1conn{ep: ep, nc: nc}
-	if hc.tc, _ = nc.(*tls.Conn); hc.tc != nil {
-		hc.rec, _ = hc.tc.NetConn().(*recConn)
-		hc.tin = &tlsIn{tc: hc.tc, rec: hc.rec}
-	}
-	if hc.rc = rawConnOf(nc); hc.rc != nil {
-		hc.peekFn = hc.peekOnce
-	}
-	c.conns = append(c.conns, hc)
-	return hc, nil
+	return nc, nil
 }
 
 func (c *H1) limitsOrDefault() (header, body int) {

@@ -46,6 +46,25 @@ type recConn struct {
 	recvFn func(fd uintptr) bool
 	// out writes records the way H1 writes plain requests (writeOnce).
 	out outBuf
+	// lp, once an event loop took the connection over (looptls_linux.go),
+	// is where records are read from and written to instead of Conn.
+	lp loopIO
+}
+
+// loopIO is an event loop's side of a TLS connection it drives: reads
+// never block, writes are taken whole.
+type loopIO interface {
+	Read([]byte) (int, error)
+	Write([]byte) (int, error)
+	Close() error
+}
+
+// Close closes the socket, the event loop's once it took it over.
+func (c *recConn) Close() error {
+	if c.lp != nil {
+		return c.lp.Close()
+	}
+	return c.Conn.Close()
 }
 
 func newRecConn(nc net.Conn) *recConn {
@@ -59,6 +78,9 @@ func newRecConn(nc net.Conn) *recConn {
 // to the scheduler, as H1's plain writes do (write_linux.go): on loopback
 // that handoff was a large part of a request's cost.
 func (c *recConn) Write(p []byte) (int, error) {
+	if c.lp != nil {
+		return c.lp.Write(p)
+	}
 	if !rawWrite || c.rc == nil {
 		return c.Conn.Write(p)
 	}
@@ -98,6 +120,9 @@ var errWouldBlock net.Error = wouldBlock{}
 const tlsLookWait = 20 * time.Millisecond
 
 func (c *recConn) Read(b []byte) (int, error) {
+	if c.lp != nil {
+		return c.lp.Read(b)
+	}
 	var n int
 	var err error
 	switch {

@@ -233,5 +233,6 @@ func (r *runner) loopConfig() evloop.Config {
 		Hold:      func() { r.wg.Add(1) },
 		Release:   r.wg.Done,
 		InFlight:  &r.rec.InFlight,
+		Shared:    r.shared,
 	}
 }

@@ -11,11 +11,13 @@ import (
 // user: it sends the requests itself, and records each outcome through
 // finish, as do does, so both engines judge and count alike.
 
-// LoopSupports is what the event-loop engine can run (features.go): plain
-// HTTP/1.1 request steps to one http:// endpoint whose bytes are the same
-// for every user and iteration, checked on the status only. A feature not
-// listed here sends the plan to the goroutine engine.
-var LoopSupports = NewFeatureSet(FeatRequest)
+// LoopSupports is what the event-loop engine can run (features.go):
+// HTTP/1.1 request steps to one http:// endpoint, or https:// under
+// http.version http/1.1 (FeatHTTPSNegotiated it does not speak), whose
+// bytes are the same for every user and iteration, checked on the status
+// only.
+// A feature not listed here sends the plan to the goroutine engine.
+var LoopSupports = NewFeatureSet(FeatRequest, FeatHTTPS)
 
 // LoopIneligible says why the event-loop engine cannot run this program's
 // users ("" when it can): the first feature it needs that LoopSupports

@@ -38,6 +38,9 @@ const (
 	FeatTemplatedQuery
 	FeatTemplatedHeader
 	FeatManyEndpoints
+	// FeatHTTPSNegotiated: https:// under http.version auto or h2, where
+	// the server may choose HTTP/2 by ALPN.
+	FeatHTTPSNegotiated
 	numFeatures
 )
 
@@ -62,6 +65,7 @@ var needText = [numFeatures]string{
 	FeatTemplatedQuery:  "its query is templated",
 	FeatTemplatedHeader: "a header is templated",
 	FeatManyEndpoints:   "a second endpoint",
+	FeatHTTPSNegotiated: "https:// without http.version http/1.1 (ALPN may choose h2)",
 }
 
 func (f Feature) String() string { return needText[f] }
@@ -149,6 +153,9 @@ func (p *Program) Needs() []Need {
 			}
 			if st.Kind != plan.StepRequest || st.endpoint == nil {
 				continue
+			}
+			if st.endpoint.Scheme == "https" && h.Version != plan.VersionHTTP1 {
+				need(FeatHTTPSNegotiated, stepWhere)
 			}
 			if ep == nil {
 				ep = st.endpoint

@@ -32,7 +32,8 @@ func TestLoopRefusesEachFeatureItLacks(t *testing.T) {
 		{"scenarios: {s: {steps: [{get: /}, {think: 1s}]}}\n", FeatNonRequestStep},
 		{"scenarios: {s: {steps: [{get: \"/?u={{ vu }}\"}]}}\n", FeatTemplatedURL},
 		{"scenarios: {s: {steps: [{get: \"http://127.0.0.{{ vu }}:9/\"}]}}\n", FeatDynamicOrigin},
-		{"scenarios: {s: {steps: [{get: \"https://127.0.0.1:9/\"}]}}\n", FeatHTTPS},
+		{"scenarios: {s: {steps: [{get: \"https://127.0.0.1:9/\"}]}}\n", FeatHTTPSNegotiated},
+		{"http: {version: h2}\nscenarios: {s: {steps: [{get: \"https://127.0.0.1:9/\"}]}}\n", FeatHTTPSNegotiated},
 		{"scenarios: {s: {steps: [{get: /, capture: {id: {json: id}}}]}}\n", FeatCapture},
 		{"scenarios: {s: {steps: [{get: /, expect: {body_contains: ok}}]}}\n", FeatBodyCheck},
 		{"scenarios: {s: {steps: [{get: /, headers: {X-U: \"{{ vu }}\"}}]}}\n", FeatTemplatedHeader},
@@ -64,6 +65,18 @@ func TestFeatureMissingFromDriverRefusesPlan(t *testing.T) {
 	}
 	why := prog.Unsupported(LoopSupports.Without(FeatRequest))
 	if why != `scenario "s" step "get": it sends HTTP requests` {
+		t.Errorf("refusal %q", why)
+	}
+}
+
+// https under http.version http/1.1 runs on the loop (the handshake on a
+// goroutine, the exchanges on the loop); a driver without TLS refuses it.
+func TestLoopRunsHTTPSOverHTTP1(t *testing.T) {
+	prog := compileFor(t, "http: {version: http/1.1}\nscenarios: {s: {steps: [{name: get, get: \"https://127.0.0.1:9/\"}]}}\n")
+	if why := prog.LoopIneligible(); why != "" {
+		t.Fatalf("https over http/1.1 is ineligible: %s", why)
+	}
+	if why := prog.Unsupported(LoopSupports.Without(FeatHTTPS)); !strings.HasSuffix(why, FeatHTTPS.String()) {
 		t.Errorf("refusal %q", why)
 	}
 }
