@@ -120,7 +120,11 @@ func writeFlags(b *bytes.Buffer, fs *pflag.FlagSet) {
 		default:
 			def = "`" + def + "`"
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", name, f.Value.Type(), def, mdCell(f.Usage)))
+		usage := mdCell(f.Usage)
+		if f.NoOptDefVal != "" && f.Value.Type() != "bool" {
+			usage += " (given without a value: `" + f.NoOptDefVal + "`)"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", name, f.Value.Type(), def, usage))
 	})
 	if len(rows) == 0 {
 		b.WriteString("No flags of its own.\n")
