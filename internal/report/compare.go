@@ -159,24 +159,37 @@ func planID(r *result.Result) string {
 	return strings.TrimSpace(id)
 }
 
+// buildRows lays out the comparison table: the whole runs, their failure
+// classes, then their steps.
 func (c *Comparison) buildRows() {
+	c.totalRows()
+	c.classRows()
+	c.stepRows()
+}
+
+// addRow adds one row: a cell per run, and for every run after the first
+// its change from the first (none without delta).
+func (c *Comparison) addRow(section, metric string, cell func(i int) string, delta func(i int) string) {
 	n := len(c.Runs)
-	add := func(section, metric string, cell func(i int) string, delta func(i int) string) {
-		row := cmpRow{Metric: metric, Section: section, Cells: make([]string, n), Deltas: make([]string, n)}
-		for i := range c.Runs {
-			row.Cells[i] = cell(i)
-			if i > 0 && delta != nil {
-				row.Deltas[i] = delta(i)
-			}
+	row := cmpRow{Metric: metric, Section: section, Cells: make([]string, n), Deltas: make([]string, n)}
+	for i := range c.Runs {
+		row.Cells[i] = cell(i)
+		if i > 0 && delta != nil {
+			row.Deltas[i] = delta(i)
 		}
-		c.rows = append(c.rows, row)
 	}
+	c.rows = append(c.rows, row)
+}
+
+// totalRows are the whole runs' load, duration, counts, throughput,
+// latencies and failure rate.
+func (c *Comparison) totalRows() {
 	base := c.Runs[0]
-	add("", "Load", func(i int) string { return c.Runs[i].Run.Model + ", " + loadLabel(c.Runs[i]) }, nil)
-	add("", "Duration", func(i int) string { return runDuration(c.Runs[i].Run.DurationS) }, nil)
-	add("", "Requests", func(i int) string { return fmt.Sprint(c.Runs[i].Totals.Requests) },
+	c.addRow("", "Load", func(i int) string { return c.Runs[i].Run.Model + ", " + loadLabel(c.Runs[i]) }, nil)
+	c.addRow("", "Duration", func(i int) string { return runDuration(c.Runs[i].Run.DurationS) }, nil)
+	c.addRow("", "Requests", func(i int) string { return fmt.Sprint(c.Runs[i].Totals.Requests) },
 		func(i int) string { return countDelta(base.Totals.Requests, c.Runs[i].Totals.Requests) })
-	add("", "Throughput", func(i int) string { return fmt.Sprintf("%.2f req/s", throughput(c.Runs[i])) },
+	c.addRow("", "Throughput", func(i int) string { return fmt.Sprintf("%.2f req/s", throughput(c.Runs[i])) },
 		func(i int) string { return rateDelta(throughput(base), throughput(c.Runs[i]), "req/s") })
 	lat := []struct {
 		name string
@@ -187,47 +200,62 @@ func (c *Comparison) buildRows() {
 		{"P99", func(l result.Latency) int64 { return l.P99US }},
 	}
 	for _, m := range lat {
-		add("", m.name, func(i int) string { return latencyOrDash(c.figs[i].ok, m.get(c.figs[i].ok)) },
+		c.addRow("", m.name, func(i int) string { return latencyOrDash(c.figs[i].ok, m.get(c.figs[i].ok)) },
 			func(i int) string { return durationDelta(c.figs[0].ok, c.figs[i].ok, m.get) })
 	}
-	add("", "Requests Failed", func(i int) string { return pct(c.Runs[i].Totals.Failed, c.Runs[i].Totals.Requests) },
+	c.addRow("", "Requests Failed", func(i int) string { return pct(c.Runs[i].Totals.Failed, c.Runs[i].Totals.Requests) },
 		func(i int) string {
 			return ppDelta(failRate(base.Totals.Requests, base.Totals.Failed), failRate(c.Runs[i].Totals.Requests, c.Runs[i].Totals.Failed))
 		})
+}
+
+// classRows are the failures of each class any run had.
+func (c *Comparison) classRows() {
+	base := c.Runs[0]
 	var maps []map[string]int64
 	for _, r := range c.Runs {
 		maps = append(maps, r.Totals.ByClass)
 	}
 	for _, cl := range presentClasses(maps...) {
-		add("", classTitle(cl), func(i int) string {
+		c.addRow("", classTitle(cl), func(i int) string {
 			t := c.Runs[i].Totals
 			return fmt.Sprintf("%d (%s)", t.ByClass[cl], pct(t.ByClass[cl], t.Requests))
 		}, func(i int) string { return countDelta(base.Totals.ByClass[cl], c.Runs[i].Totals.ByClass[cl]) })
 	}
+}
 
-	// Steps, matched by the name reports show, in the order they first
-	// appear across the runs.
-	type stepAt struct {
-		step result.Step
-		lat  result.Latency
-		ok   bool
-	}
-	var order []string
-	byName := map[string][]stepAt{}
+// stepAt is one run's step of a name, if the run has it.
+type stepAt struct {
+	step result.Step
+	lat  result.Latency
+	ok   bool
+}
+
+// stepsByName matches steps by the name reports show, in the order they
+// first appear across the runs.
+func (c *Comparison) stepsByName() (order []string, byName map[string][]stepAt) {
+	byName = map[string][]stepAt{}
 	for i, r := range c.Runs {
 		names := stepNames(r.Steps)
 		for j, s := range r.Steps {
 			if byName[names[j]] == nil {
-				byName[names[j]] = make([]stepAt, n)
+				byName[names[j]] = make([]stepAt, len(c.Runs))
 				order = append(order, names[j])
 			}
 			byName[names[j]][i] = stepAt{s, c.figs[i].steps[j], true}
 		}
 	}
+	return order, byName
+}
+
+// stepRows are each step's p95 and failure rate; "-" for a run without
+// the step.
+func (c *Comparison) stepRows() {
+	order, byName := c.stepsByName()
 	for _, name := range order {
 		at := byName[name]
 		section := "Step " + name
-		add(section, "P95", func(i int) string {
+		c.addRow(section, "P95", func(i int) string {
 			if !at[i].ok {
 				return "-"
 			}
@@ -238,7 +266,7 @@ func (c *Comparison) buildRows() {
 			}
 			return durationDelta(at[0].lat, at[i].lat, func(l result.Latency) int64 { return l.P95US })
 		})
-		add(section, "Requests Failed", func(i int) string {
+		c.addRow(section, "Requests Failed", func(i int) string {
 			if !at[i].ok {
 				return "-"
 			}

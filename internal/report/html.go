@@ -126,18 +126,10 @@ func HTML(w io.Writer, r *result.Result) error {
 	if err != nil {
 		return err
 	}
-	charts, err := runCharts(r, r.Steps)
+	charts, server, err := chartsOf(r)
 	if err != nil {
 		return err
 	}
-	server := serverViewOf(r)
-	if mc, left := monitorCharts(r); len(mc) > 0 {
-		charts = append(charts, mc...)
-		if server != nil {
-			server.Uncharted = left
-		}
-	}
-	shareTimeAxis(charts)
 	sv := &singleView{
 		Conns:       connRows(r),
 		Workflow:    workflowOf(r),
@@ -149,72 +141,15 @@ func HTML(w io.Writer, r *result.Result) error {
 		Statuses:    statusRows(r),
 		TextSummary: full,
 		Steps:       stepRows(r, v.steps),
+		Meta:        metaOf(r),
+		Warnings:    warningsOf(r),
+		Summary:     summaryOf(r),
+		Errors:      classesOf(r.Totals),
+		Latency:     latencyRows(v),
 	}
-	meta := func(k, val string) {
-		if val != "" {
-			sv.Meta = append(sv.Meta, kv{k, val})
-		}
+	if err := sv.headlineOf(r, v); err != nil {
+		return err
 	}
-	meta("Plan file", r.Plan.File)
-	meta("Target", shownTarget(r.Plan.Target))
-	meta("Model", modelLine(r))
-	meta("Started", startedLine(r))
-	meta("Duration", runDuration(r.Run.DurationS))
-	if s := r.Run.Segment; s.Count > 1 {
-		meta("Segment", fmt.Sprintf("%d of %d", s.Index+1, s.Count))
-	}
-	if r.Run.Partial {
-		reason := r.Run.PartialReason
-		if reason == "" {
-			reason = "the run did not complete"
-		}
-		sv.Warnings = append(sv.Warnings, "Partial result: "+reason)
-	}
-	if r.Run.StopReason != "" {
-		sv.Warnings = append(sv.Warnings, "Stopped early: "+r.Run.StopReason)
-	}
-	t := r.Totals
-	sv.SummaryTitle = "Summary"
-	if len(r.Levels) > 0 {
-		if sv.Headline, err = headline(r); err != nil { // headline_levels.go
-			return err
-		}
-		sv.SummaryTitle = "All levels"
-	} else {
-		sv.KPIs = []kpi{
-			{"Requests", fmt.Sprint(t.Requests), fmt.Sprintf("%.2f req/s", throughput(r))},
-			{"Successful", pct(t.Successful, t.Requests), fmt.Sprint(t.Successful)},
-			{"Failed", pct(t.Failed, t.Requests), fmt.Sprint(t.Failed)},
-			{"P50", latencyOrDash(v.ok, v.ok.P50US), "successful requests"},
-			{"P95", latencyOrDash(v.ok, v.ok.P95US), "successful requests"},
-			{"P99", latencyOrDash(v.ok, v.ok.P99US), "successful requests"},
-		}
-	}
-	sv.Summary = []kv{
-		{"Duration", runDuration(r.Run.DurationS)},
-		{"Total Requests", fmt.Sprint(t.Requests)},
-		{"Successful", fmt.Sprintf("%d (%s)", t.Successful, pct(t.Successful, t.Requests))},
-		{"Failed", fmt.Sprintf("%d (%s)", t.Failed, pct(t.Failed, t.Requests))},
-		{"Throughput", fmt.Sprintf("%.2f req/s", throughput(r))},
-	}
-	if t.Iterations > 0 {
-		sv.Summary = append(sv.Summary, kv{"Iterations", fmt.Sprint(t.Iterations)})
-	}
-	for _, c := range presentClasses(t.ByClass) {
-		sv.Errors = append(sv.Errors, kv{classTitle(c), fmt.Sprintf("%d (%s)", t.ByClass[c], pct(t.ByClass[c], t.Requests))})
-	}
-	lrow := func(label string, get func(result.Latency) int64) {
-		sv.Latency = append(sv.Latency, latRow{label, latencyOrDash(v.ok, get(v.ok)), latencyOrDash(v.all, get(v.all))})
-	}
-	lrow("Min", func(l result.Latency) int64 { return l.MinUS })
-	lrow("P50", func(l result.Latency) int64 { return l.P50US })
-	lrow("P75", func(l result.Latency) int64 { return l.P75US })
-	lrow("P90", func(l result.Latency) int64 { return l.P90US })
-	lrow("P95", func(l result.Latency) int64 { return l.P95US })
-	lrow("P99", func(l result.Latency) int64 { return l.P99US })
-	lrow("P99.9", func(l result.Latency) int64 { return l.P999US })
-	lrow("Max", func(l result.Latency) int64 { return l.MaxUS })
-	lrow("Avg", func(l result.Latency) int64 { return int64(math.Round(l.AvgUS)) })
 	if sv.Levels, err = levelsTable(r); err != nil { // view.go
 		return err
 	}
@@ -227,6 +162,127 @@ func HTML(w io.Writer, r *result.Result) error {
 		title = "stampede run"
 	}
 	return render(w, pageData{Title: title, Single: sv, Charts: charts, Footer: footer(r)})
+}
+
+// chartsOf is the run's charts, the server monitors' among them, on one
+// time axis, and the server section, which lists the monitors no chart
+// shows.
+func chartsOf(r *result.Result) ([]chart, *serverView, error) {
+	charts, err := runCharts(r, r.Steps)
+	if err != nil {
+		return nil, nil, err
+	}
+	server := serverViewOf(r)
+	if mc, left := monitorCharts(r); len(mc) > 0 {
+		charts = append(charts, mc...)
+		if server != nil {
+			server.Uncharted = left
+		}
+	}
+	shareTimeAxis(charts)
+	return charts, server, nil
+}
+
+// metaOf is the header's facts about the run; empty ones are left out.
+func metaOf(r *result.Result) []kv {
+	var meta []kv
+	add := func(k, val string) {
+		if val != "" {
+			meta = append(meta, kv{k, val})
+		}
+	}
+	add("Plan file", r.Plan.File)
+	add("Target", shownTarget(r.Plan.Target))
+	add("Model", modelLine(r))
+	add("Started", startedLine(r))
+	add("Duration", runDuration(r.Run.DurationS))
+	if s := r.Run.Segment; s.Count > 1 {
+		add("Segment", fmt.Sprintf("%d of %d", s.Index+1, s.Count))
+	}
+	return meta
+}
+
+// warningsOf says when the run is partial or stopped early.
+func warningsOf(r *result.Result) []string {
+	var warnings []string
+	if r.Run.Partial {
+		reason := r.Run.PartialReason
+		if reason == "" {
+			reason = "the run did not complete"
+		}
+		warnings = append(warnings, "Partial result: "+reason)
+	}
+	if r.Run.StopReason != "" {
+		warnings = append(warnings, "Stopped early: "+r.Run.StopReason)
+	}
+	return warnings
+}
+
+// headlineOf sets the summary's title and its headline: the levels' for
+// a multi-level run, else the whole run's key figures.
+func (sv *singleView) headlineOf(r *result.Result, v figures) error {
+	sv.SummaryTitle = "Summary"
+	if len(r.Levels) > 0 {
+		var err error
+		if sv.Headline, err = headline(r); err != nil { // headline_levels.go
+			return err
+		}
+		sv.SummaryTitle = "All levels"
+		return nil
+	}
+	t := r.Totals
+	sv.KPIs = []kpi{
+		{"Requests", fmt.Sprint(t.Requests), fmt.Sprintf("%.2f req/s", throughput(r))},
+		{"Successful", pct(t.Successful, t.Requests), fmt.Sprint(t.Successful)},
+		{"Failed", pct(t.Failed, t.Requests), fmt.Sprint(t.Failed)},
+		{"P50", latencyOrDash(v.ok, v.ok.P50US), "successful requests"},
+		{"P95", latencyOrDash(v.ok, v.ok.P95US), "successful requests"},
+		{"P99", latencyOrDash(v.ok, v.ok.P99US), "successful requests"},
+	}
+	return nil
+}
+
+// summaryOf is the summary table's counts.
+func summaryOf(r *result.Result) []kv {
+	t := r.Totals
+	summary := []kv{
+		{"Duration", runDuration(r.Run.DurationS)},
+		{"Total Requests", fmt.Sprint(t.Requests)},
+		{"Successful", fmt.Sprintf("%d (%s)", t.Successful, pct(t.Successful, t.Requests))},
+		{"Failed", fmt.Sprintf("%d (%s)", t.Failed, pct(t.Failed, t.Requests))},
+		{"Throughput", fmt.Sprintf("%.2f req/s", throughput(r))},
+	}
+	if t.Iterations > 0 {
+		summary = append(summary, kv{"Iterations", fmt.Sprint(t.Iterations)})
+	}
+	return summary
+}
+
+// classesOf is each failure class's count and share of the requests.
+func classesOf(t result.Totals) []kv {
+	var out []kv
+	for _, c := range presentClasses(t.ByClass) {
+		out = append(out, kv{classTitle(c), fmt.Sprintf("%d (%s)", t.ByClass[c], pct(t.ByClass[c], t.Requests))})
+	}
+	return out
+}
+
+// latencyRows is the latency table: successful and all requests.
+func latencyRows(v figures) []latRow {
+	var rows []latRow
+	add := func(label string, get func(result.Latency) int64) {
+		rows = append(rows, latRow{label, latencyOrDash(v.ok, get(v.ok)), latencyOrDash(v.all, get(v.all))})
+	}
+	add("Min", func(l result.Latency) int64 { return l.MinUS })
+	add("P50", func(l result.Latency) int64 { return l.P50US })
+	add("P75", func(l result.Latency) int64 { return l.P75US })
+	add("P90", func(l result.Latency) int64 { return l.P90US })
+	add("P95", func(l result.Latency) int64 { return l.P95US })
+	add("P99", func(l result.Latency) int64 { return l.P99US })
+	add("P99.9", func(l result.Latency) int64 { return l.P999US })
+	add("Max", func(l result.Latency) int64 { return l.MaxUS })
+	add("Avg", func(l result.Latency) int64 { return int64(math.Round(l.AvgUS)) })
+	return rows
 }
 
 // CompareHTML writes the comparison as a self-contained page with the

@@ -80,14 +80,39 @@ type monSeries struct {
 
 var idUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
 
+// monGroup is the series of one monitor in one unit: one chart.
+type monGroup struct{ label, unit string }
+
 // monitorCharts draws the server series: one chart per monitor and unit,
 // so a chart's lines share an axis that means something, and the charts of
 // one monitor sit together. Series at zero throughout (most TCP states on
 // a quiet host) are left out, as the table leaves them out. It also
 // returns the series the caps left out, for the page to say.
 func monitorCharts(r *result.Result) (charts []chart, left []string) {
-	type key struct{ label, unit string }
-	groups := map[key][]monSeries{}
+	groups := monitorGroups(r)
+	ids := map[string]bool{}
+	for _, k := range sortedGroups(groups) {
+		ms := groups[k]
+		if len(charts) == maxMonitorCharts {
+			for _, m := range ms {
+				left = append(left, monitorKeyName(k.label, m.metric))
+			}
+			continue
+		}
+		ms, dropped := largestSeries(ms)
+		for _, m := range dropped {
+			left = append(left, monitorKeyName(k.label, m))
+		}
+		charts = append(charts, monitorChart(k, ms, dropped, ids))
+	}
+	sort.Strings(left)
+	return charts, left
+}
+
+// monitorGroups sorts the server series that ever left zero by monitor
+// and unit; the generator's own monitor is charted elsewhere.
+func monitorGroups(r *result.Result) map[monGroup][]monSeries {
+	groups := map[monGroup][]monSeries{}
 	for k, s := range r.Monitors {
 		label, metric := result.SplitMonitorKey(k)
 		if label == selfLabel {
@@ -105,10 +130,16 @@ func monitorCharts(r *result.Result) (charts []chart, left []string) {
 		if metric == "" {
 			metric = label
 		}
-		g := key{label, s.Unit}
+		g := monGroup{label, s.Unit}
 		groups[g] = append(groups[g], monSeries{metric, s, peak})
 	}
-	keys := make([]key, 0, len(groups))
+	return groups
+}
+
+// sortedGroups orders the groups by monitor, then by unit as monitorUnits
+// ranks them.
+func sortedGroups(groups map[monGroup][]monSeries) []monGroup {
+	keys := make([]monGroup, 0, len(groups))
 	for k := range groups {
 		keys = append(keys, k)
 	}
@@ -123,54 +154,50 @@ func monitorCharts(r *result.Result) (charts []chart, left []string) {
 		}
 		return keys[i].unit < keys[j].unit
 	})
-	ids := map[string]bool{}
-	for _, k := range keys {
-		ms := groups[k]
-		if len(charts) == maxMonitorCharts {
-			for _, m := range ms {
-				left = append(left, monitorKeyName(k.label, m.metric))
-			}
-			continue
+	return keys
+}
+
+// largestSeries keeps the maxSeriesPerChart largest series, by name; the
+// largest are the ones worth a line when there are too many, and the rest
+// (dropped, by name) keep their place in the table.
+func largestSeries(ms []monSeries) (kept []monSeries, dropped []string) {
+	sort.Slice(ms, func(i, j int) bool {
+		if ms[i].peak != ms[j].peak {
+			return ms[i].peak > ms[j].peak
 		}
-		// The largest series are the ones worth a line when there are too
-		// many; the rest keep their place in the table.
-		sort.Slice(ms, func(i, j int) bool {
-			if ms[i].peak != ms[j].peak {
-				return ms[i].peak > ms[j].peak
-			}
-			return ms[i].metric < ms[j].metric
-		})
-		var dropped []string
-		if len(ms) > maxSeriesPerChart {
-			for _, m := range ms[maxSeriesPerChart:] {
-				dropped = append(dropped, m.metric)
-				left = append(left, monitorKeyName(k.label, m.metric))
-			}
-			ms = ms[:maxSeriesPerChart]
+		return ms[i].metric < ms[j].metric
+	})
+	if len(ms) > maxSeriesPerChart {
+		for _, m := range ms[maxSeriesPerChart:] {
+			dropped = append(dropped, m.metric)
 		}
-		sort.Slice(ms, func(i, j int) bool { return ms[i].metric < ms[j].metric })
-		_, axisUnit, word := unitRank(k.unit)
-		id := "mon-" + strings.Trim(idUnsafe.ReplaceAllString(strings.ToLower(k.label+"-"+word), "-"), "-")
-		for base, i := id, 2; ids[id]; i++ {
-			id = fmt.Sprintf("%s-%d", base, i)
-		}
-		ids[id] = true
-		title := k.label + ": " + word
-		if len(ms) == 1 && len(dropped) == 0 {
-			title = k.label + ": " + ms[0].metric
-		}
-		c := chart{ID: id, Group: monitorChartGroup, Title: title, X: "time",
-			Axes: []axis{{Label: word, Unit: axisUnit}}}
-		c.Xs, c.Lines = alignMonitorSeries(ms)
-		note := "Sampled by the " + k.label + " monitor on the run clock (0 is the load's start)."
-		if len(dropped) > 0 {
-			note += fmt.Sprintf(" %d smaller series not drawn (see the table): %s.", len(dropped), strings.Join(dropped, ", "))
-		}
-		c.Note = note
-		charts = append(charts, c)
+		ms = ms[:maxSeriesPerChart]
 	}
-	sort.Strings(left)
-	return charts, left
+	sort.Slice(ms, func(i, j int) bool { return ms[i].metric < ms[j].metric })
+	return ms, dropped
+}
+
+// monitorChart is group k's chart, with an id unique among ids.
+func monitorChart(k monGroup, ms []monSeries, dropped []string, ids map[string]bool) chart {
+	_, axisUnit, word := unitRank(k.unit)
+	id := "mon-" + strings.Trim(idUnsafe.ReplaceAllString(strings.ToLower(k.label+"-"+word), "-"), "-")
+	for base, i := id, 2; ids[id]; i++ {
+		id = fmt.Sprintf("%s-%d", base, i)
+	}
+	ids[id] = true
+	title := k.label + ": " + word
+	if len(ms) == 1 && len(dropped) == 0 {
+		title = k.label + ": " + ms[0].metric
+	}
+	c := chart{ID: id, Group: monitorChartGroup, Title: title, X: "time",
+		Axes: []axis{{Label: word, Unit: axisUnit}}}
+	c.Xs, c.Lines = alignMonitorSeries(ms)
+	note := "Sampled by the " + k.label + " monitor on the run clock (0 is the load's start)."
+	if len(dropped) > 0 {
+		note += fmt.Sprintf(" %d smaller series not drawn (see the table): %s.", len(dropped), strings.Join(dropped, ", "))
+	}
+	c.Note = note
+	return c
 }
 
 func monitorKeyName(label, metric string) string {
