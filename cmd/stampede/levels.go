@@ -32,7 +32,7 @@ Exit codes: 0 every gate passed; 1 a gate failed; 2 bad usage or invalid
 plan; 3 the run could not complete.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadPlan(args[0])
+			p, err := loadPlan(pr, args[0])
 			if err != nil {
 				return err
 			}
@@ -58,8 +58,8 @@ plan; 3 the run could not complete.`,
 
 // loadPlan loads a plan into a valid plan (session.Load): every plan
 // error is reported the same way, with its place.
-func loadPlan(path string) (*plan.Plan, error) {
-	return session.Load(path, plan.LoadOptions{AllowFiles: allowFiles})
+func loadPlan(pr session.Process, path string) (*plan.Plan, error) {
+	return pr.Load(path, plan.LoadOptions{AllowFiles: allowFiles})
 }
 
 func locatedValues(ls []plan.Located) []string {
@@ -122,7 +122,7 @@ complete.`,
 			if err != nil {
 				return err
 			}
-			p, err := loadPlan(args[0])
+			p, err := loadPlan(pr, args[0])
 			if err != nil {
 				return err
 			}
@@ -211,7 +211,7 @@ in the result's capacity indicator).`,
 			if err := session.CheckSLO(r.SLO); err != nil {
 				return err
 			}
-			p, err := loadPlan(args[0])
+			p, err := loadPlan(pr, args[0])
 			if err != nil {
 				return err
 			}

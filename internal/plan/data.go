@@ -66,6 +66,10 @@ type LoadOptions struct {
 	// body_file, multipart and data files may be read from (--allow-files;
 	// files.go).
 	AllowFiles []string
+	// Env reads the ${NAME} references (the process's environment, which
+	// only the binary's main reads: session.Process.LookupEnv); nil reads
+	// os.LookupEnv, for LoadFile.
+	Env func(string) (string, bool)
 }
 
 // LoadFileWith is LoadFile with o: the plan of one segment, or with its
@@ -81,7 +85,11 @@ func LoadFileWith(path string, o LoadOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseOpts(path, src, os.LookupEnv, openFile, o)
+	env := o.Env
+	if env == nil {
+		env = os.LookupEnv
+	}
+	return parseOpts(path, src, env, openFile, o)
 }
 
 // FileRows is how many data rows the source's file has; Rows may hold only

@@ -160,8 +160,6 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if err := checkEngine(p, prog, o.Engine); err != nil { // engine.go
 		return nil, err
 	}
-	raiseFDLimit()
-	tuneGC(p)
 	if !o.SkipPreflight {
 		if err := preflight(base, o.TLS); err != nil {
 			return nil, err
@@ -532,39 +530,6 @@ func (r *runner) sleepUntil(t time.Time) bool {
 func (r *runner) handleIterErr(err error) {
 	if errors.Is(err, vu.ErrDataExhausted) {
 		r.stop(err.Error()+"; the run stopped starting new iterations", false)
-	}
-}
-
-// manyUsers is the count of users plus held connections from which memory
-// per user matters more than the garbage collector's CPU.
-const manyUsers = 1000
-
-// tuneGC keeps the heap tight when a run holds many users. The request
-// path allocates (almost) nothing, so a lower GOGC costs little CPU, while
-// the default lets the heap grow to twice what thousands of idle users
-// need. Idle persistent connections make even less garbage (a ping every
-// 15 s), so a population of them gets a tighter heap still: measured on
-// 18,000 SignalR connections, GOGC 10 took the process's own memory from
-// 7.4 to 6.6 KB per connection for about 0.04 cores more CPU
-// (docs/benchmarks.md). A GOGC set by the user wins.
-func tuneGC(p *plan.Plan) {
-	if _, set := os.LookupEnv("GOGC"); set {
-		return
-	}
-	users, conns := 0, 0
-	if p.Load.Model == plan.Closed {
-		users = int(sched.MaxTarget(p.Load.Stages))
-	}
-	for _, sc := range p.Scenarios {
-		if sc.Connection != nil {
-			conns += sc.Connection.Count(p.Tenants)
-		}
-	}
-	switch {
-	case conns >= manyUsers && conns >= users:
-		debug.SetGCPercent(10)
-	case users+conns >= manyUsers:
-		debug.SetGCPercent(25)
 	}
 }
 

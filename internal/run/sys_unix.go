@@ -7,17 +7,6 @@ import (
 	"time"
 )
 
-// raiseFDLimit lifts the soft open-files limit to the hard one: every
-// connection is a file, and distributions ship a soft limit (1024) far
-// below what a load test holds.
-func raiseFDLimit() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
-		l.Cur = l.Max
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-	}
-}
-
 // cpuTime is the CPU the process has used, user and system.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage

@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// raiseFDLimit has nothing to raise: Windows has no per-process soft limit
-// on sockets like RLIMIT_NOFILE.
-func raiseFDLimit() {}
-
 // cpuTime is the CPU the process has used, kernel and user.
 func cpuTime() time.Duration {
 	var creation, exit, kernel, user syscall.Filetime

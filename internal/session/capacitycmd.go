@@ -67,6 +67,7 @@ func (pr Process) Capacity(r CapacityRequest) error {
 		return err
 	}
 	e := &Levels{Plan: p, Options: lo, Capacity: &co}
+	pr.tuneGCForLevels(p, plan.VaryRate, []float64{r.Start}, r.Ramp, r.StepHold)
 	oc := s.Run(e)
 	disp.done()
 	return pr.printCapacity(oc, e, r, out)

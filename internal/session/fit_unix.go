@@ -8,8 +8,8 @@ import (
 )
 
 // openFilesLimit is the open files a run may have: the hard limit, since
-// a run raises its soft limit to it before the load starts (usableLimit
-// says where that differs).
+// Go's runtime raises the soft limit to it as the process starts
+// (usableLimit says where that differs).
 func openFilesLimit() uint64 {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {

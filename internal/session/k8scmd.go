@@ -56,7 +56,7 @@ func (pr Process) K8s(f K8sRequest) error {
 		// would be the default in one and as given in the other.
 		return Fail(ExitUsage, fmt.Errorf("--start-grace %v: expected a duration above zero, such as 30s (how late after the start time a pod may still run)", f.StartGrace))
 	}
-	p, err := Load(f.PlanFile, plan.LoadOptions{AllowFiles: f.AllowFiles})
+	p, err := pr.Load(f.PlanFile, plan.LoadOptions{AllowFiles: f.AllowFiles})
 	if err != nil {
 		return err
 	}

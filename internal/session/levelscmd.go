@@ -58,6 +58,7 @@ func (pr Process) Levels(j LevelsRequest) error {
 		return err
 	}
 	e := &Levels{Plan: p, Vary: j.Vary, Values: j.Values, Options: lo}
+	pr.tuneGCForLevels(p, j.Vary, j.Values, j.Ramp, j.Hold)
 	oc := s.Run(e)
 	disp.done()
 	return pr.printLevels(oc, e, j, out)

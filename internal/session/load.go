@@ -28,3 +28,13 @@ func Load(path string, o plan.LoadOptions) (*plan.Plan, error) {
 	}
 	return p, nil
 }
+
+// Load is Load with the plan's ${NAME} references read from this
+// process's environment (LookupEnv; none without it).
+func (pr Process) Load(path string, o plan.LoadOptions) (*plan.Plan, error) {
+	o.Env = pr.LookupEnv
+	if o.Env == nil {
+		o.Env = func(string) (string, bool) { return "", false }
+	}
+	return Load(path, o)
+}

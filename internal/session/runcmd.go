@@ -40,7 +40,7 @@ func (pr Process) Run(r RunRequest) error {
 	if r.Split.Workers > 0 {
 		return pr.runWorkers(r)
 	}
-	p, err := r.Split.load(r.PlanFile, r.AllowFiles)
+	p, err := r.Split.load(pr, r.PlanFile, r.AllowFiles)
 	if err != nil {
 		return err
 	}
@@ -85,6 +85,7 @@ func (pr Process) Run(r RunRequest) error {
 	opts.BaseURL = baseURL
 	opts.Progress = live.update
 	stderr := pr.Stderr
+	pr.tuneGC(p)
 	oc := s.Run(&InProcess{Plan: p, Options: opts, Warn: func(msg string) { fmt.Fprintln(stderr, msg) }})
 	live.done()
 	closeFailures()

@@ -53,7 +53,7 @@ func (d Split) processes() int {
 // a pod of an N-segment run holds 1/N of a large file (plan.LoadOptions).
 // Every check of a whole run is made (file present and regular, columns,
 // rows), on the segment's share.
-func (d Split) load(path string, allow []string) (*plan.Plan, error) {
+func (d Split) load(pr Process, path string, allow []string) (*plan.Plan, error) {
 	s, err := d.seg()
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (d Split) load(path string, allow []string) (*plan.Plan, error) {
 		n := s.Norm()
 		o.Index, o.Count = n.Index, n.Count
 	}
-	return Load(path, o)
+	return pr.Load(path, o)
 }
 
 // parseStartAt reads --start-at.

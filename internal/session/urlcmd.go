@@ -55,6 +55,7 @@ func (pr Process) URL(r URLRequest) error {
 		return err
 	}
 	defer s.Close()
+	pr.tuneGC(p)
 	oc := s.Run(&InProcess{Plan: p, Options: run.Options{Version: pr.Version, Engine: r.Engine}})
 	if oc.Result == nil || oc.Quit {
 		return oc.Err()

@@ -9,7 +9,7 @@ import (
 // every gate level included; the message of a refusal says how many
 // --workers it needs.
 func (pr Process) Validate(path, dataDir string, allow []string) (*plan.Plan, error) {
-	p, err := Load(path, plan.LoadOptions{DataDir: dataDir, AllowFiles: allow})
+	p, err := pr.Load(path, plan.LoadOptions{DataDir: dataDir, AllowFiles: allow})
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func (pr Process) workersPlan(r RunRequest) (*plan.Plan, error) {
 	if d.Emit {
 		return nil, Fail(ExitUsage, errors.New("--emit-result is for a single segment (a pod): leave out --workers"))
 	}
-	p, err := d.load(r.PlanFile, r.AllowFiles)
+	p, err := d.load(pr, r.PlanFile, r.AllowFiles)
 	if err != nil {
 		return nil, err
 	}
