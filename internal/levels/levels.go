@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -65,6 +66,13 @@ type Options struct {
 	// workers: the level's share in each of several processes, merged and
 	// judged here); it returns the level judged, as runLevel does.
 	Runner func(ctx context.Context, vary string, v float64, i, n int, o Options) (result.Level, error)
+	// Signals and Forward are the session's (session.Control), for a
+	// Runner whose processes hear Ctrl-C themselves: while Forward(true)
+	// holds, the interrupts come on Signals for it to pass on, and ctx
+	// stays, so the processes stop and write their partials as a
+	// `run --workers` does.
+	Signals <-chan os.Signal
+	Forward func(on bool)
 	// LoadOver, when set, hears the whole run once its last level ended
 	// and before the plan's teardown runs (gates, sweeps; a capacity
 	// search's is CapacityOptions.Found): the teardown may take

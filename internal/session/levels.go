@@ -53,6 +53,9 @@ func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error)
 	o := e.Options
 	o.Run.OnPhase = e.set
 	o.Judge = LevelPass
+	if e.ForwardsSignals() {
+		o.Signals, o.Forward = c.Signals, c.Forward
+	}
 	o.LoadOver = func(out *levels.Outcome) {
 		e.mu.Lock()
 		e.Outcome = out
@@ -113,6 +116,13 @@ func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error)
 	}
 	return outc.Result, err
 }
+
+// ForwardsSignals: a level run in other processes (levels.Options.Runner,
+// --workers) has its segments hear every signal, as `run --workers` has
+// its workers: a second Ctrl-C makes them quit at once and write their
+// partials, which are merged, rather than this process quitting and
+// killing them with nothing of the level saved.
+func (e *Levels) ForwardsSignals() bool { return e.Options.Runner != nil }
 
 // Snapshot is the levels that ended and the one running so far, as one
 // result marked partial; nil before the first level's load started.

@@ -47,7 +47,16 @@ type LevelWorkers struct {
 }
 
 // Runner runs one level in the workers; it is levels.Options.Runner.
+// While the segments run, the session's signals come on o.Signals and
+// are passed on to them, every one, as `run --workers` passes them: the
+// first stops them in order, a second makes them quit at once, and
+// either way they write their partials, merged here into the level.
 func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n int, o levels.Options) (result.Level, error) {
+	if ctx.Err() != nil {
+		// Stopped between two levels: this one is not started, and the
+		// levels before it are saved with it.
+		return levels.Interrupted(w.Plan, vary, v, o, fmt.Sprintf("interrupted (%s) before the level started", run.InterruptName(ctx))), nil
+	}
 	lead := w.Lead
 	if lead <= 0 {
 		lead = dist.DefaultLead
@@ -57,24 +66,27 @@ func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n i
 		o.Event(levels.Event{Vary: vary, Value: v, Phase: fmt.Sprintf("ramp and hold in %d processes", w.Workers),
 			Duration: lead + o.Ramp + o.Hold, Index: i, Count: n})
 	}
-	outs := make([]string, w.Workers)
-	errs := make([]error, w.Workers)
-	var wg sync.WaitGroup
-	for k := range w.Workers {
-		outs[k] = filepath.Join(w.Dir, fmt.Sprintf("level-%d-seg-%d.json", i, k))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[k] = w.runSegment(ctx, vary, v, o, segment.Segment{Index: k, Count: w.Workers}, start, outs[k])
-		}()
-	}
-	wg.Wait()
+	outs, errs, heard := w.runSegments(ctx, vary, v, i, o, start)
 	lv, err := w.merge(vary, v, outs, errs)
-	if err != nil && ctx.Err() != nil {
-		return lv, fmt.Errorf("level %s %s: interrupted before its segments measured anything (%v)", vary, levels.FormatLevel(vary, v), err)
+	stopped := ""
+	switch {
+	case heard != nil:
+		stopped = "interrupted (" + run.SignalName(heard) + ")"
+	case ctx.Err() != nil:
+		stopped = "interrupted (" + run.InterruptName(ctx) + ")"
+	}
+	if err != nil && stopped != "" {
+		// A Ctrl-C must leave a result: the levels that finished, and
+		// this one said to be cut off with what it lost.
+		return levels.Interrupted(w.Plan, vary, v, o, fmt.Sprintf("%s; nothing of the level could be merged: %v", stopped, err)), nil
 	}
 	if err != nil {
 		return lv, err
+	}
+	if stopped != "" && !lv.Result.Run.Partial {
+		// The segments ended their level as the signal came: the level
+		// is whole, but no level may follow it.
+		lv.Result.Run.Partial, lv.Result.Run.PartialReason = true, stopped+" as the level ended"
 	}
 	levels.Judge(lv.Result, w.Plan, o.SLO)
 	lv.SLO = lv.Result.Thresholds
@@ -85,11 +97,60 @@ func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n i
 	return lv, nil
 }
 
+// runSegments runs the level's segments and waits for them, passing on
+// every signal o.Signals brings meanwhile; heard is the first of them
+// (nil when none came).
+func (w LevelWorkers) runSegments(ctx context.Context, vary string, v float64, i int, o levels.Options, start time.Time) (outs []string, errs []error, heard os.Signal) {
+	outs, errs = make([]string, w.Workers), make([]error, w.Workers)
+	sigs := make([]*segmentSignals, w.Workers)
+	forward := o.Forward
+	if forward == nil {
+		forward = func(bool) {}
+	}
+	forward(true)
+	defer forward(false)
+	var wg sync.WaitGroup
+	for k := range w.Workers {
+		outs[k] = filepath.Join(w.Dir, fmt.Sprintf("level-%d-seg-%d.json", i, k))
+		os.Remove(outs[k]) // a stale file must not pass for this level's
+		sigs[k] = newSegmentSignals(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = w.runSegment(sigs[k], vary, v, o, segment.Segment{Index: k, Count: w.Workers}, start, outs[k])
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	in := o.Signals
+	for {
+		select {
+		case <-done:
+			return outs, errs, heard
+		case sig, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			if heard == nil {
+				heard = sig
+			}
+			for _, s := range sigs {
+				s.pass(sig)
+			}
+		}
+	}
+}
+
 // runSegment runs one segment of the level and waits for it, as a worker
 // of this process (dist.RunWorker): it dies with this process, and only
-// this process passes it a signal: the one that ended ctx (Ctrl-C or
-// SIGTERM), once; the segment then stops and writes its partial.
-func (w LevelWorkers) runSegment(ctx context.Context, vary string, v float64, o levels.Options, seg segment.Segment, start time.Time, out string) error {
+// this process passes it signals (segmentSignals): the ones forwarded to
+// it, or the one that ended ctx (Ctrl-C or SIGTERM), once; the segment
+// then stops and writes its partial.
+func (w LevelWorkers) runSegment(sigs *segmentSignals, vary string, v float64, o levels.Options, seg segment.Segment, start time.Time, out string) error {
 	args := []string{"sweep", w.PlanFile, "--" + vary, strconv.FormatFloat(v, 'f', -1, 64),
 		"--hold", o.Hold.String(), "--ramp", o.Ramp.String(),
 		"--segment", seg.String(), "--start-at", start.UTC().Format(time.RFC3339Nano), "-o", out, "-q"}
@@ -99,9 +160,10 @@ func (w LevelWorkers) runSegment(ctx context.Context, vary string, v float64, o 
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.CommandContext(ctx, w.Bin, args...)
+	defer sigs.stop()
+	cmd := exec.CommandContext(sigs.ctx, w.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Cancel = func() error { return cmd.Process.Signal(stopSignal(ctx)) }
+	cmd.Cancel = func() error { return sigs.attach(cmd.Process) }
 	cmd.WaitDelay = time.Minute
 	err = dist.RunWorker(cmd)
 	var ee *exec.ExitError
