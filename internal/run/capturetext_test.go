@@ -1,18 +1,43 @@
 package run
 
 import (
+	"context"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stampede-load/stampede/internal/plan"
 )
 
-// A WebSocket capture that finds nothing is worded as an HTTP step's
-// (`capture "id" found nothing`, vu.judge), so a plan's failures read
-// alike whichever protocol they came over.
-func TestWSCaptureFailureReadsAsHTTPs(t *testing.T) {
-	if got := (&captureError{name: "id"}).Error(); !strings.HasPrefix(got, `capture "id" found nothing`) {
-		t.Errorf("WebSocket capture failure %q", got)
+// A WebSocket capture marked secret is hidden from every message once
+// taken, as a request step's is: the connection path used to take its
+// captures on its own and never noted one.
+func TestWSSecretCaptureIsHidden(t *testing.T) {
+	srv := httptest.NewServer(&wsServer{})
+	defer srv.Close()
+	p := connPlan(t, `
+target: `+srv.URL+`
+scenarios:
+  ticker:
+    users: 1
+    websocket:
+      url: "/feed?u=oken-{{ vu }}"
+      steps:
+        - send: {json: {op: join, room: r}}
+        - name: joined
+          wait: {json: type, equals: joined, timeout: 2s, capture: {id: {json: id, secret: true}}}
+        - hold: 100ms
+load: {stages: [{duration: 300ms, users: 1}]}
+`)
+	res, err := Run(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := connStep(t, res, "ticker", "joined"); s.Successful == 0 {
+		t.Fatalf("the capture never ran: %+v", s)
+	}
+	if got := p.Redact("echoed: token-1"); strings.Contains(got, "token-1") {
+		t.Errorf("the secret capture shows: %q", got)
 	}
 }
 

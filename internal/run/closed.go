@@ -1,6 +1,7 @@
 package run
 
 import (
+	"sync"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/vu"
@@ -16,15 +17,16 @@ const controlEvery = 20 * time.Millisecond
 // look, the loop runs until every user of the target exists.
 const startBatch = 64
 
-// mayStart reports whether new users may still start: the run has not
-// been stopped and the stages have not ended.
-func (r *runner) mayStart(end time.Time) bool {
-	select {
-	case <-r.soft:
-		return false
-	default:
-	}
-	return time.Now().Before(end)
+// closedDriver runs the closed model: it keeps the profile's number of
+// users running (runClosed, or runWaves for a tenant pool in waves), each
+// busy user on a goroutine of its own and the waiting ones in a timer heap
+// (scheduled.go).
+type closedDriver struct {
+	*runner
+	// waiting holds the users that wait (paced or thinking); see
+	// startUser.
+	waiting   userQueue
+	schedOnce sync.Once
 }
 
 type closedUser struct {
@@ -39,45 +41,42 @@ type closedUser struct {
 // profile does, and retires its newest first, as one process does: until a
 // ramp down is followed by a ramp up, the segments together run exactly
 // the users 1..v that one process runs.
-func (r *runner) runClosed() {
-	stages := r.plan.Load.Stages
-	end := r.start.Add(r.plan.Load.Duration())
-	r.startEngine() // engine.go
+func (cd *closedDriver) runClosed() {
+	stages := cd.plan.Load.Stages
+	end := cd.start.Add(cd.plan.Load.Duration())
+	cd.startEngine() // engine.go
 	var running []closedUser
 	tick := time.NewTicker(controlEvery)
 	defer tick.Stop()
 	for {
 		now := time.Now()
-		if !r.mayStart(end) {
+		if !cd.mayStart(end) {
 			break
 		}
-		want := r.segUsersAt(stages, now.Sub(r.start)) // this segment's stripe
+		want := cd.segUsersAt(stages, now.Sub(cd.start)) // this segment's stripe
 		for n := 1; len(running) < want; n++ {
-			if n%startBatch == 0 && !r.mayStart(end) {
+			if n%startBatch == 0 && !cd.mayStart(end) {
 				break
 			}
-			if r.eng.loop != nil {
-				running = append(running, r.startLoopUser(make(chan struct{})))
+			if cd.eng.loop != nil {
+				running = append(running, cd.startLoopUser(make(chan struct{})))
 				continue
 			}
-			cu := closedUser{u: r.newUser(), quit: make(chan struct{})}
+			cu := closedUser{u: cd.newUser(), quit: make(chan struct{})}
 			running = append(running, cu)
-			r.startUser(cu)
+			cd.startUser(cu)
 		}
 		for len(running) > want {
 			last := running[len(running)-1]
 			close(last.quit)
 			running = running[:len(running)-1]
 		}
-		if len(running) > r.maxUsers {
-			r.maxUsers = len(running)
-		}
 		wait := time.Until(end)
 		if wait > controlEvery {
 			wait = controlEvery
 		}
 		select {
-		case <-r.soft:
+		case <-cd.soft:
 			return
 		case <-time.After(wait):
 		}
@@ -86,22 +85,22 @@ func (r *runner) runClosed() {
 
 // closedLoop runs a user that is busy all the time: iteration after
 // iteration with no pace and no think, until it is retired or the run stops.
-func (r *runner) closedLoop(cu closedUser) {
-	defer r.wg.Done()
-	r.rec.Active.Add(1)
-	defer r.rec.Active.Add(-1)
-	sc := r.prog.ScenarioFor(cu.u.ID - 1)
-	stop := vu.Stop{Soft: r.soft, Retire: cu.quit}
+func (cd *closedDriver) closedLoop(cu closedUser) {
+	defer cd.wg.Done()
+	cd.rec.Active.Add(1)
+	defer cd.rec.Active.Add(-1)
+	sc := cd.prog.ScenarioFor(cu.u.ID - 1)
+	stop := vu.Stop{Soft: cd.soft, Retire: cu.quit}
 	for {
 		select {
-		case <-r.soft:
+		case <-cd.soft:
 			return
 		case <-cu.quit:
 			return
 		default:
 		}
 		if err := cu.u.Iterate(sc, time.Time{}, stop); err != nil {
-			r.handleIterErr(err)
+			cd.handleIterErr(err)
 			if isExhausted(err) {
 				return
 			}

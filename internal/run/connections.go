@@ -3,13 +3,8 @@ package run
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"math"
-	"net/http"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +13,6 @@ import (
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/proto/signalr"
 	"github.com/stampede-load/stampede/internal/proto/ws"
-	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/sample"
 	"github.com/stampede-load/stampede/internal/sched"
 )
@@ -155,7 +149,7 @@ type handBack struct {
 
 // startConnections starts the populations of the plan's connection
 // scenarios; nil when it has none. Call before the ticker starts.
-func (r *runner) startConnections() {
+func startConnections(r *runner) *connRunner {
 	var scs []*plan.Scenario
 	for _, sc := range r.plan.Scenarios {
 		if sc.Connection.Spec() != nil {
@@ -163,7 +157,7 @@ func (r *runner) startConnections() {
 		}
 	}
 	if len(scs) == 0 {
-		return
+		return nil
 	}
 	cr := &connRunner{r: r, back: make(chan *handBack, 1024), stopCh: make(chan struct{}), done: make(chan struct{})}
 	cr.ctx, cr.cancel = context.WithCancel(context.Background())
@@ -203,8 +197,8 @@ func (r *runner) startConnections() {
 		cr.pops = append(cr.pops, p)
 	}
 	r.rec.TrackConnections = true
-	r.conns = cr
 	go cr.loop()
+	return cr
 }
 
 // groupName is the report group of a protocol's steps.
@@ -266,14 +260,14 @@ func (p *population) setup(tlsConf *tls.Config) {
 	}
 }
 
-// stopConnections closes every connection (politely, in parallel) and
+// stop closes every connection (politely, in parallel) and
 // waits for the populations to finish; a no-op without any.
-func (r *runner) stopConnections() {
-	if r.conns == nil {
+func (cr *connRunner) stop() {
+	if cr == nil {
 		return
 	}
-	r.conns.once.Do(func() { close(r.conns.stopCh) })
-	<-r.conns.done
+	cr.once.Do(func() { close(cr.stopCh) })
+	<-cr.done
 }
 
 func (cr *connRunner) loop() {
@@ -317,18 +311,9 @@ func (cr *connRunner) fraction(el time.Duration) float64 {
 	return sched.TargetAt(st, el) / peak
 }
 
-func (cr *connRunner) stopping() bool {
-	select {
-	case <-cr.r.soft:
-		return true
-	default:
-		return false
-	}
-}
-
 func (cr *connRunner) control(now time.Time, poll bool) {
 	frac := cr.fraction(now.Sub(cr.r.start))
-	stopping := cr.stopping()
+	stopping := cr.r.stopping()
 	var open int64
 	for _, p := range cr.pops {
 		want := int(math.Round(frac * float64(p.total)))
@@ -443,309 +428,6 @@ func connClass(err error) sample.Class {
 	return ws.Classify(err)
 }
 
-// ---- SignalR and WebSocket sessions ----
-
-// url renders the slot's connection URL, joined to the target when it is
-// a path.
-func (p *population) url(t *plan.Template, s *slot) string {
-	u := t.String(s.env)
-	if strings.HasPrefix(u, "/") {
-		return p.base + u
-	}
-	return u
-}
-
-func (p *population) headerOf(hs []plan.Header, env *plan.Env) http.Header {
-	if len(hs) == 0 {
-		return nil
-	}
-	h := make(http.Header, len(hs))
-	for _, x := range hs {
-		v := x.Value.String(env)
-		if p.plan.IsSecretHeader(x.Name) {
-			// Hidden before it is sent, as a request step's are (vu).
-			p.plan.NoteSecretHeader(x.Name, v)
-		}
-		h.Add(x.Name, v)
-	}
-	return h
-}
-
-// connect opens the slot's connection and runs its calls or steps up to a
-// hold. Runs on a goroutine of its own.
-func (p *population) connect(ctx context.Context, s *slot) {
-	s.env.Iter = s.iter
-	s.iter++
-	switch {
-	case p.sro != nil:
-		p.connectSignalR(ctx, s)
-	default:
-		p.connectWS(ctx, s)
-	}
-}
-
-func (p *population) connectSignalR(ctx context.Context, s *slot) {
-	spec := p.spec.SignalR
-	c, err := signalr.Connect(ctx, p.url(spec.URL, s), p.headerOf(spec.Headers, s.env), p.sro)
-	if err != nil {
-		p.failedAttempt(err)
-		p.retryLater(s)
-		return
-	}
-	p.opened.Add(1)
-	for _, call := range spec.Calls {
-		if err := p.call(ctx, c, call, s.env); err != nil {
-			// Recorded under the call's step; the connection is of no
-			// use to the scenario without it, so start over. A call cut
-			// short by the run's end leaves a connection open at the end.
-			if ctx.Err() != nil {
-				c.CloseAtEnd()
-			} else {
-				c.Close()
-			}
-			p.retryLater(s)
-			return
-		}
-	}
-	s.sr, s.since = c, time.Now()
-	p.holding(s, spec.Hold)
-}
-
-func (p *population) call(ctx context.Context, c *signalr.Conn, call plan.HubCall, env *plan.Env) error {
-	var raw []json.RawMessage
-	if err := json.Unmarshal(call.Args.Append(nil, env), &raw); err != nil {
-		// The template renders valid JSON by construction; a bad one is
-		// still counted rather than dropped, with no latency: nothing
-		// was sent.
-		p.rec.Unsent(callOp(call), sample.Other, err)
-		return err
-	}
-	args := make([]any, len(raw))
-	for i, a := range raw {
-		args[i] = a
-	}
-	if call.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, call.Timeout)
-		defer cancel()
-	}
-	var err error
-	switch call.Mode {
-	case plan.HubSend:
-		err = c.Send(call.Method, args...)
-	case plan.HubStream:
-		_, err = c.Stream(ctx, call.Method, args, nil)
-	default:
-		_, err = c.Invoke(ctx, call.Method, args...)
-	}
-	return err
-}
-
-func (p *population) holding(s *slot, d time.Duration) {
-	s.state, s.until = slotHolding, time.Time{}
-	if d > 0 {
-		s.until = time.Now().Add(d)
-	}
-}
-
-func (p *population) retryLater(s *slot) {
-	p.drop(s)
-	s.state, s.until = slotWaiting, time.Now().Add(p.spec.Reconnect)
-}
-
-// holdOver runs when a hold ends: a SignalR connection closes (and the
-// slot connects again); a WebSocket script goes on after its hold step.
-func (p *population) holdOver(ctx context.Context, s *slot) {
-	if s.wc != nil {
-		p.runSteps(ctx, s)
-		return
-	}
-	p.closeSlot(ctx, s)
-}
-
-// closeSlot ends a held connection politely (a ramp down): the session
-// was a success.
-func (p *population) closeSlot(_ context.Context, s *slot) { p.closeHeld(s, false) }
-
-// closeHeld closes a held connection; atEnd: because the run ended, so
-// it counts as open at the end rather than as a disconnect.
-func (p *population) closeHeld(s *slot, atEnd bool) {
-	switch {
-	case s.sr != nil:
-		if d := s.sr.Disconnect(); d != nil {
-			// It ended on its own before we came to close it.
-			p.rec.Record(signalr.OpSession, d.Class, time.Since(s.since), d)
-		} else {
-			p.rec.Record(signalr.OpSession, sample.OK, time.Since(s.since), nil)
-			if atEnd {
-				s.sr.CloseAtEnd()
-			} else {
-				s.sr.Close()
-			}
-		}
-	case s.wc != nil:
-		p.closeWS(s, 1000, "", atEnd)
-	}
-	p.drop(s)
-	s.state = slotIdle
-}
-
-func (p *population) closeWS(s *slot, code int, reason string, atEnd bool) {
-	if d := s.wc.Disconnect(); d != nil {
-		// It ended on its own before we came to close it.
-		p.rec.RecordWS(ws.OpSession, d.Class, time.Since(s.since), d)
-		p.wsEnded(d, false)
-		return
-	}
-	p.rec.RecordWS(ws.OpSession, sample.OK, time.Since(s.since), nil)
-	s.wc.Close(code, reason)
-	p.wsEnded(s.wc.Disconnect(), atEnd)
-}
-
-func (p *population) connectWS(ctx context.Context, s *slot) {
-	spec := p.spec.WebSocket
-	c, err := ws.Dial(ctx, p.url(spec.URL, s), p.headerOf(spec.Headers, s.env), p.wso, nil)
-	if err != nil {
-		p.failedAttempt(err)
-		p.rec.RecordWS(ws.OpUpgrade, ws.Classify(err), 0, err)
-		p.retryLater(s)
-		return
-	}
-	p.opened.Add(1)
-	raisePeak(&p.peak, p.wsOp.Add(1))
-	p.rec.RecordWS(ws.OpUpgrade, sample.OK, c.Timing.Upgrade, nil)
-	s.wc, s.since, s.pc = c, time.Now(), 0
-	for i := range s.env.Captures {
-		s.env.Captures[i] = ""
-	}
-	p.runSteps(ctx, s)
-}
-
-// runSteps runs the script from s.pc until a hold (the slot is handed back
-// holding), the end of the script or a close (the slot connects again at
-// once), or a failure (the slot reconnects after the reconnect delay).
-func (p *population) runSteps(ctx context.Context, s *slot) {
-	steps := p.spec.WebSocket.Steps
-	var armed *ws.Waiter
-	for s.pc < len(steps) {
-		st := &steps[s.pc]
-		s.pc++
-		switch st.Kind {
-		case plan.WSHold:
-			p.holding(s, st.Hold)
-			return
-		case plan.WSClose:
-			p.closeWS(s, st.Code, st.Reason, false)
-			p.drop(s)
-			s.state = slotIdle
-			return
-		case plan.WSSend:
-			if s.pc < len(steps) && steps[s.pc].Kind == plan.WSWait {
-				// Arm the wait before sending, so a quick answer cannot
-				// slip past unseen.
-				armed = s.wc.Expect(matcher(&steps[s.pc]))
-			}
-			typ := ws.Text
-			if st.Binary {
-				typ = ws.Binary
-			}
-			t0 := time.Now()
-			err := s.wc.Send(typ, st.Body.Append(nil, s.env))
-			p.rec.RecordWS(ws.StepOp(st.Name), ws.Classify(err), time.Since(t0), err)
-			if err != nil {
-				p.failStep(s, false)
-				return
-			}
-		case plan.WSWait:
-			w := armed
-			armed = nil
-			if w == nil {
-				w = s.wc.Expect(matcher(st))
-			}
-			wctx, cancel := context.WithTimeout(ctx, st.Timeout)
-			t0 := time.Now()
-			msg, err := w.Wait(wctx)
-			cancel()
-			d := time.Since(t0)
-			if err == nil {
-				err = capture(st, msg, s.env)
-			}
-			cl := ws.Classify(err)
-			var ce *captureError
-			if errors.As(err, &ce) {
-				cl = sample.Capture
-			}
-			if err != nil && ctx.Err() != nil {
-				cl = sample.Interrupted
-			}
-			p.rec.RecordWS(ws.StepOp(st.Name), cl, d, err)
-			if err != nil {
-				p.failStep(s, ctx.Err() != nil)
-				return
-			}
-		}
-	}
-	// The script ran out: close, and start it again.
-	p.closeWS(s, 1000, "", false)
-	p.drop(s)
-	s.state = slotIdle
-}
-
-// failStep ends the connection after a failed step (the step has the
-// failure; the session is not counted again). atEnd: the step failed
-// because the run ended, so a connection still open is open at the end.
-func (p *population) failStep(s *slot, atEnd bool) {
-	open := s.wc.Disconnect() == nil
-	if open {
-		s.wc.Close(1000, "")
-	}
-	p.wsEnded(s.wc.Disconnect(), atEnd && open)
-	p.retryLater(s)
-}
-
-func matcher(st *plan.WSStep) ws.Matcher {
-	return ws.Matcher{Path: st.Path, Equals: st.Equals, Regex: st.Regex}
-}
-
-type captureError struct{ name string }
-
-func (e *captureError) Error() string {
-	// Worded as an HTTP step's capture failure (vu.judge), so one plan's
-	// failures read alike whichever protocol they came over.
-	return "capture " + strconv.Quote(e.name) + " found nothing in the message"
-}
-
-func capture(st *plan.WSStep, msg []byte, env *plan.Env) error {
-	for _, c := range st.Captures {
-		var v string
-		ok := false
-		switch c.Kind {
-		case plan.CaptureJSON:
-			v, ok = ws.JSONAt(msg, c.JSONPath)
-		case plan.CaptureRegex:
-			v, ok = regexValue(c.Regex, msg)
-		}
-		if !ok {
-			return &captureError{name: c.Name}
-		}
-		if c.Slot < len(env.Captures) {
-			env.Captures[c.Slot] = v
-		}
-	}
-	return nil
-}
-
-func regexValue(re *regexp.Regexp, b []byte) (string, bool) {
-	m := re.FindSubmatch(b)
-	if m == nil {
-		return "", false
-	}
-	if len(m) > 1 {
-		return string(m[1]), true
-	}
-	return string(m[0]), true
-}
-
 // shutdown ends the populations. A connect, call or script step in flight
 // when the run ends gets what is left of the grace period, as an HTTP
 // request does: cancelling it at once would count the run's own end as a
@@ -772,14 +454,11 @@ func (cr *connRunner) shutdown() {
 // plan's grace after new work stopped, the same deadline as the HTTP
 // users'.
 func (cr *connRunner) graceEnd() time.Time {
-	r := cr.r
-	r.stopMu.Lock()
-	at := r.stopped
-	r.stopMu.Unlock()
+	at, _, _ := cr.r.outcome()
 	if at.IsZero() {
 		at = time.Now()
 	}
-	return at.Add(r.plan.Load.Grace)
+	return at.Add(cr.r.plan.Load.Grace)
 }
 
 // settle takes the slots handed back until none is busy or the deadline
@@ -839,69 +518,4 @@ func (cr *connRunner) closeAllHeld() {
 		}
 	}
 	wg.Wait()
-}
-
-// ---- result ----
-
-// connectionsInto adds the populations' steps, error samples and summary
-// to a result; safe while the run goes on (checkpoints).
-func (r *runner) connectionsInto(res *result.Result) {
-	cr := r.conns
-	if cr == nil {
-		return
-	}
-	snap := cr.rec.Snapshot()
-	res.Steps = append(res.Steps, snap.Steps...)
-	res.Samples = append(res.Samples, snap.Errors...)
-	out := &result.Connections{}
-	for _, p := range cr.pops {
-		cs := result.ConnScenario{
-			Scenario: p.sc.Name, Protocol: p.kind, Target: len(p.slots),
-			Opened: p.opened.Load(), Failed: p.failed.Load(),
-			ByClass: map[string]int64{}, PeakOpen: p.peakOpen(), OpenAtEnd: p.openAtEnd(),
-			Disconnects: map[string]int64{},
-		}
-		// An attempt still connecting is neither opened nor failed yet:
-		// only finished ones count, so opened + failed = attempts.
-		cs.Attempts = cs.Opened + cs.Failed
-		for c := range p.byClass {
-			if n := p.byClass[c].Load(); n > 0 {
-				cs.ByClass[sample.Class(c).String()] = n
-			}
-		}
-		var counters *ws.Counters
-		var disc *[ws.NumReasons]atomic.Int64
-		if p.sro != nil {
-			st := p.sro.Stats
-			counters, disc = &st.Counters, &st.Disconnects
-			cs.Pushes = map[string]int64{}
-			for _, t := range p.spec.SignalR.Listen {
-				cs.Pushes[t] = st.Pushes(t)
-			}
-			cs.OtherPushes = st.OtherPushes.Load()
-			cs.HubProtocol = p.sro.Protocol.String()
-			cs.Transports = st.ByTransport()
-			cs.Fallbacks = st.Fallbacks.Load()
-			cs.Reconnects, cs.ReconnectFailures = st.Reconnects.Load(), st.ReconnectFailures.Load()
-			cs.Recovered, cs.Duplicates, cs.Lost = st.Recovered.Load(), st.Duplicates.Load(), st.Lost.Load()
-			cs.TokenRenewals = st.TokenRenewals.Load()
-		} else {
-			counters, disc = &p.wsc, &p.disc
-		}
-		for i := range disc {
-			if n := disc[i].Load(); n > 0 {
-				cs.Disconnects[ws.Reason(i).String()] = n
-			}
-		}
-		cs.MessagesIn, cs.MessagesOut = counters.MsgsIn.Load(), counters.MsgsOut.Load()
-		cs.BytesIn, cs.BytesOut = counters.BytesIn.Load(), counters.BytesOut.Load()
-		out.Scenarios = append(out.Scenarios, cs)
-	}
-	res.Connections = out
-}
-
-// runIdle waits out the stages of a plan whose scenarios all hold
-// connections: there are no HTTP users to start.
-func (r *runner) runIdle() {
-	r.sleepUntil(r.start.Add(r.plan.Load.Duration()))
 }

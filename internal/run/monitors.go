@@ -68,7 +68,7 @@ type monitors struct {
 	// collect.Start makes only once every monitor has connected: so the
 	// first samples land one interval before the load, however long
 	// connecting took. The load starts at that zero, or as soon after it
-	// as it can; monitorsInto moves the series onto the load's clock by
+	// as it can; into moves the series onto the load's clock by
 	// the difference, so both sides share one zero exactly.
 	lead time.Duration
 	once sync.Once
@@ -153,11 +153,11 @@ func (r *runner) startMonitors(ctx context.Context) error {
 
 // loadStart waits for the monitors' zero, one interval after their first
 // samples, and returns the load's start: now.
-func (r *runner) loadStart(ctx context.Context) time.Time {
-	if r.mon == nil {
+func (m *monitors) loadStart(ctx context.Context) time.Time {
+	if m == nil {
 		return time.Now()
 	}
-	if d := time.Until(r.mon.zeroTime()); d > 0 {
+	if d := time.Until(m.zeroTime()); d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -170,23 +170,24 @@ func (r *runner) loadStart(ctx context.Context) time.Time {
 	return time.Now()
 }
 
-// monitorsInto adds the monitor series and problems to a result: a
-// snapshot for checkpoints, everything once the run is over. Stopping
-// never waits long on a stuck monitor (collect.Set.Stop).
-func (r *runner) monitorsInto(res *result.Result, checkpoint bool) {
-	if r.mon == nil {
+// into adds the monitor series and problems to a result, on the clock of
+// a load that started at start: a snapshot for checkpoints, everything
+// once the run is over. Stopping never waits long on a stuck monitor
+// (collect.Set.Stop).
+func (m *monitors) into(res *result.Result, start time.Time, checkpoint bool) {
+	if m == nil {
 		return
 	}
 	var series map[string]result.MonitorSeries
 	var probs []result.MonitorProblem
 	if checkpoint {
-		series, probs = r.mon.set.Snapshot()
+		series, probs = m.set.Snapshot()
 	} else {
-		series, probs = r.mon.set.Stop()
+		series, probs = m.set.Stop()
 	}
-	all := append(append([]result.MonitorProblem(nil), r.mon.startProblems...), probs...)
+	all := append(append([]result.MonitorProblem(nil), m.startProblems...), probs...)
 	// Onto the load's clock: t = 0 where the load started.
-	if off := r.start.Sub(r.mon.zeroTime()).Seconds(); off != 0 {
+	if off := start.Sub(m.zeroTime()).Seconds(); off != 0 {
 		shifted := make(map[string]result.MonitorSeries, len(series))
 		for k, s := range series {
 			shifted[k] = s.Shifted(-off)
@@ -207,28 +208,27 @@ func (r *runner) monitorsInto(res *result.Result, checkpoint bool) {
 	}
 }
 
-// finishMonitors lets the monitors sample one more interval after the
-// load, so the drain shows and a short run still has its last points,
-// then stops them. An interrupted run stops them at once.
-func (r *runner) finishMonitors(ctx context.Context) {
-	if r.mon == nil {
+// finish lets the monitors sample one more interval after the load, so
+// the drain shows and a short run still has its last points, then stops
+// them. An interrupted run stops them at once.
+func (m *monitors) finish(ctx context.Context) {
+	if m == nil {
 		return
 	}
-	if r.mon.lead > 0 && ctx.Err() == nil {
-		t := time.NewTimer(r.mon.lead)
+	if m.lead > 0 && ctx.Err() == nil {
+		t := time.NewTimer(m.lead)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 		}
 	}
-	r.stopMonitors()
+	m.stop()
 }
 
-// stopMonitors ends sampling; it is safe without monitors and more than
-// once.
-func (r *runner) stopMonitors() {
-	if r.mon != nil {
-		r.mon.set.Stop()
+// stop ends sampling; it is safe without monitors and more than once.
+func (m *monitors) stop() {
+	if m != nil {
+		m.set.Stop()
 	}
 }

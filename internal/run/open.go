@@ -74,6 +74,10 @@ func (s *idleStack[J]) push(w *worker[J]) bool {
 	return true
 }
 
+// openDriver runs the open model's arrivals on goroutine workers, when
+// the event loop does not (runOpenLoop, engine.go).
+type openDriver struct{ *runner }
+
 // runOpen starts iterations at the profile's arrival times, whatever the
 // target does. Each arrival goes to an idle worker; with none idle a new
 // worker starts, up to max_in_flight; past that the arrival is dropped and
@@ -81,15 +85,15 @@ func (s *idleStack[J]) push(w *worker[J]) bool {
 // arrival and then starts every arrival that is due, each with its own
 // intended time, so timer coarseness shows up as measured lag instead of
 // shifting the schedule.
-func (r *runner) runOpen() {
-	if r.runOpenLoop() { // engine.go
+func (od *openDriver) runOpen() {
+	if od.runOpenLoop() { // engine.go
 		return
 	}
-	sch := sched.NewArrivals(r.plan.Load.Stages)
-	maxWorkers := r.segShare(r.plan.Load.MaxInFlight)
+	sch := sched.NewArrivals(od.plan.Load.Stages)
+	maxWorkers := od.segShare(od.plan.Load.MaxInFlight)
 	var idle idleStack[arrival]
 	var all []*worker[arrival]
-	dropShard := r.rec.Shard(0)
+	dropShard := od.rec.Shard(0)
 	defer func() {
 		for _, w := range all {
 			close(w.jobs)
@@ -103,35 +107,32 @@ func (r *runner) runOpen() {
 	}
 	// A segment fires arrivals k ≡ index (mod count) of the one global
 	// schedule, at that schedule's times (segment.go).
-	for k := r.firstArrival(sch); ; k += r.seg().Step() {
+	for k := od.firstArrival(sch); ; k += od.seg().Step() {
 		at, ok := sch.Time(k)
 		if !ok {
 			// Wait out the rest of the last stage.
-			r.sleepUntil(r.start.Add(r.plan.Load.Duration()))
+			od.sleepUntil(od.start.Add(od.plan.Load.Duration()))
 			return
 		}
-		due := r.start.Add(at)
-		if el := time.Since(r.start); el-at > maxCatchUp {
-			k = r.dropOverdue(k, sch.Before(el-maxCatchUp), dropShard) - r.seg().Step()
+		due := od.start.Add(at)
+		if el := time.Since(od.start); el-at > maxCatchUp {
+			k = od.dropOverdue(k, sch.Before(el-maxCatchUp), dropShard) - od.seg().Step()
 			continue
 		}
-		if !r.waitUntil(due, timer, precise) {
+		if !od.waitUntil(due, timer, precise) {
 			return
 		}
-		a := arrival{sc: r.prog.ScenarioFor(k), intended: due}
+		a := arrival{sc: od.prog.ScenarioFor(k), intended: due}
 		if w := idle.pop(); w != nil {
 			w.jobs <- a
 			continue
 		}
 		if len(all) < maxWorkers {
-			w := &worker[arrival]{u: r.newUser(), jobs: make(chan arrival, 1)}
+			w := &worker[arrival]{u: od.newUser(), jobs: make(chan arrival, 1)}
 			all = append(all, w)
-			if len(all) > r.maxUsers {
-				r.maxUsers = len(all)
-			}
-			r.wg.Add(1)
+			od.wg.Add(1)
 			w.jobs <- a
-			go r.openWorker(w, &idle)
+			go od.openWorker(w, &idle)
 			continue
 		}
 		dropShard.RecordUnfinished(a.sc.FirstRequestStep(), sample.Dropped)
@@ -190,7 +191,7 @@ func (r *runner) dropOverdueStep(k, upto, step int64, sh *metrics.Shard) int64 {
 const preciseBelow = 2 * time.Millisecond
 
 // waitUntil sleeps until due; false means the run stopped meanwhile.
-func (r *runner) waitUntil(due time.Time, timer *time.Timer, precise *preciseSleeper) bool {
+func (od *openDriver) waitUntil(due time.Time, timer *time.Timer, precise *preciseSleeper) bool {
 	d := time.Until(due)
 	if d > preciseBelow || (d > 0 && precise == nil) {
 		wait := d
@@ -200,7 +201,7 @@ func (r *runner) waitUntil(due time.Time, timer *time.Timer, precise *preciseSle
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
-		case <-r.soft:
+		case <-od.soft:
 			return false
 		}
 		d = time.Until(due)
@@ -209,16 +210,16 @@ func (r *runner) waitUntil(due time.Time, timer *time.Timer, precise *preciseSle
 		precise.sleep(d)
 	}
 	select {
-	case <-r.soft:
+	case <-od.soft:
 		return false
 	default:
 		return true
 	}
 }
 
-func (r *runner) openWorker(w *worker[arrival], idle *idleStack[arrival]) {
-	defer r.wg.Done()
-	stop := vu.Stop{Soft: r.soft}
+func (od *openDriver) openWorker(w *worker[arrival], idle *idleStack[arrival]) {
+	defer od.wg.Done()
+	stop := vu.Stop{Soft: od.soft}
 	for {
 		var a arrival
 		var ok bool
@@ -227,14 +228,14 @@ func (r *runner) openWorker(w *worker[arrival], idle *idleStack[arrival]) {
 			if !ok {
 				return
 			}
-		case <-r.soft:
+		case <-od.soft:
 			return
 		}
-		r.rec.Active.Add(1)
+		od.rec.Active.Add(1)
 		err := w.u.Iterate(a.sc, a.intended, stop)
-		r.rec.Active.Add(-1)
+		od.rec.Active.Add(-1)
 		if err != nil {
-			r.handleIterErr(err)
+			od.handleIterErr(err)
 		}
 		idle.push(w)
 	}

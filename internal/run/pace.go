@@ -10,12 +10,12 @@ import "time"
 // reports whether the user now waits; false means its next iteration is
 // due already and starts at once, its latency counted from the intended
 // start.
-func (r *runner) waitPace(su *schedUser) bool {
-	su.next = su.next.Add(su.cu.u.Draw(r.plan.Load.PaceDist))
+func (cd *closedDriver) waitPace(su *schedUser) bool {
+	su.next = su.next.Add(su.cu.u.Draw(cd.plan.Load.PaceDist))
 	if !time.Now().Before(su.next) {
 		return false
 	}
 	su.due = su.next
-	r.waiting.add(su)
+	cd.waiting.add(su)
 	return true
 }

@@ -5,15 +5,10 @@ package run
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +18,6 @@ import (
 	"github.com/stampede-load/stampede/internal/metrics"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
-	"github.com/stampede-load/stampede/internal/sched"
 	"github.com/stampede-load/stampede/internal/vu"
 )
 
@@ -191,7 +185,7 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if err := r.startMonitors(ctx); err != nil {
 		return nil, err
 	}
-	defer r.stopMonitors()
+	defer r.mon.stop()
 	if err := waitStart(ctx, o); err != nil {
 		return nil, err
 	}
@@ -209,9 +203,7 @@ func (r *runner) loadOver(res *result.Result) {
 	if res == nil || r.plan.Teardown == nil || r.opts.Lifecycle != nil {
 		return
 	}
-	r.stopMu.Lock()
-	r.loadRes = res
-	r.stopMu.Unlock()
+	r.keepLoad(res)
 	if r.opts.Checkpoint == nil {
 		return
 	}
@@ -229,9 +221,7 @@ func (r *runner) loadOver(res *result.Result) {
 // that has not finished is marked cut off with it; the load itself stays
 // complete, since every request of it was waited for.
 func (r *runner) afterLoad(reason string) *result.Result {
-	r.stopMu.Lock()
-	res := r.loadRes
-	r.stopMu.Unlock()
+	res := r.keptLoad()
 	if res == nil {
 		return nil
 	}
@@ -247,13 +237,13 @@ func (r *runner) afterLoad(reason string) *result.Result {
 // r.shared.
 func newRunner(p *plan.Plan, prog *vu.Program, base string, o Options) *runner {
 	return &runner{
-		plan:   p,
-		prog:   prog,
-		opts:   o,
-		base:   base,
-		rec:    metrics.New(prog.Steps, o.Interval.Seconds()),
-		shared: newShared(p, o),
-		soft:   make(chan struct{}),
+		plan:    p,
+		prog:    prog,
+		opts:    o,
+		base:    base,
+		rec:     metrics.New(prog.Steps, o.Interval.Seconds()),
+		shared:  newShared(p, o),
+		stopper: newStopper(),
 	}
 }
 
@@ -299,6 +289,11 @@ func preflight(base string, conf *tls.Config) error {
 	return nil
 }
 
+// runner is one run: its inputs, the recorder every driver records into,
+// and the parts that each do one job. The drivers (closedDriver,
+// openDriver, the event loop's in engine.go) start the HTTP users; conns
+// holds the connection populations; stopper says when and why new work
+// ended; crowd holds the users to cut off and close at the end.
 type runner struct {
 	plan   *plan.Plan
 	prog   *vu.Program
@@ -310,53 +305,21 @@ type runner struct {
 	conns  *connRunner // connections.go; nil without connection scenarios
 	wf     workflow    // workflow.go
 
-	start   time.Time
-	stopped time.Time // when no new work could start any more
+	stopper // stop.go
+	crowd   // crowd.go
 
-	soft     chan struct{}
-	softOnce sync.Once
-	stopMu   sync.Mutex
-	stopWhy  string
-	partial  string
-	// loadRes is the load's result while its teardown runs (loadOver).
-	loadRes *result.Result
-
-	usersMu sync.Mutex
-	users   []*vu.User
-	wg      sync.WaitGroup
-	nextID  atomic.Int64
-
-	maxUsers int
-	// segPeak is the result's max_users (segMaxUsers), found once.
-	segPeakOnce sync.Once
-	segPeak     int
-	cpu0        time.Duration
-	// waiting holds closed-model users that wait (paced or thinking); see
-	// startUser.
-	waiting   userQueue
-	schedOnce sync.Once
-	// inPlaceConns: the connection populations are in place (inplace.go).
-	inPlaceConns atomic.Bool
+	start time.Time
 	// late is how far into the shared schedule the load began (a setup
 	// that overran the start time): that part of the profile was skipped.
 	late time.Duration
+	cpu0 time.Duration
+	// segPeak is the result's max_users (segMaxUsers), found once.
+	segPeakOnce sync.Once
+	segPeak     int
+	// inPlaceConns: the connection populations are in place (inplace.go).
+	inPlaceConns atomic.Bool
 	// eng is the event-loop engine when it runs the users (engine.go).
 	eng engineState
-}
-
-// stop ends the starting of new work; the first reason given wins.
-func (r *runner) stop(reason string, partial bool) {
-	r.stopMu.Lock()
-	if r.stopped.IsZero() {
-		r.stopped = time.Now()
-		if partial {
-			r.partial = reason
-		} else {
-			r.stopWhy = reason
-		}
-	}
-	r.stopMu.Unlock()
-	r.softOnce.Do(func() { close(r.soft) })
 }
 
 func (r *runner) newUser() *vu.User {
@@ -380,15 +343,13 @@ func (r *runner) newUserOn(id int64, tenant int, tr httpc.Transport) *vu.User {
 	if r.opts.Carry != nil {
 		r.opts.Carry.Number(u)
 	}
-	r.usersMu.Lock()
-	r.users = append(r.users, u)
-	r.usersMu.Unlock()
+	r.join(u)
 	return u
 }
 
 func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	r.cpu0 = cpuTime()
-	r.start = r.loadStart(ctx)
+	r.start = r.mon.loadStart(ctx)
 	if !r.opts.StartAt.IsZero() {
 		r.start = r.opts.StartAt // one global schedule for every segment
 		r.late = lateStart(r.start)
@@ -397,7 +358,7 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	if r.late >= total { // workflow.go
 		r.stop(missedProfile(r.late, total), true)
 	}
-	r.startConnections() // connections.go
+	r.conns = startConnections(r) // connections.go
 	if r.opts.Handle != nil {
 		r.opts.Handle.attach(r)
 	}
@@ -420,38 +381,23 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 
 	switch {
 	case !r.prog.HasRequests():
-		r.runIdle() // connection scenarios only
+		// Connection scenarios only: no HTTP users to start.
+		r.sleepUntil(r.start.Add(total))
 	case r.plan.Load.Model == plan.Open:
-		r.runOpen()
+		(&openDriver{runner: r}).runOpen()
 	case len(r.plan.Waves) > 0:
-		r.runWaves()
+		(&closedDriver{runner: r}).runWaves()
 	default:
-		r.runClosed()
+		(&closedDriver{runner: r}).runClosed()
 	}
 	r.stop("", false) // stages over: no new work
 
 	// Grace: let requests in flight finish, then cut off the rest.
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	grace := time.NewTimer(r.plan.Load.Grace)
-	select {
-	case <-done:
-	case <-grace.C:
-		r.usersMu.Lock()
-		for _, u := range r.users {
-			u.Interrupt()
-		}
-		r.usersMu.Unlock()
-		<-done
-	}
-	grace.Stop()
-	for _, u := range r.users {
-		u.Close()
-	}
-	r.stopConnections()
+	r.crowd.finish(r.plan.Load.Grace)
+	r.conns.stop()
 	close(tickStop)
 	<-tickDone
-	r.finishMonitors(ctx)
+	r.mon.finish(ctx)
 	return r.build(false), nil
 }
 
@@ -506,127 +452,8 @@ func (r *runner) progress(lastReq *int64) Progress {
 	return p
 }
 
-// sleepUntil waits for t or the soft stop; false means stop.
-func (r *runner) sleepUntil(t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		select {
-		case <-r.soft:
-			return false
-		default:
-			return true
-		}
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-r.soft:
-		return false
-	}
-}
-
 func (r *runner) handleIterErr(err error) {
 	if errors.Is(err, vu.ErrDataExhausted) {
 		r.stop(err.Error()+"; the run stopped starting new iterations", false)
 	}
-}
-
-func gcPauseP99() time.Duration {
-	var st debug.GCStats
-	st.PauseQuantiles = make([]time.Duration, 101)
-	debug.ReadGCStats(&st)
-	if st.NumGC == 0 {
-		return 0
-	}
-	return st.PauseQuantiles[99]
-}
-
-// build assembles the result from what was recorded so far.
-func (r *runner) build(checkpoint bool) *result.Result {
-	return r.buildFrom(r.rec.Snapshot(), checkpoint)
-}
-
-// buildCheckpoint is a checkpoint's result: its series end with the
-// interval still open, so they add up to its totals (a kill -9 leaves a
-// file whose every figure agrees with every other).
-func (r *runner) buildCheckpoint() *result.Result {
-	target := func(atS float64) float64 { return r.segTarget(time.Duration(atS * float64(time.Second))) }
-	return r.buildFrom(r.rec.SnapshotOpen(target), true)
-}
-
-func (r *runner) buildFrom(snap metrics.Snapshot, checkpoint bool) *result.Result {
-	now := time.Now()
-	r.stopMu.Lock()
-	stopped, partial, why := r.stopped, r.partial, r.stopWhy
-	r.stopMu.Unlock()
-	measuredEnd := stopped
-	if measuredEnd.IsZero() || checkpoint {
-		measuredEnd = now
-	}
-	// Over the time the load ran: a late start's missed part sent nothing.
-	dur := max(measuredEnd.Sub(r.start.Add(r.late)), 0).Seconds()
-	seed := r.prog.Seed
-	res := &result.Result{
-		Schema: result.Schema,
-		Tool:   result.Tool{Name: "stampede", Version: r.opts.Version},
-		Plan:   PlanInfo(r.plan, r.base),
-		Run: result.RunInfo{
-			Started: r.start, Ended: now, DurationS: dur,
-			Model: r.plan.Load.Model.String(), Paced: r.plan.Load.Pace > 0,
-			Segment: r.resultSegment(),
-			Partial: partial != "", PartialReason: partial, StopReason: why,
-			Seed: &seed, Engine: r.engineName(),
-			LateStartS: float64(r.late.Milliseconds()) / 1000,
-		},
-		Totals:     snap.Totals,
-		Steps:      snap.Steps,
-		Series:     snap.Series,
-		Samples:    snap.Errors,
-		ErrorsTop:  snap.ErrorsTop,
-		Thresholds: []result.Threshold{},
-		Indicators: []result.Indicator{},
-	}
-	if checkpoint && partial == "" {
-		res.Run.Partial = true
-		res.Run.PartialReason = fmt.Sprintf("run still in progress (checkpoint at %.0fs); the process ended before the final write", dur)
-	}
-	if r.plan.Load.Model == plan.Open || r.plan.Load.Pace > 0 {
-		res.Run.LatencyFrom = "intended"
-	} else {
-		res.Run.LatencyFrom = "send"
-	}
-	if r.plan.Load.Model == plan.Open {
-		res.Run.PeakRate = sched.MaxTarget(r.plan.Load.Stages) / float64(r.seg().Count)
-	} else {
-		res.Run.MaxUsers = r.segMaxUsers()
-	}
-	cpu := (cpuTime() - r.cpu0).Seconds()
-	cores := runtime.GOMAXPROCS(0)
-	host, _ := os.Hostname()
-	g := result.Generator{Lag: snap.Lag, CPUSeconds: cpu, Cores: cores, Host: host, MaxRSS: maxRSS(),
-		GCPauseP99US: gcPauseP99().Microseconds()}
-	if snap.Totals.Requests > 0 {
-		g.CPUPerRequestUS = cpu * 1e6 / float64(snap.Totals.Requests)
-	}
-	if dur > 0 {
-		g.CPUUtil = cpu / (dur * float64(cores))
-	}
-	res.Generator = g
-	r.monitorsInto(res, checkpoint)
-	r.connectionsInto(res)
-	r.workflowInto(res) // workflow.go
-	res.TLS = r.shared.TLS()
-	return res
-}
-
-// PlanInfo is what a result says of its plan: every result of one plan,
-// a run's or a level stopped before it measured anything, carries the
-// same identity, so merges can tell the plan's segments apart from
-// another plan's.
-func PlanInfo(p *plan.Plan, target string) result.PlanInfo {
-	sum := sha256.Sum256(p.Source)
-	return result.PlanInfo{Name: p.Name, File: p.File, SHA256: hex.EncodeToString(sum[:]),
-		Source: p.Redact(string(p.Source)), Target: target}
 }

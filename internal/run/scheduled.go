@@ -16,26 +16,26 @@ import (
 // would keep the stack it grew while sending (8 KB or more, rarely shrunk
 // since the request path allocates nothing and so seldom triggers a
 // collection), which is most of the memory of thousands of idle users.
-func (r *runner) startUser(cu closedUser) {
-	sc := r.prog.ScenarioFor(cu.u.ID - 1)
-	if r.plan.Load.Pace <= 0 && !sc.HasThink() {
-		r.wg.Add(1)
-		go r.closedLoop(cu)
+func (cd *closedDriver) startUser(cu closedUser) {
+	sc := cd.prog.ScenarioFor(cu.u.ID - 1)
+	if cd.plan.Load.Pace <= 0 && !sc.HasThink() {
+		cd.wg.Add(1)
+		go cd.closedLoop(cu)
 		return
 	}
-	r.schedOnce.Do(r.startScheduler)
+	cd.schedOnce.Do(cd.startScheduler)
 	su := &schedUser{cu: cu, sc: sc, started: time.Now()}
 	// Segment looks at the stop between steps (loops, scripts).
-	cu.u.SetStop(vu.Stop{Soft: r.soft, Retire: cu.quit})
-	if pace := r.plan.Load.Pace; pace > 0 {
+	cu.u.SetStop(vu.Stop{Soft: cd.soft, Retire: cu.quit})
+	if pace := cd.plan.Load.Pace; pace > 0 {
 		// Spread paced users over the first pace period instead of firing
 		// every user's first iteration at once: N users with pace P then
 		// send N/P requests/s evenly, as the plan means.
 		su.started = su.started.Add(time.Duration(phase(cu.u.ID) * float64(pace)))
 	}
 	su.due, su.next = su.started, su.started
-	r.rec.Active.Add(1)
-	r.waiting.add(su)
+	cd.rec.Active.Add(1)
+	cd.waiting.add(su)
 }
 
 // schedUser is a waiting closed-model user.
@@ -106,16 +106,16 @@ func (q *userQueue) next(now time.Time) (*schedUser, time.Duration) {
 	return heap.Pop(&q.h).(*schedUser), 0
 }
 
-func (r *runner) startScheduler() {
-	r.waiting.wake = make(chan struct{}, 1)
+func (cd *closedDriver) startScheduler() {
+	cd.waiting.wake = make(chan struct{}, 1)
 	// The dispatcher starts workers (wg.Add) until the run stops; counted
 	// in the group itself, it keeps the count above zero while it may add,
 	// so the grace period's wg.Wait cannot return before a worker it is
 	// starting has begun.
-	r.wg.Add(1)
+	cd.wg.Add(1)
 	go func() {
-		defer r.wg.Done()
-		r.dispatch()
+		defer cd.wg.Done()
+		cd.dispatch()
 	}()
 }
 
@@ -128,25 +128,25 @@ func (r *runner) startScheduler() {
 const maxIdleWorkers = 256
 
 // dispatch hands due users to workers until the run stops starting work.
-func (r *runner) dispatch() {
+func (cd *closedDriver) dispatch() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	idle := idleStack[*schedUser]{max: maxIdleWorkers}
 	for {
-		su, wait := r.waiting.next(time.Now())
+		su, wait := cd.waiting.next(time.Now())
 		if su == nil {
 			timer.Reset(wait)
 			select {
 			case <-timer.C:
-			case <-r.waiting.wake:
-			case <-r.soft:
+			case <-cd.waiting.wake:
+			case <-cd.soft:
 				idle.closeAll()
 				return
 			}
 			continue
 		}
 		select {
-		case <-r.soft:
+		case <-cd.soft:
 			idle.closeAll()
 			return
 		default:
@@ -156,16 +156,16 @@ func (r *runner) dispatch() {
 			continue
 		}
 		w := &worker[*schedUser]{jobs: make(chan *schedUser, 1)}
-		r.wg.Add(1)
+		cd.wg.Add(1)
 		w.jobs <- su
-		go r.schedWorker(w, &idle)
+		go cd.schedWorker(w, &idle)
 	}
 }
 
-func (r *runner) schedWorker(w *worker[*schedUser], idle *idleStack[*schedUser]) {
-	defer r.wg.Done()
+func (cd *closedDriver) schedWorker(w *worker[*schedUser], idle *idleStack[*schedUser]) {
+	defer cd.wg.Done()
 	for su := range w.jobs {
-		r.step(su)
+		cd.step(su)
 		if !idle.push(w) {
 			return
 		}
@@ -173,28 +173,28 @@ func (r *runner) schedWorker(w *worker[*schedUser], idle *idleStack[*schedUser])
 }
 
 // step runs a due user up to its next wait and puts it back in the heap.
-func (r *runner) step(su *schedUser) {
+func (cd *closedDriver) step(su *schedUser) {
 	u := su.cu.u
 	for {
 		select {
 		case <-su.cu.quit:
-			r.leave(su)
+			cd.leave(su)
 			return
-		case <-r.soft:
-			r.leave(su)
+		case <-cd.soft:
+			cd.leave(su)
 			return
 		default:
 		}
 		if !su.inIter {
 			var intended time.Time
-			if r.plan.Load.PaceDist != nil {
+			if cd.plan.Load.PaceDist != nil {
 				intended = su.next // pace.go
-			} else if pace := r.plan.Load.Pace; pace > 0 {
+			} else if pace := cd.plan.Load.Pace; pace > 0 {
 				intended = su.started.Add(pace * time.Duration(su.iter))
 			}
 			if err := u.Begin(su.sc, intended); err != nil {
-				r.handleIterErr(err)
-				r.leave(su)
+				cd.handleIterErr(err)
+				cd.leave(su)
 				return
 			}
 			su.inIter, su.pc = true, 0
@@ -203,20 +203,20 @@ func (r *runner) step(su *schedUser) {
 		if !end {
 			su.pc = next
 			su.due = time.Now().Add(think)
-			r.waiting.add(su)
+			cd.waiting.add(su)
 			return
 		}
 		u.End()
 		su.inIter = false
 		su.iter++
-		if r.plan.Load.PaceDist != nil {
-			if r.waitPace(su) { // pace.go
+		if cd.plan.Load.PaceDist != nil {
+			if cd.waitPace(su) { // pace.go
 				return
 			}
-		} else if pace := r.plan.Load.Pace; pace > 0 {
+		} else if pace := cd.plan.Load.Pace; pace > 0 {
 			if d := sched.PaceDelay(pace, su.iter, time.Since(su.started)); d > 0 {
 				su.due = su.started.Add(pace * time.Duration(su.iter))
-				r.waiting.add(su)
+				cd.waiting.add(su)
 				return
 			}
 		}
@@ -224,10 +224,10 @@ func (r *runner) step(su *schedUser) {
 }
 
 // leave ends a scheduled user's life in the run.
-func (r *runner) leave(su *schedUser) {
+func (cd *closedDriver) leave(su *schedUser) {
 	if su.inIter {
 		su.cu.u.End()
 		su.inIter = false
 	}
-	r.rec.Active.Add(-1)
+	cd.rec.Active.Add(-1)
 }

@@ -17,42 +17,39 @@ import (
 // and numbers each wave's users on its own: a user's id, tenant and so
 // scenario are the same in one process and in N, whatever the order in
 // which the waves' users happen to start.
-func (r *runner) runWaves() {
-	waves := segment.NewWaves(r.plan)
-	seg := r.seg()
-	end := r.start.Add(r.plan.Load.Duration())
+func (cd *closedDriver) runWaves() {
+	waves := segment.NewWaves(cd.plan)
+	seg := cd.seg()
+	end := cd.start.Add(cd.plan.Load.Duration())
 	running := make([][]closedUser, waves.Len())
 	started := make([]int64, waves.Len())
 	for {
 		now := time.Now()
-		if !r.mayStart(end) {
+		if !cd.mayStart(end) {
 			break
 		}
-		el := now.Sub(r.start)
-		total := 0
+		el := now.Sub(cd.start)
 		for g := range running {
 			want := waves.SegUsersAt(seg, g, el)
 			for n := 1; len(running[g]) < want; n++ {
-				if n%startBatch == 0 && !r.mayStart(end) {
+				if n%startBatch == 0 && !cd.mayStart(end) {
 					break
 				}
 				started[g]++
 				id, tenant := waves.User(seg, g, started[g])
-				cu := closedUser{u: r.newUserAs(id, tenant), quit: make(chan struct{})}
+				cu := closedUser{u: cd.newUserAs(id, tenant), quit: make(chan struct{})}
 				running[g] = append(running[g], cu)
-				r.startUser(cu)
+				cd.startUser(cu)
 			}
 			for len(running[g]) > want {
 				last := running[g][len(running[g])-1]
 				close(last.quit)
 				running[g] = running[g][:len(running[g])-1]
 			}
-			total += len(running[g])
 		}
-		r.maxUsers = max(r.maxUsers, total)
 		wait := min(time.Until(end), controlEvery)
 		select {
-		case <-r.soft:
+		case <-cd.soft:
 			return
 		case <-time.After(wait):
 		}

@@ -71,17 +71,17 @@ load: {grace: 1s, stages: [{duration: 1h, users: 512}]}
 	// Users that think are scheduled: all are due at once, and each waits
 	// for its answer on a worker of its own.
 	safety := time.Now().Add(60 * time.Second)
-	for goroutinesIn(buf, "(*runner).step(") < maxIdleWorkers+10 && time.Now().Before(safety) {
+	for goroutinesIn(buf, "(*closedDriver).step(") < maxIdleWorkers+10 && time.Now().Before(safety) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	held := goroutinesIn(buf, "(*runner).step(")
+	held := goroutinesIn(buf, "(*closedDriver).step(")
 	close(release)
 	for answered.Load() < int64(held) && time.Now().Before(safety) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var workers int
 	for time.Now().Before(safety) {
-		if workers = goroutinesIn(buf, "(*runner).schedWorker("); workers <= maxIdleWorkers {
+		if workers = goroutinesIn(buf, "(*closedDriver).schedWorker("); workers <= maxIdleWorkers {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
