@@ -126,6 +126,11 @@ type kitchen struct {
 	conns, peak    atomic.Int64 // philippseith: OnConnected less OnDisconnected
 	orders, pushes atomic.Int64
 	seq            atomic.Int64
+
+	// connected and joined count every OnConnected and JoinRestaurant
+	// (philippseith), so a run of levels (bench/levelscale.sh) can set
+	// each level's handshakes and joins against the hub's own count.
+	connected, joined atomic.Int64
 }
 
 // kitchenHub is made per hub call by the library.
@@ -139,6 +144,7 @@ func groupOf(restaurant string) string { return "restaurant-" + restaurant }
 // JoinRestaurant adds the caller to its restaurant's group.
 func (h *kitchenHub) JoinRestaurant(restaurant string) string {
 	h.Groups().AddToGroup(groupOf(restaurant), h.ConnectionID())
+	h.k.joined.Add(1)
 	return "joined " + restaurant
 }
 
@@ -151,6 +157,7 @@ func (h *kitchenHub) LeaveRestaurant(restaurant string) {
 func (h *kitchenHub) Ping() int64 { return time.Now().UnixMilli() }
 
 func (h *kitchenHub) OnConnected(string) {
+	h.k.connected.Add(1)
 	n := h.k.conns.Add(1)
 	for p := h.k.peak.Load(); n > p && !h.k.peak.CompareAndSwap(p, n); p = h.k.peak.Load() {
 	}
@@ -203,6 +210,8 @@ func (k *kitchen) placed(restaurant string) int64 {
 type stats struct {
 	Connections int64 `json:"connections"`
 	Peak        int64 `json:"peak"`
+	Connected   int64 `json:"connected,omitempty"`
+	Joined      int64 `json:"joined,omitempty"`
 	Orders      int64 `json:"orders"`
 	Pushes      int64 `json:"pushes"`
 	Polls       int64 `json:"polls,omitempty"`
@@ -218,6 +227,7 @@ func (k *kitchen) stats() stats {
 		s.Polls = k.sig.Polls.Load()
 	} else {
 		s.Connections, s.Peak = k.conns.Load(), k.peak.Load()
+		s.Connected, s.Joined = k.connected.Load(), k.joined.Load()
 	}
 	return s
 }
