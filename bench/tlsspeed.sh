@@ -13,8 +13,10 @@
 #
 #   bench/tlsspeed.sh                   # 3 rounds of 5 s
 #   ROUNDS=1 SECS=3 bench/tlsspeed.sh
-#   ENGINE=goroutines bench/tlsspeed.sh # stampede's --engine (HTTPS runs
-#                                       # on goroutines either way today)
+#   ENGINE=goroutines bench/tlsspeed.sh # stampede's --engine (PROTO=h1
+#                                       # runs on the event loop by default)
+#   BOTH=1 bench/tlsspeed.sh            # also stampede on goroutines
+#                                       # (stampede-g), in the same rounds
 # Needs nginx, wrk (h1) or h2load from nghttp2-client (h2), openssl,
 # taskset, curl, bc. All traffic goes to 127.0.0.1.
 set -euo pipefail
@@ -104,13 +106,18 @@ run() {
 }
 
 : > "$W/rounds.txt"
+tools=("$PEER" stampede)
+[[ ${BOTH:-} == 1 ]] && tools+=(stampede-g)
 for r in $(seq "$ROUNDS"); do
-  if (( r % 2 )); then order="$PEER stampede"; else order="stampede $PEER"; fi
+  # Each round starts with the next tool, so none always goes first.
+  k=$(( (r - 1) % ${#tools[@]} ))
+  order="${tools[*]:k} ${tools[*]:0:k}"
   for tool in $order; do
     case $tool in
       wrk) run wrk wrk -t1 -c "$CONNS" -d "${SECS}s" "https://127.0.0.1:$PORT/" >> "$W/rounds.txt" ;;
       h2load) run h2load h2load $H2LOAD_ARGS -D "$SECS" "https://127.0.0.1:$PORT/" >> "$W/rounds.txt" ;;
       stampede) run stampede "$STAMPEDE" run "$W/plan.yaml" -q --engine "${ENGINE:-auto}" -o "$W/result.json" >> "$W/rounds.txt" ;;
+      stampede-g) run stampede-g "$STAMPEDE" run "$W/plan.yaml" -q --engine goroutines -o "$W/result-g.json" >> "$W/rounds.txt" ;;
     esac
     tail -1 "$W/rounds.txt" >&2
   done
@@ -129,14 +136,15 @@ for name, rows in by.items():
     us = statistics.median(c / r * 1e6 for r, c in rows if r)
     res[name] = (rps, us)
     print(f"{name:10} {rps:15.0f} {us:20.1f}")
-if "stampede" in res and peer in res:
-    print(f"stampede / {peer}: throughput {res['stampede'][0] / res[peer][0]:.2f}x, CPU per request {res['stampede'][1] / res[peer][1]:.2f}x")
+for name in ("stampede", "stampede-g"):
+    if name in res and peer in res:
+        print(f"{name} / {peer}: throughput {res[name][0] / res[peer][0]:.2f}x, CPU per request {res[name][1] / res[peer][1]:.2f}x")
 PY
 python3 - "$W/result.json" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))
 t = r.get("tls")
-print("stampede's last round: requests", r["totals"]["requests"], "failed", r["totals"]["failed"],
+print("stampede's last round: engine", r.get("run", {}).get("engine"), "requests", r["totals"]["requests"], "failed", r["totals"]["failed"],
       "tls", {k: t[k] for k in ("handshakes", "full", "resumed", "failed")} if t else None)
 PY
 log "work dir: $W"

@@ -47,47 +47,15 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Loops = len(cfg.Open.Loops)
 	}
 	e := &Engine{cfg: cfg, scens: map[*vu.Scenario]*scenario{}, base: time.Now()}
-	var addr string
-	for _, sc := range cfg.Prog.Scenarios {
-		if sc.Connection != nil {
-			continue
-		}
-		s := &scenario{}
-		for _, st := range sc.LoopSteps() {
-			sr := stepReq{st: st, timeout: st.Timeout}
-			b, err := cfg.Prog.LoopRequest(st, &sr.req, cfg.Rec)
-			if err != nil {
-				return nil, err
-			}
-			sr.bytes = b
-			addr = sr.req.Endpoint.Addr
-			e.https = sr.req.Endpoint.Scheme == "https"
-			if e.minTimeout == 0 || st.Timeout < e.minTimeout {
-				e.minTimeout = st.Timeout
-			}
-			s.steps = append(s.steps, sr)
-		}
-		e.scens[sc] = s
-	}
-	if addr == "" {
-		return nil, fmt.Errorf("evloop: no request step")
+	addr, err := e.render()
+	if err != nil {
+		return nil, err
 	}
 	if e.https && cfg.Shared == nil {
 		return nil, fmt.Errorf("evloop: an https program needs the run's Shared")
 	}
-	ra, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("evloop: %w", err)
-	}
-	e.raddr = ra
-	if ip4 := ra.IP.To4(); ip4 != nil {
-		sa := &unix.SockaddrInet4{Port: ra.Port}
-		copy(sa.Addr[:], ip4)
-		e.sa, e.family = sa, unix.AF_INET
-	} else {
-		sa := &unix.SockaddrInet6{Port: ra.Port}
-		copy(sa.Addr[:], ra.IP.To16())
-		e.sa, e.family = sa, unix.AF_INET6
+	if err := e.resolve(addr); err != nil {
+		return nil, err
 	}
 	for i := 0; i < cfg.Loops; i++ {
 		l, err := newLoop(e, i)
@@ -110,6 +78,53 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}()
 	return e, nil
+}
+
+// render renders every request step's bytes, once for every user, and
+// returns the address they go to.
+func (e *Engine) render() (addr string, err error) {
+	for _, sc := range e.cfg.Prog.Scenarios {
+		if sc.Connection != nil {
+			continue
+		}
+		s := &scenario{}
+		for _, st := range sc.LoopSteps() {
+			sr := stepReq{st: st, timeout: st.Timeout}
+			if sr.bytes, err = e.cfg.Prog.LoopRequest(st, &sr.req, e.cfg.Rec); err != nil {
+				return "", err
+			}
+			addr = sr.req.Endpoint.Addr
+			e.https = sr.req.Endpoint.Scheme == "https"
+			if e.minTimeout == 0 || st.Timeout < e.minTimeout {
+				e.minTimeout = st.Timeout
+			}
+			s.steps = append(s.steps, sr)
+		}
+		e.scens[sc] = s
+	}
+	if addr == "" {
+		return "", fmt.Errorf("evloop: no request step")
+	}
+	return addr, nil
+}
+
+// resolve resolves addr once, for every dial of the run.
+func (e *Engine) resolve(addr string) error {
+	ra, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("evloop: %w", err)
+	}
+	e.raddr = ra
+	if ip4 := ra.IP.To4(); ip4 != nil {
+		sa := &unix.SockaddrInet4{Port: ra.Port}
+		copy(sa.Addr[:], ip4)
+		e.sa, e.family = sa, unix.AF_INET
+	} else {
+		sa := &unix.SockaddrInet6{Port: ra.Port}
+		copy(sa.Addr[:], ra.IP.To16())
+		e.sa, e.family = sa, unix.AF_INET6
+	}
+	return nil
 }
 
 // NewTransport returns the transport of a new user and so its loop:

@@ -128,17 +128,13 @@ func (c *H2) adopt(ep *Endpoint, nc net.Conn) {
 }
 
 func (c *H2) maxHeader() int {
-	if c.MaxHeaderBytes > 0 {
-		return c.MaxHeaderBytes
-	}
-	return DefaultMaxHeaderBytes
+	h, _ := limitsOr(c.MaxHeaderBytes, c.MaxKeptBody)
+	return h
 }
 
 func (c *H2) maxKept() int {
-	if c.MaxKeptBody > 0 {
-		return c.MaxKeptBody
-	}
-	return DefaultMaxKeptBody
+	_, k := limitsOr(c.MaxHeaderBytes, c.MaxKeptBody)
+	return k
 }
 
 // conn returns the user's connection to ep, after handling what the server

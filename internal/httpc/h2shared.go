@@ -421,21 +421,7 @@ func (c *H2) onMux(m *h2mux, req *Request, resp *Response, keep int, deadline ti
 	}
 	m.mu.Unlock()
 
-	c.timer.Reset(time.Until(deadline))
-	var cut error
-	select {
-	case <-c.wake:
-	case <-c.timer.C:
-		cut = fmt.Errorf("no answer on HTTP/2 stream %d before the timeout: %w", st.id, os.ErrDeadlineExceeded)
-	case <-c.stop:
-		cut = ErrInterrupted
-	}
-	if !c.timer.Stop() && cut == nil {
-		select {
-		case <-c.timer.C:
-		default:
-		}
-	}
+	cut := c.awaitAnswer(st.id, deadline)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c.noteAnswer(req.Endpoint, m.settled.Load(), &m.told)
@@ -453,6 +439,27 @@ func (c *H2) onMux(m *h2mux, req *Request, resp *Response, keep int, deadline ti
 		m.kill(errDrained)
 	}
 	return true, st.err
+}
+
+// awaitAnswer waits for the reader's word that stream id is done; the
+// error says why the wait was cut short instead (nil: it is done).
+func (c *H2) awaitAnswer(id uint32, deadline time.Time) error {
+	c.timer.Reset(time.Until(deadline))
+	var cut error
+	select {
+	case <-c.wake:
+	case <-c.timer.C:
+		cut = fmt.Errorf("no answer on HTTP/2 stream %d before the timeout: %w", id, os.ErrDeadlineExceeded)
+	case <-c.stop:
+		cut = ErrInterrupted
+	}
+	if !c.timer.Stop() && cut == nil {
+		select {
+		case <-c.timer.C:
+		default:
+		}
+	}
+	return cut
 }
 
 // send writes the request's HEADERS and body (under mu); while the server's

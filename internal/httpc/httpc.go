@@ -82,17 +82,6 @@ func (r *Response) CutNote() string {
 	return fmt.Sprintf(" (in the first %d of the body's %d bytes: raise http.max_kept_body_bytes to look further)", len(r.Body), r.BodyLen)
 }
 
-// DefaultMaxKeptBody caps how much of a body is kept for captures and
-// checks: each user keeps its own copy, so 50 users reading a 10 MB answer
-// would otherwise hold half a gigabyte. The rest is still read (so the
-// connection stays usable) and counted, never stored.
-const DefaultMaxKeptBody = 1 << 20
-
-// DefaultMaxHeaderBytes bounds an answer's header block (status line,
-// header lines and interim 1xx answers together): a server that sends
-// header lines forever must fail its request, not exhaust our memory.
-const DefaultMaxHeaderBytes = 64 << 10
-
 // Get returns the first header with this name (case-insensitive), or nil.
 func (r *Response) Get(name string) []byte {
 	for _, f := range r.Header {
@@ -131,10 +120,6 @@ type Transport interface {
 	Close()
 }
 
-// ErrServerClosed means the server closed a kept-alive connection before
-// sending any byte of the answer.
-var ErrServerClosed = errors.New("server closed the connection before answering")
-
 var errTLSHandshake = errors.New("tls handshake failed")
 
 // Options configure every transport of a run.
@@ -172,16 +157,7 @@ func (o Options) protocol() Protocol {
 	return o.Protocol
 }
 
-func (o Options) limits() (header, body int) {
-	header, body = o.MaxHeaderBytes, o.MaxKeptBody
-	if header <= 0 {
-		header = DefaultMaxHeaderBytes
-	}
-	if body <= 0 {
-		body = DefaultMaxKeptBody
-	}
-	return header, body
-}
+func (o Options) limits() (header, body int) { return limitsOr(o.MaxHeaderBytes, o.MaxKeptBody) }
 
 // Shared holds what users share: the per-host connection limits, the TLS
 // config and handshake counts, and the HTTP/2 clients' shared state.

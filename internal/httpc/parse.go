@@ -3,7 +3,6 @@ package httpc
 import (
 	"bufio"
 	"errors"
-	"io"
 	"iter"
 )
 
@@ -55,34 +54,16 @@ func (s *byteSource) Read(p []byte) (int, error) {
 // only part of an answer; bytes after a complete answer fail it as
 // RoundTrip's do. The limits are RoundTrip's (0: the defaults).
 func (p *Parser) Parse(b []byte, end error, req *Request, resp *Response, maxHeader, maxKept int, reused bool) (closeAfter bool, err error) {
-	if maxHeader <= 0 {
-		maxHeader = DefaultMaxHeaderBytes
-	}
-	if maxKept <= 0 {
-		maxKept = DefaultMaxKeptBody
-	}
+	maxHeader, maxKept = limitsOr(maxHeader, maxKept)
 	p.src.b, p.src.end = b, end
 	p.br.Reset(&p.src)
 	closeAfter, err = readResponse(p.br, req, resp, maxHeader, maxKept)
 	left := len(p.src.b) + p.br.Buffered()
 	p.src.b, p.src.end = nil, nil
-	switch {
-	case errors.Is(err, ErrNeedMore):
+	if errors.Is(err, ErrNeedMore) {
 		return false, ErrNeedMore
-	case err != nil:
-		if reused && errors.Is(err, io.EOF) {
-			err = ErrServerClosed
-		}
-		return true, err
-	case left > 0:
-		return true, errTrailing
 	}
-	return closeAfter, nil
-}
-
-// AppendRequest appends req as RoundTrip writes it: head and body.
-func AppendRequest(b []byte, req *Request) []byte {
-	return append(appendHead(b, req), req.Body...)
+	return answerEnd(closeAfter, err, reused, left)
 }
 
 // Stream parses one answer as its bytes come, in bounded memory: for an
@@ -126,29 +107,15 @@ func (s *streamSource) Read(p []byte) (int, error) {
 // NewStream starts parsing the answer to req into resp; Parse's
 // arguments.
 func NewStream(req *Request, resp *Response, maxHeader, maxKept int, reused bool) *Stream {
-	if maxHeader <= 0 {
-		maxHeader = DefaultMaxHeaderBytes
-	}
-	if maxKept <= 0 {
-		maxKept = DefaultMaxKeptBody
-	}
+	maxHeader, maxKept = limitsOr(maxHeader, maxKept)
 	s := &Stream{}
 	s.br = readers.Get().(*bufio.Reader)
 	s.br.Reset(&s.src)
 	s.next, s.stop = iter.Pull(func(yield func(struct{}) bool) {
 		s.src.yield = yield
 		closeAfter, err := readResponse(s.br, req, resp, maxHeader, maxKept)
-		switch {
-		case errors.Is(err, errAbandoned):
-		case err != nil:
-			if reused && errors.Is(err, io.EOF) {
-				err = ErrServerClosed
-			}
-			s.closeAfter, s.err = true, err
-		case len(s.src.b)+s.br.Buffered() > 0:
-			s.closeAfter, s.err = true, errTrailing
-		default:
-			s.closeAfter = closeAfter
+		if !errors.Is(err, errAbandoned) {
+			s.closeAfter, s.err = answerEnd(closeAfter, err, reused, len(s.src.b)+s.br.Buffered())
 		}
 	})
 	return s
