@@ -93,7 +93,7 @@ var resultKeyDocs = map[string]string{
 	"Threshold.pass":  "whether it held",
 	"Threshold.error": "why it could not be evaluated, when it could not",
 
-	"Indicator.id":       "the indicator's name (`saturated`, `errors_dominated`, `timeouts_clustered`, `server_at_limit`, ...)",
+	"Indicator.id":       "the indicator's name (`saturated`, `errors_dominated`, `timeouts_clustered`, `server_limit`, `connection_errors`, `closed_model`)",
 	"Indicator.message":  "what it says, in a sentence",
 	"Indicator.evidence": "the figures it rests on, by name",
 
