@@ -5,7 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -19,27 +19,30 @@ import (
 func resultTypes(t *testing.T) map[string]*ast.TypeSpec {
 	t.Helper()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, "../internal/result", func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
+	files, err := filepath.Glob("../internal/result/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	types := map[string]*ast.TypeSpec{}
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			for _, decl := range f.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.TYPE {
-					continue
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				ts := spec.(*ast.TypeSpec)
+				if ts.Doc == nil && len(gd.Specs) == 1 {
+					ts.Doc = gd.Doc
 				}
-				for _, spec := range gd.Specs {
-					ts := spec.(*ast.TypeSpec)
-					if ts.Doc == nil && len(gd.Specs) == 1 {
-						ts.Doc = gd.Doc
-					}
-					types[ts.Name.Name] = ts
-				}
+				types[ts.Name.Name] = ts
 			}
 		}
 	}
