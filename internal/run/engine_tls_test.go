@@ -138,8 +138,8 @@ func tlsPlan(t *testing.T, addr, extra string) string {
 	return `
 target: https://` + addr + `
 http: {version: http/1.1}
-scenarios: {s: {steps: [{get: /, timeout: 2s}]}}
-load: {grace: 5s, stages: [{duration: 300ms, users: 4}]}
+scenarios: {s: {steps: [{get: /, timeout: 10s}]}}
+load: {grace: 15s, stages: [{duration: 300ms, users: 4}]}
 ` + extra
 }
 
@@ -212,6 +212,7 @@ func TestEnginesClassifyTLSAlike(t *testing.T) {
 		name   string
 		answer func(tc *tls.Conn, k int64) bool
 		stall  bool
+		hold   bool
 		grace  bool
 		verify bool
 		want   []string
@@ -233,6 +234,9 @@ func TestEnginesClassifyTLSAlike(t *testing.T) {
 		// are cut off.
 		{name: "handshake cut by the end", stall: true, grace: true, want: []string{"interrupted"}},
 		{name: "certificate does not verify", verify: true, want: []string{"tls"}},
+		// The grace ends while every answer is held: the requests in
+		// flight are cut off.
+		{name: "answer held past the end", hold: true, grace: true, want: []string{"interrupted"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,13 +245,18 @@ func TestEnginesClassifyTLSAlike(t *testing.T) {
 				if answer == nil && !tc.stall {
 					answer = func(c *tls.Conn, _ int64) bool { io.WriteString(c, okAnswer); return true }
 				}
+				held := make(chan struct{})
+				if tc.hold {
+					answer = func(*tls.Conn, int64) bool { <-held; return false }
+				}
 				srv := newTLSCountServer(t, answer)
+				t.Cleanup(func() { close(held) })
 				src := tlsPlan(t, srv.addr, "")
 				switch {
 				case tc.grace:
-					src = strings.Replace(src, "grace: 5s", "grace: 100ms", 1)
+					src = strings.Replace(src, "grace: 15s", "grace: 100ms", 1)
 				case tc.stall:
-					src = strings.Replace(src, "timeout: 2s", "timeout: 300ms", 1)
+					src = strings.Replace(src, "timeout: 10s", "timeout: 300ms", 1)
 				}
 				res := runOn(t, src, engine, tc.verify)
 				if got := classes(res); !slices.Equal(got, tc.want) || res.Totals.Requests == 0 {
@@ -270,8 +279,8 @@ func TestLoopRunsHTTPSOpen(t *testing.T) {
 		io.WriteString(tc, okAnswer)
 		return true
 	})
-	src := strings.Replace(tlsPlan(t, srv.addr, ""), "{grace: 5s, stages: [{duration: 300ms, users: 4}]}",
-		"{max_in_flight: 4, grace: 5s, stages: [{duration: 400ms, rate: 200/s}]}", 1)
+	src := strings.Replace(tlsPlan(t, srv.addr, ""), "{grace: 15s, stages: [{duration: 300ms, users: 4}]}",
+		"{max_in_flight: 4, grace: 15s, stages: [{duration: 400ms, rate: 200/s}]}", 1)
 	res := runOn(t, src, EngineLoop, false)
 	tot, st := res.Totals, res.TLS
 	if tot.Requests-tot.ByClass["dropped"] != srv.requests.Load() || srv.requests.Load() == 0 || tot.Failed != tot.ByClass["dropped"] {
