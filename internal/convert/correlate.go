@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/expr-lang/expr/builtin"
+	"github.com/stampede-load/stampede/internal/plan"
 )
 
 // Correlation.
@@ -182,8 +182,8 @@ func (ix *index) add(i int) {
 	for _, h := range x.respHeaders {
 		n := strings.ToLower(h.name)
 		if n == "set-cookie" {
-			name, v, _ := strings.Cut(h.value, ";")
-			name, v, ok := strings.Cut(name, "=")
+			pair, _, _ := strings.Cut(h.value, ";")
+			name, v, ok := strings.Cut(pair, "=")
 			if ok && v != "" {
 				ix.cookies[strings.TrimSpace(v)] = cookieSource{i, strings.TrimSpace(name), first}
 			}
@@ -328,11 +328,6 @@ func jsonHint(p []string) string {
 	return last
 }
 
-var reservedNames = map[string]bool{
-	"tenant": true, "vu": true, "iter": true, "uuid": true, "now_ms": true,
-	"rand_int": true, "vars": true, "data": true,
-}
-
 func ident(hint string) string {
 	var b strings.Builder
 	for _, r := range hint {
@@ -350,20 +345,6 @@ func ident(hint string) string {
 	return s
 }
 
-// exprWords are names an expression gives a meaning of its own (expr's
-// builtins and operators): a capture named so could not be read in one.
-var exprWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, n := range builtin.Names {
-		m[n] = true
-	}
-	for _, n := range []string{"in", "not", "and", "or", "matches", "contains", "startsWith", "endsWith",
-		"let", "nil", "true", "false", "if", "else", "status", "body"} {
-		m[n] = true
-	}
-	return m
-}()
-
 // correlator names captures: one per (step, expression), each name once.
 type correlator struct {
 	steps  []*step
@@ -380,7 +361,7 @@ func (c *correlator) capture(i int, kind, expr, hint string) string {
 		return name
 	}
 	name := ident(hint)
-	if reservedNames[name] || exprWords[name] {
+	if plan.ReservedName(name) {
 		name += "_1"
 	}
 	base := name

@@ -22,7 +22,8 @@ func FollowCoordinator(exit func()) {
 	}
 	os.Unsetenv(CoordinatorEnv)
 	go func() {
-		io.Copy(io.Discard, os.Stdin)
+		// Any end of stdin, an error included, means the coordinator is gone.
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		exit()
 	}()
 }

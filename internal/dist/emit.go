@@ -61,7 +61,7 @@ func Emit(w io.Writer, res *result.Result) error {
 	}
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	zw.Write(raw)
+	_, _ = zw.Write(raw) // into memory; an error would come back from Close
 	if err := zw.Close(); err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 			<-started // the workers' processes are known from here on
 			for _, c := range cmds {
 				if c != nil && c.Process != nil {
-					c.Process.Signal(s)
+					_ = c.Process.Signal(s) // one that already ended needs none
 				}
 			}
 		}
@@ -290,5 +290,5 @@ func SummaryOfOutcomes(w io.Writer, outs []Outcome) {
 		}
 		fmt.Fprintf(&b, "  %s: %d requests, %s (%s)\n", o.Name(), reqs, state, o.Log)
 	}
-	w.Write(b.Bytes())
+	_, _ = w.Write(b.Bytes()) // a summary for the terminal: nothing to do if it cannot be shown
 }

@@ -67,7 +67,7 @@ func (h *liveHist) drain(cum *sparseHist, interval *hdr.Histogram) (n int64) {
 	move := func(i int32, k int64) {
 		cum.add(i, k)
 		if interval != nil {
-			interval.RecordValues(valueAt(i), k)
+			_ = interval.RecordValues(valueAt(i), k) // a bucket's own value: in range
 		}
 		n += k
 	}
@@ -116,7 +116,7 @@ func (h *liveHist) addCounts(dst []int64, open *hdr.Histogram) (n int64) {
 				d[j] += int64(k)
 				n += int64(k)
 				if open != nil {
-					open.RecordValues(valueAt(base+int32(j)), int64(k))
+					_ = open.RecordValues(valueAt(base+int32(j)), int64(k)) // a bucket's own value: in range
 				}
 			}
 		}
@@ -126,7 +126,7 @@ func (h *liveHist) addCounts(dst []int64, open *hdr.Histogram) (n int64) {
 		dst[i] += k
 		n += k
 		if open != nil {
-			open.RecordValues(valueAt(i), k)
+			_ = open.RecordValues(valueAt(i), k) // a bucket's own value: in range
 		}
 	}
 	h.mu.Unlock()

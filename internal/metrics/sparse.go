@@ -80,14 +80,14 @@ func (h *sparseHist) addTo(dst ...*hdr.Histogram) {
 			}
 			v := valueAt(base + int32(j))
 			for _, d := range dst {
-				d.RecordValues(v, int64(n))
+				_ = d.RecordValues(v, int64(n)) // a bucket's own value: in range
 			}
 		}
 	}
 	for i, n := range h.over {
 		v := valueAt(i)
 		for _, d := range dst {
-			d.RecordValues(v, n)
+			_ = d.RecordValues(v, n) // a bucket's own value: in range
 		}
 	}
 }

@@ -296,7 +296,8 @@ func (p *parser) finishBody(st *Step, f map[string]kv) {
 func Gzip(dst, data []byte, level int) []byte {
 	buf := bytes.NewBuffer(dst)
 	w, _ := gzip.NewWriterLevel(buf, level)
-	w.Write(data)
-	w.Close()
+	// Writes into memory (a bytes.Buffer) cannot fail.
+	_, _ = w.Write(data)
+	_ = w.Close()
 	return buf.Bytes()
 }

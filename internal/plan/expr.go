@@ -18,6 +18,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/file"
 	exprparser "github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
@@ -323,6 +324,26 @@ func (c *exprChecker) member(n *ast.MemberNode) {
 		}
 	}
 }
+
+// ReservedName reports whether a capture named name could not be read
+// back: templates or expressions give the name a meaning of their own
+// (tenant, vu, expr's builtins and operators). Tools that name captures
+// (stampede convert) steer clear of these.
+func ReservedName(name string) bool { return reserved[name] || exprWords[name] }
+
+// exprWords are names an expression gives a meaning of its own (expr's
+// builtins and operators, and the values it reads by name).
+var exprWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range builtin.Names {
+		m[n] = true
+	}
+	for _, n := range []string{"in", "not", "and", "or", "matches", "contains", "startsWith", "endsWith",
+		"let", "nil", "true", "false", "if", "else", "status", "body"} {
+		m[n] = true
+	}
+	return m
+}()
 
 // valueRefs are the per-request values an expression may read by name.
 var valueRefs = map[string]exprRefKind{"status": refStatus, "vu": refVU, "iter": refIter, "tenant": refTenant,

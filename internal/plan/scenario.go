@@ -522,22 +522,25 @@ func (p *parser) expect(n *yaml.Node) Expect {
 				p.errf(v, "bad expected value for %s: expected a single value, found %s", q(je.key), kindName(v))
 				continue
 			}
-			want, ok := "", true
-			switch v.ShortTag() {
-			case "!!null", "!!bool", "!!int", "!!float":
-				want, ok = p.jsonScalar(v)
-				if !ok {
-					want, ok = v.Value, true
-				}
-			default:
-				want, ok = p.text(v, "expected value")
-			}
-			if ok {
+			if want, ok := p.expectedScalar(v, "expected value"); ok {
 				ex.JSON = append(ex.JSON, JSONExpect{Path: path, Value: want})
 			}
 		}
 	}
 	return ex
+}
+
+// expectedScalar is the text a JSON value must equal: null, booleans and
+// numbers as JSON writes them, anything else as the string it is.
+func (p *parser) expectedScalar(v *yaml.Node, what string) (string, bool) {
+	switch v.ShortTag() {
+	case "!!null", "!!bool", "!!int", "!!float":
+		if want, ok := p.jsonScalar(v); ok {
+			return want, true
+		}
+		return v.Value, true
+	}
+	return p.text(v, what)
 }
 
 func parseStatus(s string) (StatusMatch, bool) {

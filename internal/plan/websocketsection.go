@@ -164,16 +164,7 @@ func (p *parser) wsWait(st *WSStep, n *yaml.Node, sc *scope) bool {
 			p.errf(v, "bad equals: expected a single value, found %s", kindName(v))
 			good = false
 		} else {
-			want, ok := "", true
-			switch v.ShortTag() {
-			case "!!null", "!!bool", "!!int", "!!float":
-				if want, ok = p.jsonScalar(v); !ok {
-					want, ok = v.Value, true
-				}
-			default:
-				want, ok = p.text(v, "equals")
-			}
-			st.Equals, st.HasEquals = want, ok
+			st.Equals, st.HasEquals = p.expectedScalar(v, "equals")
 		}
 	}
 	if e, ok := f["json"]; ok && f["equals"].v == nil {

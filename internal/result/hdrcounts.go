@@ -202,10 +202,11 @@ func encodeCounts(counts []int64, lead int) string {
 	e.z.Reset()
 	// The outer header's 8 bytes go first, its length filled in after.
 	var outer [8]byte
+	// Writes into memory (a bytes.Buffer) cannot fail.
 	e.z.Write(outer[:])
 	e.zw.Reset(&e.z)
-	e.zw.Write(raw)
-	e.zw.Close()
+	_, _ = e.zw.Write(raw)
+	_ = e.zw.Close()
 	buf := e.z.Bytes()
 	binary.BigEndian.PutUint32(buf[0:], uint32(v2CompressedCookie))
 	binary.BigEndian.PutUint32(buf[4:], uint32(len(buf)-8))

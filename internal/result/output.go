@@ -210,8 +210,9 @@ func (o *Output) checkpoint(data []byte) error {
 		return writeFile(o.path, data)
 	}
 	if err := fill(o.scratch, data); err != nil {
-		// Give back what the failed write took, for the final one.
-		o.scratch.Truncate(0)
+		// Give back what the failed write took, for the final one; the
+		// write's own error is the one to report.
+		_ = o.scratch.Truncate(0)
 		return err
 	}
 	if o.firstName != "" {
@@ -283,8 +284,9 @@ func (o *Output) Final(r *Result) error {
 			o.finalDone(r)
 			return nil
 		}
-		// Free the reservation for the other way.
-		o.reserve.Truncate(0)
+		// Free the reservation for the other way (best effort: the
+		// result is already written).
+		_ = o.reserve.Truncate(0)
 	}
 	if err2 := o.checkpoint(data); err2 != nil {
 		if err == nil {
