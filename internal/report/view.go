@@ -3,10 +3,8 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/sample"
@@ -190,14 +188,6 @@ func stepRows(r *result.Result, lat []result.Latency) []stepRow {
 		}
 	}
 	return rows
-}
-
-// secondsLabel prints a time offset for axis-free places (tables, notes).
-func secondsLabel(s float64) string {
-	if math.IsNaN(s) || s < 0 {
-		s = 0
-	}
-	return (time.Duration(math.Round(s)) * time.Second).String()
 }
 
 // levelLabel names a level of a sweep or gates run as the classic load-test report's column
