@@ -27,78 +27,14 @@ func newConvertCmd(session.Process) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "convert {har FILE.har | curl 'curl ...'}",
 		Short: "Make a plan from a browser recording (HAR) or a curl command",
-		Long: `convert writes a plan from what a browser or curl sent.
-
-har: the requests of a HAR export (browser DevTools, Network tab, "Save
-all as HAR") in order, the recorded pauses between them as think steps,
-static assets and other hosts left out (--keep-static, --keep-third-party),
-cookies left to each user's jar, browser headers dropped. A value a
-response handed out and a later request sent back (a CSRF token, a bearer
-token, an order id) becomes a capture on the response and a template in
-the request; a UUID the client made up becomes {{ uuid }}. What was
-captured is listed on stderr.
-
-Only values shaped like tokens and ids are correlated (UUIDs, JWTs, long
-letter-and-digit runs, long numbers, and what the response names an id
-or a token); plain words and small numbers stay as recorded.
-
-curl: one request from a curl command line ("Copy as cURL" works). Every
-header typed is kept, user:password@ and -u become Basic authentication,
--F becomes multipart:, other curl options' values are skipped, and -T is
-refused.
-
-The plan is checked with the plan loader before it is written.`,
+		Long:  convertLong,
 		Example: `  stampede convert har checkout.har -o checkout.yaml
   stampede convert har session.har --host shop.example.com --users 20 --duration 5m
   stampede convert curl 'curl -X POST https://api.example.com/votes -H "voter-id: 7" --json "{\"partyId\":\"p1\"}"'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.KeepStatic, o.KeepThirdParty, o.NoCorrelate = keepStatic, keepThirdParty, noCorrelate
-			var (
-				text []byte
-				sum  convert.Summary
-				err  error
-			)
-			switch args[0] {
-			case "har":
-				data, rerr := os.ReadFile(args[1])
-				if rerr != nil {
-					return fail(exitUsage, rerr)
-				}
-				o.Source = args[1]
-				text, sum, err = convert.HAR(data, o)
-			case "curl":
-				o.AllowFiles = allowFiles
-				text, sum, err = convert.Curl(args[1], o)
-			default:
-				return fail(exitUsage, fmt.Errorf("convert %q: expected har or curl", args[0]))
-			}
-			if err != nil {
-				return fail(exitUsage, err)
-			}
-			// A plan that does not load is the converter's bug, not the
-			// user's: say so rather than write it.
-			name := out
-			if name == "" {
-				name = "converted.yaml"
-			}
-			// The plan's ${ENV} references (curl's credentials) are the
-			// user's to set; its files are the ones curl read here.
-			anyEnv := func(string) (string, bool) { return "set-by-the-user", true }
-			loadOpts := plan.LoadOptions{AllowFiles: append([]string{"."}, allowFiles...)}
-			if _, perr := plan.ParseWith(name, text, anyEnv, loadOpts); perr != nil {
-				return fail(exitUsage, fmt.Errorf("the converted plan does not load (please report this): %v", perr))
-			}
-			var w io.Writer = cmd.OutOrStdout()
-			if out != "" && out != "-" {
-				if err := os.WriteFile(out, text, 0o644); err != nil {
-					return fail(exitUsage, err)
-				}
-			} else {
-				w.Write(text)
-			}
-			summarize(cmd.ErrOrStderr(), sum, out)
-			return nil
+			return runConvert(cmd, args, out, o)
 		},
 	}
 	f := cmd.Flags()
@@ -112,6 +48,56 @@ The plan is checked with the plan loader before it is written.`,
 	f.IntVar(&o.Users, "users", 1, "users of the plan's load stage")
 	f.DurationVar(&o.Duration, "duration", time.Minute, "duration of the plan's load stage")
 	return cmd
+}
+
+// runConvert converts args[1] as args[0] (har or curl) says, checks that
+// the plan loads, and writes it to out (default stdout).
+func runConvert(cmd *cobra.Command, args []string, out string, o convert.Options) error {
+	var (
+		text []byte
+		sum  convert.Summary
+		err  error
+	)
+	switch args[0] {
+	case "har":
+		data, rerr := os.ReadFile(args[1])
+		if rerr != nil {
+			return fail(exitUsage, rerr)
+		}
+		o.Source = args[1]
+		text, sum, err = convert.HAR(data, o)
+	case "curl":
+		o.AllowFiles = allowFiles
+		text, sum, err = convert.Curl(args[1], o)
+	default:
+		return fail(exitUsage, fmt.Errorf("convert %q: expected har or curl", args[0]))
+	}
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	// A plan that does not load is the converter's bug, not the
+	// user's: say so rather than write it.
+	name := out
+	if name == "" {
+		name = "converted.yaml"
+	}
+	// The plan's ${ENV} references (curl's credentials) are the
+	// user's to set; its files are the ones curl read here.
+	anyEnv := func(string) (string, bool) { return "set-by-the-user", true }
+	loadOpts := plan.LoadOptions{AllowFiles: append([]string{"."}, allowFiles...)}
+	if _, perr := plan.ParseWith(name, text, anyEnv, loadOpts); perr != nil {
+		return fail(exitUsage, fmt.Errorf("the converted plan does not load (please report this): %v", perr))
+	}
+	var w io.Writer = cmd.OutOrStdout()
+	if out != "" && out != "-" {
+		if err := os.WriteFile(out, text, 0o644); err != nil {
+			return fail(exitUsage, err)
+		}
+	} else {
+		w.Write(text)
+	}
+	summarize(cmd.ErrOrStderr(), sum, out)
+	return nil
 }
 
 func summarize(w io.Writer, s convert.Summary, out string) {
@@ -144,3 +130,25 @@ func summarize(w io.Writer, s convert.Summary, out string) {
 		fmt.Fprintln(w, "  note:", n)
 	}
 }
+
+const convertLong = `convert writes a plan from what a browser or curl sent.
+
+har: the requests of a HAR export (browser DevTools, Network tab, "Save
+all as HAR") in order, the recorded pauses between them as think steps,
+static assets and other hosts left out (--keep-static, --keep-third-party),
+cookies left to each user's jar, browser headers dropped. A value a
+response handed out and a later request sent back (a CSRF token, a bearer
+token, an order id) becomes a capture on the response and a template in
+the request; a UUID the client made up becomes {{ uuid }}. What was
+captured is listed on stderr.
+
+Only values shaped like tokens and ids are correlated (UUIDs, JWTs, long
+letter-and-digit runs, long numbers, and what the response names an id
+or a token); plain words and small numbers stay as recorded.
+
+curl: one request from a curl command line ("Copy as cURL" works). Every
+header typed is kept, user:password@ and -u become Basic authentication,
+-F becomes multipart:, other curl options' values are skipped, and -T is
+refused.
+
+The plan is checked with the plan loader before it is written.`

@@ -28,8 +28,6 @@ const (
 	nearTimeout        = 0.9  // of the configured timeout
 	clusterMinShare    = 0.01 // of requests at the timeout
 	clusterMinCount    = 5
-	cpuLimitPct        = 95.0
-	limitMinSamples    = 2 // samples at the limit, so one spike does not count
 	defaultTimeout     = 30 * time.Second
 )
 
@@ -91,46 +89,13 @@ func classHint(class string) string {
 // for reasons that say nothing of a ceiling - on a busy machine the drain
 // spans several intervals and hid a saturation it was not part of.
 func saturatedInRun(s result.Series, measuredS float64) (result.Indicator, bool) {
-	n := len(s.T)
-	if measuredS > 0 && s.IntervalS > 0 {
-		const slack = 1e-6 // T is a float multiple of the interval
-		for n > 0 && s.T[n-1]+s.IntervalS > measuredS+slack {
-			n--
-		}
-	} else if n > 0 && n == len(s.Completed) && n >= 2 {
-		// The last interval is usually cut short by the end of the run.
-		n--
-	}
-	if n < saturationMinSteps || s.IntervalS <= 0 || len(s.OK) < n || len(s.P95US) < n {
-		return result.Indicator{}, false
-	}
-	from := n - int(math.Round(saturationWindowS/s.IntervalS))
-	from = max(from, 0)
-	if n-from < saturationMinSteps {
+	from, n, ok := saturationWindow(s, measuredS)
+	if !ok {
 		return result.Indicator{}, false
 	}
 	mid := from + (n-from)/2
-	rps := func(a, b int) float64 {
-		var sum int64
-		for i := a; i < b; i++ {
-			sum += s.OK[i]
-		}
-		return float64(sum) / (float64(b-a) * s.IntervalS)
-	}
-	p95 := func(a, b int) float64 {
-		var sum float64
-		var k int
-		for i := a; i < b; i++ {
-			if s.OK[i] > 0 {
-				sum += float64(s.P95US[i])
-				k++
-			}
-		}
-		if k == 0 {
-			return 0
-		}
-		return sum / float64(k)
-	}
+	rps := func(a, b int) float64 { return okRPS(s, a, b) }
+	p95 := func(a, b int) float64 { return meanP95(s, a, b) }
 	// Throughput that stays flat while the offered load does (a gate's
 	// hold, a steady stage) is the load being served, not a ceiling: only
 	// load that grew across the window can find one.
@@ -152,14 +117,7 @@ func saturatedInRun(s result.Series, measuredS float64) (result.Indicator, bool)
 	// users) is the generator's host stalling - a loaded machine delays
 	// sends and reads alike - not a queue at the target.
 	if len(s.InFlight) >= n {
-		mean := func(a, b int) float64 {
-			var sum int64
-			for i := a; i < b; i++ {
-				sum += s.InFlight[i]
-			}
-			return float64(sum) / float64(b-a)
-		}
-		w1, w2 := mean(from, mid), mean(mid, n)
+		w1, w2 := meanOf(s.InFlight, from, mid), meanOf(s.InFlight, mid, n)
 		if w2 < w1*levelLoadGrowth || w2 <= 0 {
 			return result.Indicator{}, false
 		}
@@ -173,6 +131,61 @@ func saturatedInRun(s result.Series, measuredS float64) (result.Indicator, bool)
 		Message: fmt.Sprintf("Saturated: over the last %.0fs successful throughput stayed flat (%.1f -> %.1f req/s) while p95 rose from %s to %s - the target stopped taking more work and queues the rest; more load will only add latency",
 			float64(n-from)*s.IntervalS, r1, r2, formatDuration(int64(l1)), formatDuration(int64(l2))),
 	}, true
+}
+
+// saturationWindow is the last saturationWindowS of the measured series,
+// [from, n); false when it holds too few intervals to judge.
+func saturationWindow(s result.Series, measuredS float64) (from, n int, ok bool) {
+	n = len(s.T)
+	if measuredS > 0 && s.IntervalS > 0 {
+		const slack = 1e-6 // T is a float multiple of the interval
+		for n > 0 && s.T[n-1]+s.IntervalS > measuredS+slack {
+			n--
+		}
+	} else if n > 0 && n == len(s.Completed) && n >= 2 {
+		// The last interval is usually cut short by the end of the run.
+		n--
+	}
+	if n < saturationMinSteps || s.IntervalS <= 0 || len(s.OK) < n || len(s.P95US) < n {
+		return 0, 0, false
+	}
+	from = max(n-int(math.Round(saturationWindowS/s.IntervalS)), 0)
+	return from, n, n-from >= saturationMinSteps
+}
+
+// okRPS is the successful requests per second over intervals [a, b).
+func okRPS(s result.Series, a, b int) float64 {
+	var sum int64
+	for i := a; i < b; i++ {
+		sum += s.OK[i]
+	}
+	return float64(sum) / (float64(b-a) * s.IntervalS)
+}
+
+// meanP95 is the mean p95 of the intervals in [a, b) that had a success;
+// 0 when none had.
+func meanP95(s result.Series, a, b int) float64 {
+	var sum float64
+	var k int
+	for i := a; i < b; i++ {
+		if s.OK[i] > 0 {
+			sum += float64(s.P95US[i])
+			k++
+		}
+	}
+	if k == 0 {
+		return 0
+	}
+	return sum / float64(k)
+}
+
+// meanOf is the mean of v over [a, b).
+func meanOf(v []int64, a, b int) float64 {
+	var sum int64
+	for i := a; i < b; i++ {
+		sum += v[i]
+	}
+	return float64(sum) / float64(b-a)
 }
 
 // timeoutsClustered fires when requests pile up at the configured timeout:
@@ -264,68 +277,4 @@ func ConfiguredTimeouts(source string) []time.Duration {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
-}
-
-// ServerResources reports server-side resources at their limit over
-// [from, to] seconds of the run: CPU at 95% or more, database connections
-// at their maximum, Redis clients blocked. It reads monitor series by the
-// names package collect gives them, so it works on any result that carries
-// them (call it with r.Monitors once results hold monitors).
-func ServerResources(mon map[string]result.MonitorSeries, from, to float64) []result.Indicator {
-	var out []result.Indicator
-	names := make([]string, 0, len(mon))
-	for k := range mon {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var hot []string
-	ev := map[string]float64{}
-	for _, name := range names {
-		s := mon[name]
-		switch {
-		case s.Unit == "pct" && (strings.HasSuffix(name, "cpu_pct") || strings.HasSuffix(name, "cpu.busy_pct")):
-			if n, peak := atLeast(s, from, to, cpuLimitPct); n >= limitMinSamples {
-				hot = append(hot, fmt.Sprintf("%s at %.0f%%", name, peak))
-				ev[name] = peak
-			}
-		case strings.HasSuffix(name, "connections.total"):
-			maxName := strings.TrimSuffix(name, "total") + "max"
-			lim, ok := mon[maxName]
-			if !ok {
-				continue
-			}
-			cap := lim.Stats(from, to).Max
-			if n, peak := atLeast(s, from, to, cap); cap > 0 && n >= limitMinSamples {
-				hot = append(hot, fmt.Sprintf("%s at its maximum (%.0f of %.0f)", strings.TrimSuffix(name, ".total"), peak, cap))
-				ev[name], ev[maxName] = peak, cap
-			}
-		case strings.HasSuffix(name, "clients.blocked"):
-			if n, peak := atLeast(s, from, to, 1); n >= limitMinSamples {
-				hot = append(hot, fmt.Sprintf("%s: %.0f blocked", name, peak))
-				ev[name] = peak
-			}
-		}
-	}
-	if len(hot) > 0 {
-		out = append(out, result.Indicator{
-			ID: "server_at_limit", Severity: SeverityWarn, Evidence: ev,
-			Message: "Server resource at its limit during the run: " + strings.Join(hot, "; ") + " - that resource is the likely bottleneck, not the generator",
-		})
-	}
-	return out
-}
-
-// atLeast counts the samples in [from, to] at or above limit, and the peak.
-func atLeast(s result.MonitorSeries, from, to, limit float64) (int, float64) {
-	n, peak := 0, math.Inf(-1)
-	for i, t := range s.T {
-		if t < from || t > to || i >= len(s.V) || math.IsNaN(s.V[i]) {
-			continue
-		}
-		peak = max(peak, s.V[i])
-		if s.V[i] >= limit {
-			n++
-		}
-	}
-	return n, peak
 }

@@ -187,45 +187,6 @@ func TestTimeoutsClustered(t *testing.T) {
 	}
 }
 
-func TestServerResources(t *testing.T) {
-	ts := []float64{0, 1, 2, 3, 4}
-	mon := map[string]result.MonitorSeries{
-		"process[api].cpu_pct":        {Unit: "pct", T: ts, V: []float64{60, 96, 99, 97, 70}},
-		"postgres.connections.total":  {Unit: "count", T: ts, V: []float64{50, 100, 100, 100, 90}},
-		"postgres.connections.max":    {Unit: "count", T: ts, V: []float64{100, 100, 100, 100, 100}},
-		"redis.clients.blocked":       {Unit: "count", T: ts, V: []float64{0, 3, 4, 0, 0}},
-		"host.cpu.busy_pct":           {Unit: "pct", T: ts, V: []float64{40, 50, 60, 50, 40}},
-		"postgres.connections.active": {Unit: "count", T: ts, V: []float64{5, 5, 5, 5, 5}},
-	}
-	ins := ServerResources(mon, 0, 4)
-	if len(ins) != 1 {
-		t.Fatalf("indicators %v", ins)
-	}
-	ev := ins[0].Evidence
-	for _, k := range []string{"process[api].cpu_pct", "postgres.connections.total", "redis.clients.blocked"} {
-		if _, ok := ev[k]; !ok {
-			t.Errorf("evidence lacks %s: %v", k, ev)
-		}
-	}
-	if _, ok := ev["host.cpu.busy_pct"]; ok {
-		t.Error("host CPU at 60% is not at its limit")
-	}
-	// A healthy server: nothing at its limit, and one spike is not enough.
-	healthy := map[string]result.MonitorSeries{
-		"process[api].cpu_pct":       {Unit: "pct", T: ts, V: []float64{30, 99, 40, 35, 30}},
-		"postgres.connections.total": {Unit: "count", T: ts, V: []float64{10, 12, 11, 10, 10}},
-		"postgres.connections.max":   {Unit: "count", T: ts, V: []float64{100, 100, 100, 100, 100}},
-		"redis.clients.blocked":      {Unit: "count", T: ts, V: []float64{0, 0, 0, 0, 0}},
-	}
-	if ins := ServerResources(healthy, 0, 4); len(ins) != 0 {
-		t.Errorf("healthy server: %v", ins)
-	}
-	// Outside the window does not count.
-	if ins := ServerResources(mon, 3.5, 4); len(ins) != 0 {
-		t.Errorf("window [3.5, 4]: %v", ins)
-	}
-}
-
 func TestLevelIndicators(t *testing.T) {
 	lvl := func(v float64, ok int, p95 int64) result.Level {
 		r := build(t, result.RunInfo{DurationS: 1, Model: "closed"}, stepSpec{scenario: "s", name: "GET /", okUS: spread(ok, p95/2, p95)})

@@ -29,10 +29,41 @@ const (
 // Indicators returns findings about r, warnings first, each with the
 // numbers that triggered it so a reader can check the reasoning.
 func Indicators(r *result.Result) []result.Indicator {
-	var out []result.Indicator
-	warn := func(id, msg string, ev map[string]float64) {
-		out = append(out, result.Indicator{ID: id, Severity: SeverityWarn, Message: msg, Evidence: ev})
+	var out findings
+	out.classes(r)
+	out.generator(r)
+	out = append(out, monitorIndicators(r)...)
+	if r.Run.Partial {
+		reason := r.Run.PartialReason
+		if reason == "" {
+			reason = "the run did not complete"
+		}
+		out.warn("partial", fmt.Sprintf("Partial result (%s) - figures cover only part of the planned run", reason), nil)
 	}
+	if r.Run.Model == "closed" && !r.Run.Paced {
+		out = append(out, result.Indicator{
+			ID: "closed_model", Severity: SeverityInfo,
+			Message: "Closed model: latencies are service times measured from the actual send; under overload a closed model slows its own arrival rate, so these are not what users would see at a fixed arrival rate - use an open model (rate:) for that",
+		})
+	}
+	return out
+}
+
+// findings are indicators in the order they are found.
+type findings []result.Indicator
+
+func (f *findings) warn(id, msg string, ev map[string]float64) {
+	*f = append(*f, result.Indicator{ID: id, Severity: SeverityWarn, Message: msg, Evidence: ev})
+}
+
+func (f *findings) add(ind result.Indicator, ok bool) {
+	if ok {
+		*f = append(*f, ind)
+	}
+}
+
+// classes are the findings the failure classes and the series show.
+func (f *findings) classes(r *result.Result) {
 	t := r.Totals
 	cls := func(c sample.Class) int64 { return t.ByClass[c.String()] }
 	share := func(n int64) float64 {
@@ -41,24 +72,19 @@ func Indicators(r *result.Result) []result.Indicator {
 		}
 		return float64(n) / float64(t.Requests)
 	}
-
 	if t.Requests > 0 && share(t.Successful) < overloadedBelow {
-		warn("overloaded", "Success rate is below 95% - system may be overloaded", map[string]float64{
+		f.warn("overloaded", "Success rate is below 95% - system may be overloaded", map[string]float64{
 			"success_rate": share(t.Successful), "requests": float64(t.Requests), "successful": float64(t.Successful),
 		})
 	}
-	if ind, ok := errorsDominated(t); ok {
-		out = append(out, ind)
-	}
-	if ind, ok := saturatedInRun(r.Series, r.Run.DurationS); ok {
-		out = append(out, ind)
-	}
+	f.add(errorsDominated(t))
+	f.add(saturatedInRun(r.Series, r.Run.DurationS))
 	if n := cls(sample.ServerError); share(n) > serverErrorsAbove {
-		warn("server_errors", fmt.Sprintf("High server error rate (%.2f%%) - check application logs", share(n)*percent),
+		f.warn("server_errors", fmt.Sprintf("High server error rate (%.2f%%) - check application logs", share(n)*percent),
 			map[string]float64{"server_error_rate": share(n), "server_error": float64(n)})
 	}
 	if n := cls(sample.RateLimited); n > 0 {
-		warn("rate_limited", fmt.Sprintf("%d requests were rate limited (429, %.2f%%) - the target throttled this load, so the figures measure its rate limiter rather than its capacity", n, share(n)*percent),
+		f.warn("rate_limited", fmt.Sprintf("%d requests were rate limited (429, %.2f%%) - the target throttled this load, so the figures measure its rate limiter rather than its capacity", n, share(n)*percent),
 			map[string]float64{"rate_limited": float64(n), "rate_limited_rate": share(n)})
 	}
 	if n := cls(sample.Timeout); n > 0 {
@@ -68,20 +94,21 @@ func Indicators(r *result.Result) []result.Indicator {
 		} else {
 			msg += " - check the slowest endpoints and the request timeout"
 		}
-		warn("timeouts", msg, map[string]float64{"timeout": float64(n), "timeout_rate": share(n)})
+		f.warn("timeouts", msg, map[string]float64{"timeout": float64(n), "timeout_rate": share(n)})
 	}
-	if ind, ok := timeoutsClustered(r); ok {
-		out = append(out, ind)
-	}
-	if ind, ok := connectionErrors(t.ByClass); ok {
-		out = append(out, ind)
-	}
+	f.add(timeoutsClustered(r))
+	f.add(connectionErrors(t.ByClass))
 	if n := cls(sample.Dropped); n > 0 {
-		warn("dropped", fmt.Sprintf("%d arrivals were dropped (%.2f%% of offered load) because max_in_flight was reached - the offered load was not delivered, so the target was tested at less than the planned rate", n, share(n)*percent),
+		f.warn("dropped", fmt.Sprintf("%d arrivals were dropped (%.2f%% of offered load) because max_in_flight was reached - the offered load was not delivered, so the target was tested at less than the planned rate", n, share(n)*percent),
 			map[string]float64{"dropped": float64(n), "dropped_rate": share(n)})
 	}
+}
+
+// generator are the findings about the generator itself: lag, CPU and a
+// late start, each of which makes the figures suspect.
+func (f *findings) generator(r *result.Result) {
 	if p99, ok := lagP99(r.Generator.Lag); ok && p99 > generatorLagAbove {
-		warn("generator_lag", fmt.Sprintf("Generator lag p99 is %s (over 1ms) - the generator could not start work on time, so latency and throughput figures from this run are suspect", formatDuration(p99)),
+		f.warn("generator_lag", fmt.Sprintf("Generator lag p99 is %s (over 1ms) - the generator could not start work on time, so latency and throughput figures from this run are suspect", formatDuration(p99)),
 			map[string]float64{"lag_p99_us": float64(p99)})
 	}
 	if g := r.Generator; g.CPUUtil >= generatorCPUAtLeast {
@@ -92,28 +119,13 @@ func Indicators(r *result.Result) []result.Indicator {
 				cores = " of 1 core"
 			}
 		}
-		warn("generator_cpu", fmt.Sprintf("Generator CPU was at %.2f%%%s - the generator was CPU bound, so the target may have had more to give; use more cores or split the run into segments", g.CPUUtil*percent, cores),
+		f.warn("generator_cpu", fmt.Sprintf("Generator CPU was at %.2f%%%s - the generator was CPU bound, so the target may have had more to give; use more cores or split the run into segments", g.CPUUtil*percent, cores),
 			map[string]float64{"cpu_util": g.CPUUtil, "cores": float64(g.Cores), "cpu_s": g.CPUSeconds})
 	}
 	if late := r.Run.LateStartS; late > 0 {
-		warn("late_start", fmt.Sprintf("The load began %s after its start time (--start-at), which the setup (or a late process) overran - it kept to the shared schedule, so what the profile's first %s held was neither sent nor counted; duration and throughput are over the time the load ran", formatDuration(int64(late*1e6)), formatDuration(int64(late*1e6))),
+		f.warn("late_start", fmt.Sprintf("The load began %s after its start time (--start-at), which the setup (or a late process) overran - it kept to the shared schedule, so what the profile's first %s held was neither sent nor counted; duration and throughput are over the time the load ran", formatDuration(int64(late*1e6)), formatDuration(int64(late*1e6))),
 			map[string]float64{"late_start_s": late})
 	}
-	out = append(out, monitorIndicators(r)...)
-	if r.Run.Partial {
-		reason := r.Run.PartialReason
-		if reason == "" {
-			reason = "the run did not complete"
-		}
-		warn("partial", fmt.Sprintf("Partial result (%s) - figures cover only part of the planned run", reason), nil)
-	}
-	if r.Run.Model == "closed" && !r.Run.Paced {
-		out = append(out, result.Indicator{
-			ID: "closed_model", Severity: SeverityInfo,
-			Message: "Closed model: latencies are service times measured from the actual send; under overload a closed model slows its own arrival rate, so these are not what users would see at a fixed arrival rate - use an open model (rate:) for that",
-		})
-	}
-	return out
 }
 
 // connectionErrors names each kind present with its likely cause, because

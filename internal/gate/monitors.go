@@ -319,7 +319,8 @@ func monitorIndicators(r *result.Result) []result.Indicator {
 		return nil
 	}
 	from, to := r.SteadyWindow()
-	stat := func(key string) (result.MonitorStats, bool) {
+	l := &limitScan{ev: map[string]float64{}, cores: max(r.Generator.Cores, 1)}
+	l.stat = func(key string) (result.MonitorStats, bool) {
 		s, ok := r.Monitors[key]
 		if !ok {
 			return result.MonitorStats{}, false
@@ -327,85 +328,96 @@ func monitorIndicators(r *result.Result) []result.Indicator {
 		st := s.Stats(from, to)
 		return st, st.N > 0
 	}
-	var found []string
-	ev := map[string]float64{}
 	keys := make([]string, 0, len(r.Monitors))
 	for k := range r.Monitors {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	cores := max(r.Generator.Cores, 1)
 	for _, k := range keys {
-		label, metric := result.SplitMonitorKey(k)
-		if metric == "" {
-			continue
-		}
-		kind := monitorPrefix(k)
-		switch {
-		case kind == monitorkind.Host && metric == "cpu.busy_pct":
-			if st, ok := stat(k); ok && st.Max >= cpuAtLimitPct {
-				found = append(found, fmt.Sprintf("%s CPU was %.0f%% busy (this machine: the generator runs here too)", label, st.Max))
-				ev[k+".max"] = st.Max
-			}
-		case kind == monitorkind.Host && metric == "tcp.ephemeral_used_pct":
-			if st, ok := stat(k); ok && st.Max >= ephemeralPortsAbove {
-				found = append(found, fmt.Sprintf("%s used %.0f%% of its local port range (TIME_WAIT piles up: keep connections alive)", label, st.Max))
-				ev[k+".max"] = st.Max
-			}
-		case kind == monitorkind.Process && metric == "cpu_pct" && label != monitorkind.Label(monitorkind.Process, monitorkind.Self, ""):
-			st, ok := stat(k)
-			if !ok {
-				continue
-			}
-			// A process can use as many cores as it has threads, up to
-			// the machine's: a single-threaded one is full at 100%.
-			capacity := float64(cores)
-			if th, ok := stat(label + ".threads"); ok && th.Max >= 1 {
-				capacity = min(capacity, th.Max)
-			}
-			if st.Max >= cpuAtLimitPct*capacity {
-				found = append(found, fmt.Sprintf("%s CPU reached %.0f%% (%.0f core(s) it can use)", label, st.Max, capacity))
-				ev[k+".max"] = st.Max
-			}
-		case kind == monitorkind.Redis && metric == "cpu_pct":
-			// Redis runs commands on one thread.
-			if st, ok := stat(k); ok && st.Max >= cpuAtLimitPct {
-				found = append(found, fmt.Sprintf("%s CPU reached %.0f%% of its one command thread", label, st.Max))
-				ev[k+".max"] = st.Max
-			}
-		case kind == monitorkind.Redis && metric == "clients.blocked":
-			if st, ok := stat(k); ok && st.Max > 0 {
-				found = append(found, fmt.Sprintf("%s had up to %.0f client(s) blocked", label, st.Max))
-				ev[k+".max"] = st.Max
-			}
-		case kind == monitorkind.Postgres && metric == "connections.max":
-			st, ok := stat(k)
-			if !ok || st.Max <= 0 {
-				continue
-			}
-			limit := st.Min * pgConnsAtLimit
-			if tot, ok := stat(label + ".connections.total"); ok && tot.Max >= limit {
-				found = append(found, fmt.Sprintf("%s had %.0f of max_connections %.0f connections open", label, tot.Max, st.Min))
-				ev[label+".connections.total.max"] = tot.Max
-				ev[k] = st.Min
-			} else if act, ok := stat(label + ".connections.active"); ok && act.Max >= limit {
-				found = append(found, fmt.Sprintf("%s had %.0f of max_connections %.0f connections active", label, act.Max, st.Min))
-				ev[label+".connections.active.max"] = act.Max
-				ev[k] = st.Min
-			}
-		case kind == monitorkind.Postgres && metric == "connections.waiting_lock":
-			if st, ok := stat(k); ok && st.Avg >= pgWaitingLockAvg {
-				found = append(found, fmt.Sprintf("%s had %.1f sessions waiting on locks on average (up to %.0f)", label, st.Avg, st.Max))
-				ev[k+".avg"] = st.Avg
-			}
-		}
+		l.check(k)
 	}
-	if len(found) == 0 {
+	if len(l.found) == 0 {
 		return nil
 	}
 	return []result.Indicator{{
-		ID: "server_limit", Severity: SeverityWarn, Evidence: ev,
+		ID: "server_limit", Severity: SeverityWarn, Evidence: l.ev,
 		Message: fmt.Sprintf("Server resource at its limit during the steady part (%.0fs-%.0fs): %s - throughput cannot grow past it; this is the bottleneck to look at first",
-			from, to, strings.Join(found, "; ")),
+			from, to, strings.Join(l.found, "; ")),
 	}}
+}
+
+// limitScan is what monitorIndicators found so far: what sat at its
+// limit, with the evidence.
+type limitScan struct {
+	stat  func(key string) (result.MonitorStats, bool)
+	found []string
+	ev    map[string]float64
+	cores int
+}
+
+// check looks at one monitor series for a resource at its limit.
+func (l *limitScan) check(k string) {
+	label, metric := result.SplitMonitorKey(k)
+	if metric == "" {
+		return
+	}
+	kind := monitorPrefix(k)
+	switch {
+	case kind == monitorkind.Host && metric == "cpu.busy_pct":
+		if st, ok := l.stat(k); ok && st.Max >= cpuAtLimitPct {
+			l.found = append(l.found, fmt.Sprintf("%s CPU was %.0f%% busy (this machine: the generator runs here too)", label, st.Max))
+			l.ev[k+".max"] = st.Max
+		}
+	case kind == monitorkind.Host && metric == "tcp.ephemeral_used_pct":
+		if st, ok := l.stat(k); ok && st.Max >= ephemeralPortsAbove {
+			l.found = append(l.found, fmt.Sprintf("%s used %.0f%% of its local port range (TIME_WAIT piles up: keep connections alive)", label, st.Max))
+			l.ev[k+".max"] = st.Max
+		}
+	case kind == monitorkind.Process && metric == "cpu_pct" && label != monitorkind.Label(monitorkind.Process, monitorkind.Self, ""):
+		st, ok := l.stat(k)
+		if !ok {
+			return
+		}
+		// A process can use as many cores as it has threads, up to
+		// the machine's: a single-threaded one is full at 100%.
+		capacity := float64(l.cores)
+		if th, ok := l.stat(label + ".threads"); ok && th.Max >= 1 {
+			capacity = min(capacity, th.Max)
+		}
+		if st.Max >= cpuAtLimitPct*capacity {
+			l.found = append(l.found, fmt.Sprintf("%s CPU reached %.0f%% (%.0f core(s) it can use)", label, st.Max, capacity))
+			l.ev[k+".max"] = st.Max
+		}
+	case kind == monitorkind.Redis && metric == "cpu_pct":
+		// Redis runs commands on one thread.
+		if st, ok := l.stat(k); ok && st.Max >= cpuAtLimitPct {
+			l.found = append(l.found, fmt.Sprintf("%s CPU reached %.0f%% of its one command thread", label, st.Max))
+			l.ev[k+".max"] = st.Max
+		}
+	case kind == monitorkind.Redis && metric == "clients.blocked":
+		if st, ok := l.stat(k); ok && st.Max > 0 {
+			l.found = append(l.found, fmt.Sprintf("%s had up to %.0f client(s) blocked", label, st.Max))
+			l.ev[k+".max"] = st.Max
+		}
+	case kind == monitorkind.Postgres && metric == "connections.max":
+		st, ok := l.stat(k)
+		if !ok || st.Max <= 0 {
+			return
+		}
+		limit := st.Min * pgConnsAtLimit
+		if tot, ok := l.stat(label + ".connections.total"); ok && tot.Max >= limit {
+			l.found = append(l.found, fmt.Sprintf("%s had %.0f of max_connections %.0f connections open", label, tot.Max, st.Min))
+			l.ev[label+".connections.total.max"] = tot.Max
+			l.ev[k] = st.Min
+		} else if act, ok := l.stat(label + ".connections.active"); ok && act.Max >= limit {
+			l.found = append(l.found, fmt.Sprintf("%s had %.0f of max_connections %.0f connections active", label, act.Max, st.Min))
+			l.ev[label+".connections.active.max"] = act.Max
+			l.ev[k] = st.Min
+		}
+	case kind == monitorkind.Postgres && metric == "connections.waiting_lock":
+		if st, ok := l.stat(k); ok && st.Avg >= pgWaitingLockAvg {
+			l.found = append(l.found, fmt.Sprintf("%s had %.1f sessions waiting on locks on average (up to %.0f)", label, st.Avg, st.Max))
+			l.ev[k+".avg"] = st.Avg
+		}
+	}
 }

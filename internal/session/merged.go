@@ -60,62 +60,19 @@ type Workers struct {
 func (e *Workers) ForwardsSignals() bool { return true }
 
 func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error) {
-	l := e.Local
 	forward := c.Forward
 	if forward == nil {
 		forward = func(bool) {}
 	}
-	var (
-		lc    *run.Lifecycle
-		setup *result.Phase
-	)
-	var ro run.Options
 	// started: the workers were started, so a teardown follows a load;
 	// before, it cleans up after a setup with no load sent.
 	var started atomic.Bool
-	if e.Run != nil {
-		ro = *e.Run
-		ro.OnPhase = func(p run.Phase) {
-			if p == run.PhaseTeardown && !started.Load() {
-				p = run.PhaseCleanup
-			}
-			e.set(p)
-		}
+	ro := e.runOptions(&started)
+	l, lc, setup, done, err := e.setup(ctx, ro)
+	if err != nil {
+		return nil, err
 	}
-	if e.Run != nil && (e.Plan.Setup != nil || e.Plan.Teardown != nil) {
-		// Ctrl-C during the setup is the session's: it cancels ctx, which
-		// cuts the setup off, and no worker is started.
-		var err error
-		if lc, setup, err = run.Setup(ctx, e.Plan, ro); err != nil {
-			return nil, err
-		}
-		env, done, err := lc.HandOff(e.Plan, l.Dir)
-		if err != nil {
-			lc.Teardown(e.Plan, ro)
-			return nil, fmt.Errorf("handing the setup's captures to the workers: %w", err)
-		}
-		defer done()
-		l.Env = append(append([]string(nil), l.Env...), env...)
-		if e.StartAfterSetup > 0 {
-			l.StartAt = time.Now().Add(e.StartAfterSetup)
-		} else if over := time.Since(l.StartAt); setup != nil && over > run.LateStartTolerance {
-			// The start time was the user's (--start-at), shared with
-			// whatever else keys on it, so it is kept rather than moved:
-			// the workers join its schedule late (they judge their own
-			// lateness from the hand-off, not from the start time), and
-			// their results record how late (run.late_start_s).
-			total := e.Plan.Load.Duration()
-			if over >= total {
-				lc.Teardown(e.Plan, ro)
-				return nil, fmt.Errorf("the setup ended %v after the start time %s (--start-at), past the end of the %v profile: no worker was started, no load was sent; give a later --start-at",
-					over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), total)
-			}
-			if e.Warn != nil {
-				e.Warn(fmt.Sprintf("the setup ended %v after the start time %s (--start-at): the workers start on its schedule at once, so the first %v of the %v profile is not sent",
-					over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), over.Round(time.Millisecond), total))
-			}
-		}
-	}
+	defer done()
 	if ctx.Err() != nil {
 		// Ctrl-C came before the workers could hear it: none is started.
 		if lc != nil {
@@ -140,18 +97,89 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 		e.Segments = len(outs)
 		res, err = merged(e.Summary, outs)
 	}
-	if lc == nil {
-		return res, err
+	if lc != nil {
+		e.tearDown(res, lc, setup, ro, c.Checkpoint)
 	}
+	return res, err
+}
+
+// runOptions are what the coordinator runs the setup and teardown with;
+// a teardown before the workers started is a cleanup.
+func (e *Workers) runOptions(started *atomic.Bool) run.Options {
+	if e.Run == nil {
+		return run.Options{}
+	}
+	ro := *e.Run
+	ro.OnPhase = func(p run.Phase) {
+		if p == run.PhaseTeardown && !started.Load() {
+			p = run.PhaseCleanup
+		}
+		e.set(p)
+	}
+	return ro
+}
+
+// setup runs the plan's setup here, once for the test, and hands its
+// captures to the workers through their environment; done removes what
+// the hand-off left. Without a setup or teardown (or Run) the workers
+// run their own and l is e.Local.
+func (e *Workers) setup(ctx context.Context, ro run.Options) (l dist.Local, lc *run.Lifecycle, setup *result.Phase, done func(), err error) {
+	l, done = e.Local, func() {}
+	if e.Run == nil || (e.Plan.Setup == nil && e.Plan.Teardown == nil) {
+		return l, nil, nil, done, nil
+	}
+	// Ctrl-C during the setup is the session's: it cancels ctx, which
+	// cuts the setup off, and no worker is started.
+	if lc, setup, err = run.Setup(ctx, e.Plan, ro); err != nil {
+		return l, nil, nil, done, err
+	}
+	env, done, err := lc.HandOff(e.Plan, l.Dir)
+	if err != nil {
+		lc.Teardown(e.Plan, ro)
+		return l, nil, nil, func() {}, fmt.Errorf("handing the setup's captures to the workers: %w", err)
+	}
+	l.Env = append(append([]string(nil), l.Env...), env...)
+	if e.StartAfterSetup > 0 {
+		l.StartAt = time.Now().Add(e.StartAfterSetup)
+	} else if over := time.Since(l.StartAt); setup != nil && over > run.LateStartTolerance {
+		if err := e.lateStart(l, over); err != nil {
+			lc.Teardown(e.Plan, ro)
+			done()
+			return l, nil, nil, func() {}, err
+		}
+	}
+	return l, lc, setup, done, nil
+}
+
+// lateStart: the start time was the user's (--start-at), shared with
+// whatever else keys on it, so it is kept rather than moved: the workers
+// join its schedule late (they judge their own lateness from the
+// hand-off, not from the start time), and their results record how late
+// (run.late_start_s). Past the end of the profile nothing is started.
+func (e *Workers) lateStart(l dist.Local, over time.Duration) error {
+	total := e.Plan.Load.Duration()
+	if over >= total {
+		return fmt.Errorf("the setup ended %v after the start time %s (--start-at), past the end of the %v profile: no worker was started, no load was sent; give a later --start-at",
+			over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), total)
+	}
+	if e.Warn != nil {
+		e.Warn(fmt.Sprintf("the setup ended %v after the start time %s (--start-at): the workers start on its schedule at once, so the first %v of the %v profile is not sent",
+			over.Round(time.Millisecond), l.StartAt.Format("15:04:05.000"), over.Round(time.Millisecond), total))
+	}
+	return nil
+}
+
+// tearDown runs the coordinator's teardown after the workers, also after
+// Ctrl-C and when they failed (the setup's data is there either way), and
+// records both phases in the merged result.
+func (e *Workers) tearDown(res *result.Result, lc *run.Lifecycle, setup *result.Phase, ro run.Options, checkpoint func(*result.Result)) {
 	if res != nil {
 		if res.Workflow == nil {
 			res.Workflow = &result.Workflow{}
 		}
 		res.Workflow.Setup = setup
-		e.loadOver(res, c.Checkpoint)
+		e.loadOver(res, checkpoint)
 	}
-	// Also after Ctrl-C, and when the workers failed: the setup's data is
-	// there either way.
 	teardown := lc.Teardown(e.Plan, ro)
 	// Under the lock: a snapshot taken now (a second Ctrl-C as the
 	// teardown ends) copies this workflow, and keeps the load whole with
@@ -163,7 +191,6 @@ func (e *Workers) Execute(ctx context.Context, c Control) (*result.Result, error
 	}
 	e.tornDown = true
 	e.mu.Unlock()
-	return res, err
 }
 
 // loadOver keeps the merged load for the time of the coordinator's

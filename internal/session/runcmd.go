@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -139,12 +138,4 @@ func defaultOut(p *plan.Plan, now time.Time) string {
 // a gates result is not taken for a single run's.
 func levelsOut(p *plan.Plan, kind string, now time.Time) string {
 	return strings.TrimSuffix(defaultOut(p, now), now.Format("20060102-150405")+".json") + kind + "-" + now.Format("20060102-150405") + ".json"
-}
-
-// printTo is w, or nowhere.
-func printTo(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }

@@ -401,24 +401,7 @@ func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan 
 	} else {
 		fmt.Fprintf(s.o.Stderr, "\nstampede: warning: an output was still taking a sample after %v; outputs were not closed\n", sinkLimit)
 	}
-	switch {
-	case oc.SaveErr != nil:
-		fmt.Fprintf(s.o.Stderr, "\nstampede: %v\n", oc.SaveErr)
-	case snap != nil && !snap.Run.Partial && s.out == nil:
-		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once during the teardown (teardown cut off); the load was complete, but no result file was asked for (-o)\n")
-	case snap != nil && !snap.Run.Partial:
-		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once during the teardown; the whole load's result, teardown cut off, in %s\n", s.Path())
-	case snap != nil && s.out == nil:
-		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; no result file was asked for (-o), so the partial result is not saved\n")
-	case snap != nil:
-		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; partial result in %s\n", s.Path())
-	case tearingDown(e):
-		// No load was measured, but the setup may have made something
-		// that the cut-off teardown did not remove.
-		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; the teardown was cut off, so what the setup made may be left on the target; nothing was measured, no result written\n")
-	default:
-		fmt.Fprintf(s.o.Stderr, "\nstampede: quit at once; nothing was measured yet, no result written\n")
-	}
+	fmt.Fprintf(s.o.Stderr, "\nstampede: %s\n", s.quitMessage(oc, snap, e))
 	s.Close()
 	code := ExitRun
 	if err := oc.Err(); err == nil {
@@ -428,6 +411,28 @@ func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan 
 	}
 	s.o.Exit(code)
 	quit <- oc
+}
+
+// quitMessage is what the second Ctrl-C says it saved, or why nothing.
+func (s *Session) quitMessage(oc *Outcome, snap *result.Result, e Executor) string {
+	switch {
+	case oc.SaveErr != nil:
+		return oc.SaveErr.Error()
+	case snap != nil && !snap.Run.Partial && s.out == nil:
+		return "quit at once during the teardown (teardown cut off); the load was complete, but no result file was asked for (-o)"
+	case snap != nil && !snap.Run.Partial:
+		return fmt.Sprintf("quit at once during the teardown; the whole load's result, teardown cut off, in %s", s.Path())
+	case snap != nil && s.out == nil:
+		return "quit at once; no result file was asked for (-o), so the partial result is not saved"
+	case snap != nil:
+		return fmt.Sprintf("quit at once; partial result in %s", s.Path())
+	case tearingDown(e):
+		// No load was measured, but the setup may have made something
+		// that the cut-off teardown did not remove.
+		return "quit at once; the teardown was cut off, so what the setup made may be left on the target; nothing was measured, no result written"
+	default:
+		return "quit at once; nothing was measured yet, no result written"
+	}
 }
 
 // sinkLimit is how long the second Ctrl-C waits for the outputs.
