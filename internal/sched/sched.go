@@ -52,6 +52,13 @@ func MaxTarget(stages []plan.Stage) float64 {
 	return profile.MaxTarget(appendShapes(buf[:0], stages))
 }
 
+// PeakUsers is the most users a closed-model profile runs at once, as
+// UsersAt rounds them.
+func PeakUsers(stages []plan.Stage) int64 {
+	var buf [onStack]profile.Stage
+	return profile.PeakUsers(appendShapes(buf[:0], stages))
+}
+
 // Arrivals is the open-model schedule (profile.Arrivals).
 type Arrivals = profile.Arrivals
 

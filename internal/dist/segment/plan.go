@@ -84,15 +84,13 @@ type WaveShare struct {
 // ArrivalCount is the number of arrivals the open-model profile makes:
 // how many k have a due time.
 func ArrivalCount(stages []plan.Stage) int64 {
-	total := sched.NewArrivals(stages).Total()
-	n := int64(math.Ceil(total - 1e-9))
-	return max(n, 0)
+	return sched.NewArrivals(stages).Count()
 }
 
 // PeakUsers is the most users the closed-model profile runs at once, as
 // sched.UsersAt rounds them.
 func PeakUsers(stages []plan.Stage) int64 {
-	return int64(math.Round(sched.MaxTarget(stages)))
+	return sched.PeakUsers(stages)
 }
 
 // Of computes s's part of p.
