@@ -4,6 +4,7 @@ package epoll
 
 import (
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,12 +118,15 @@ func NewTimer() (*Timer, error) {
 // FD is the timer's descriptor, readable once it expired.
 func (t *Timer) FD() int { return t.fd }
 
-// Set arms the timer to expire once, ns nanoseconds from now (ns ≤ 0
-// disarms it).
+// Set arms the timer to expire once, ns nanoseconds from now; ns < 1 is
+// taken as 1, so a time already due fires at once. Neither Set nor Clear
+// can block, so both are raw system calls, not announced to the Go
+// scheduler: a loop that arms a timer per wait pays no scheduler hand-off.
 func (t *Timer) Set(ns int64) error {
-	t.spec.Value = unix.NsecToTimespec(ns)
-	if err := unix.TimerfdSettime(t.fd, 0, &t.spec, nil); err != nil {
-		return os.NewSyscallError("timerfd_settime", err)
+	t.spec.Value = unix.NsecToTimespec(max(ns, 1))
+	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(t.fd), 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
+	if e != 0 {
+		return os.NewSyscallError("timerfd_settime", e)
 	}
 	return nil
 }
@@ -131,8 +135,12 @@ func (t *Timer) Set(ns int64) error {
 // readable; it reports whether the timer had expired.
 func (t *Timer) Clear() bool {
 	var b [8]byte
-	n, _ := unix.Read(t.fd, b[:])
-	return n == 8
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(t.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if e != unix.EINTR {
+			return e == 0 && n == 8
+		}
+	}
 }
 
 // Close closes the timer.

@@ -50,6 +50,17 @@ func TestWakeAndTimer(t *testing.T) {
 	if !tm.Clear() {
 		t.Fatal("the reported timer had not expired")
 	}
+	if tm.Clear() {
+		t.Fatal("a cleared timer expired again")
+	}
+	// A time already due fires at once rather than disarming the timer.
+	if err := tm.Set(-5); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Wait(evs, -1); n != 1 || err != nil || evs[0].Fd != 7 {
+		t.Fatalf("after Set(-5): %d events (%v), want the timer's", n, err)
+	}
+	tm.Clear()
 	if err := s.Del(tm.FD()); err != nil {
 		t.Fatal(err)
 	}
