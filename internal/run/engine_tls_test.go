@@ -60,12 +60,15 @@ func (c *flushConn) flush() error {
 	return err
 }
 
-func newTLSCountServer(t *testing.T, answer func(tc *tls.Conn, k int64) bool) *tlsCountServer {
+func newTLSCountServer(t *testing.T, answer func(tc *tls.Conn, k int64) bool, opts ...func(*tls.Config)) *tlsCountServer {
 	t.Helper()
 	certs := httptest.NewUnstartedServer(nil)
 	certs.StartTLS()
 	cfg := &tls.Config{Certificates: certs.TLS.Certificates, NextProtos: []string{"http/1.1"}}
 	certs.Close()
+	for _, o := range opts {
+		o(cfg)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -209,13 +212,14 @@ func TestEnginesResumeTLSAlike(t *testing.T) {
 func TestEnginesClassifyTLSAlike(t *testing.T) {
 	needLoop(t)
 	cases := []struct {
-		name   string
-		answer func(tc *tls.Conn, k int64) bool
-		stall  bool
-		hold   bool
-		grace  bool
-		verify bool
-		want   []string
+		name    string
+		answer  func(tc *tls.Conn, k int64) bool
+		stall   bool
+		hold    bool
+		certReq bool
+		grace   bool
+		verify  bool
+		want    []string
 		// closes: every answer came on a connection of its own.
 		closes bool
 	}{
@@ -234,6 +238,9 @@ func TestEnginesClassifyTLSAlike(t *testing.T) {
 		// are cut off.
 		{name: "handshake cut by the end", stall: true, grace: true, want: []string{"interrupted"}},
 		{name: "certificate does not verify", verify: true, want: []string{"tls"}},
+		// TLS 1.3: the refusal (an alert) comes after our side of the
+		// handshake is done, with the first answer's read.
+		{name: "client certificate required", certReq: true, want: []string{"tls"}},
 		// The grace ends while every answer is held: the requests in
 		// flight are cut off.
 		{name: "answer held past the end", hold: true, grace: true, want: []string{"interrupted"}},
@@ -249,7 +256,11 @@ func TestEnginesClassifyTLSAlike(t *testing.T) {
 				if tc.hold {
 					answer = func(*tls.Conn, int64) bool { <-held; return false }
 				}
-				srv := newTLSCountServer(t, answer)
+				var opts []func(*tls.Config)
+				if tc.certReq {
+					opts = append(opts, func(c *tls.Config) { c.ClientAuth = tls.RequireAnyClientCert })
+				}
+				srv := newTLSCountServer(t, answer, opts...)
 				t.Cleanup(func() { close(held) })
 				src := tlsPlan(t, srv.addr, "")
 				switch {
