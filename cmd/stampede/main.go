@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -60,8 +61,7 @@ func mainCode(pr session.Process) (code int) {
 			code = exitRun
 		}
 	}()
-	// A --workers worker ends with its coordinator (dist.Local).
-	session.FollowCoordinator(func() { os.Exit(exitRun) })
+	followCoordinator()
 	root := newRoot(pr)
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stderr)
@@ -83,6 +83,22 @@ func mainCode(pr session.Process) (code int) {
 	pr.WriteTerminationMessage(exitUsage, err)
 	fmt.Fprintln(os.Stderr, "Run 'stampede --help' for usage.")
 	return exitUsage
+}
+
+// followCoordinator makes a --workers worker end when its coordinator
+// does: its stdin is the coordinator's pipe, which ends however the
+// coordinator dies. The variable is removed, so nothing this process
+// starts takes it for its own.
+func followCoordinator() {
+	if os.Getenv(session.CoordinatorEnv) != "1" {
+		return
+	}
+	os.Unsetenv(session.CoordinatorEnv)
+	go func() {
+		// Any end of stdin, an error included, means the coordinator is gone.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(exitRun)
+	}()
 }
 
 // extraCommands lets each command live in its own file: a file adds its

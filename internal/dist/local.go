@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,10 @@ type Local struct {
 	Dir string
 	// Args are added to every worker's command line (after the plan).
 	Args []string
+	// Environ is the environment the workers start from: the
+	// coordinator's, which only the binary's main reads
+	// (session.Process.Environ); nil starts them with Env alone.
+	Environ []string
 	// Env is added to the workers' environment.
 	Env []string
 }
@@ -113,7 +118,7 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 		logs[i] = f
 		cmd := exec.CommandContext(ctx, l.Bin, l.WorkerArgs(i, startAt)...)
 		cmd.Stdout, cmd.Stderr = f, f
-		cmd.Env = append(append(os.Environ(), l.Env...), CoordinatorEnv+"=1")
+		cmd.Env = append(append(slices.Clone(l.Environ), l.Env...), CoordinatorEnv+"=1")
 		cmd.SysProcAttr = workerAttrs()
 		cmds[i] = cmd
 	}
@@ -169,7 +174,7 @@ func (l Local) Run(ctx context.Context, sigs <-chan os.Signal) ([]Outcome, error
 // kept by this goroutine until every worker has ended. Each worker's
 // stdin is a pipe that only the coordinator's death (or its end) closes,
 // the way workers stop with it where there is no such signal
-// (FollowCoordinator). started is closed once every start was tried (a
+// (CoordinatorEnv, followed by the binary's main). started is closed once every start was tried (a
 // worker that did not start is nil in cmds from then on), done once every
 // worker has ended.
 func (l Local) startAll(cmds []*exec.Cmd, outs []Outcome, logs []*os.File) (started, done <-chan struct{}) {

@@ -8,5 +8,5 @@ import "syscall"
 // Ctrl-C reaches only the parent, which then stops the workers in order and
 // merges what they measured. There is no parent-death signal here: a worker
 // stops when its stdin, a pipe from the parent, reaches its end
-// (FollowCoordinator).
+// (CoordinatorEnv, followed by the binary's main).
 func workerAttrs() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

@@ -10,7 +10,7 @@ import (
 // terminal's Ctrl-C reaches only this process, which passes it on once),
 // killed by the kernel when this process dies (Linux), and with a stdin
 // pipe from this process and CoordinatorEnv set, so it also stops when
-// this process dies where there is no such signal (FollowCoordinator).
+// this process dies where there is no such signal (CoordinatorEnv, followed by the binary's main).
 // For runners that start their own processes, such as each level of a
 // sweep split over --workers. cmd.Stdin and cmd.SysProcAttr must be unset.
 func RunWorker(cmd *exec.Cmd) error {

@@ -199,6 +199,6 @@ func (pr Process) WriteTerminationMessage(code int, err error) {
 	_ = os.WriteFile(path, []byte(msg), 0o644)
 }
 
-// FollowCoordinator ends this process, through exit, once the coordinator
-// that started it as a --workers worker is gone (dist.FollowCoordinator).
-func FollowCoordinator(exit func()) { dist.FollowCoordinator(exit) }
+// CoordinatorEnv marks a --workers worker, whose stdin ends when its
+// coordinator is gone (dist.CoordinatorEnv).
+const CoordinatorEnv = dist.CoordinatorEnv

@@ -39,7 +39,7 @@ func TestStopNoteNamesThePhase(t *testing.T) {
 				Run: &run.Options{SkipPreflight: true}}
 		}},
 		{"workers teardown", "/teardown", "teardown:\n  - {name: clean, delete: /teardown}", func(p *plan.Plan, dir string) Executor {
-			return &Workers{Plan: p, Local: dist.Local{Bin: bin, Plan: "phases.yaml", Workers: 1, Dir: dir, StartAt: time.Now()},
+			return &Workers{Plan: p, Local: dist.Local{Bin: bin, Environ: os.Environ(), Plan: "phases.yaml", Workers: 1, Dir: dir, StartAt: time.Now()},
 				Run: &run.Options{SkipPreflight: true}}
 		}},
 		{"levels teardown", "/teardown", "teardown:\n  - {name: clean, delete: /teardown}", func(p *plan.Plan, _ string) Executor {

@@ -146,7 +146,7 @@ func TestWorkersCtrlCTwiceDuringTeardown(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := open(t, nil)
-	e := &Workers{Plan: p, Local: dist.Local{Bin: bin, Plan: "phases.yaml", Workers: 1,
+	e := &Workers{Plan: p, Local: dist.Local{Bin: bin, Environ: os.Environ(), Plan: "phases.yaml", Workers: 1,
 		Dir: filepath.Join(t.TempDir(), "r.segments"), StartAt: time.Now()},
 		Run: &run.Options{SkipPreflight: true}}
 	ch := runAsync(h, e)

@@ -27,7 +27,7 @@ func TestWorkersSnapshotAroundTeardown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Workers{Plan: p, Local: dist.Local{Bin: bin, Plan: "phases.yaml", Workers: 1,
+	e := &Workers{Plan: p, Local: dist.Local{Bin: bin, Environ: os.Environ(), Plan: "phases.yaml", Workers: 1,
 		Dir: filepath.Join(t.TempDir(), "r.segments"), StartAt: time.Now()},
 		Run: &run.Options{SkipPreflight: true}}
 	type ran struct {

@@ -91,7 +91,7 @@ func (pr Process) workers(p *plan.Plan, r RunRequest) (*Workers, error) {
 	if err != nil {
 		return nil, Fail(ExitRun, fmt.Errorf("cannot find the stampede executable to start workers: %v", err))
 	}
-	l := dist.Local{Bin: bin, Plan: r.PlanFile, Workers: r.Split.Workers,
+	l := dist.Local{Bin: bin, Plan: r.PlanFile, Workers: r.Split.Workers, Environ: pr.environ(),
 		Dir: strings.TrimSuffix(r.Out, filepath.Ext(r.Out)) + ".segments", Args: r.WorkerArgs}
 	l.StartAt = time.Now().Add(dist.DefaultLead)
 	if r.Split.StartAt != "" {
