@@ -241,6 +241,9 @@ func TestEnginesClassifyTLSAlike(t *testing.T) {
 		// TLS 1.3: the refusal (an alert) comes after our side of the
 		// handshake is done, with the first answer's read.
 		{name: "client certificate required", certReq: true, want: []string{"tls"}},
+		// Half an answer, then nothing: the request's timeout, read over
+		// TLS.
+		{name: "partial answer then stall", hold: true, want: []string{"timeout"}},
 		// The grace ends while every answer is held: the requests in
 		// flight are cut off.
 		{name: "answer held past the end", hold: true, grace: true, want: []string{"interrupted"}},
@@ -254,7 +257,14 @@ func TestEnginesClassifyTLSAlike(t *testing.T) {
 				}
 				held := make(chan struct{})
 				if tc.hold {
-					answer = func(*tls.Conn, int64) bool { <-held; return false }
+					answer = func(c *tls.Conn, _ int64) bool {
+						if !tc.grace {
+							io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Le")
+							c.NetConn().(*flushConn).flush()
+						}
+						<-held
+						return false
+					}
 				}
 				var opts []func(*tls.Config)
 				if tc.certReq {
@@ -266,7 +276,7 @@ func TestEnginesClassifyTLSAlike(t *testing.T) {
 				switch {
 				case tc.grace:
 					src = strings.Replace(src, "grace: 15s", "grace: 100ms", 1)
-				case tc.stall:
+				case tc.stall, tc.hold:
 					src = strings.Replace(src, "timeout: 10s", "timeout: 300ms", 1)
 				}
 				res := runOn(t, src, engine, tc.verify)
