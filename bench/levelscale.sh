@@ -24,7 +24,9 @@
 #                                 level / 16,000, rounded up: each process
 #                                 under its 20,000 open files)
 #   NGINX_WORKERS=8               nginx worker processes (reuseport)
-#   RAMP=10 HOLD=25               seconds, per level (SignalR ramp: 30)
+#   RAMP=10 HOLD=25               seconds, per level (SignalR ramp: 60: on
+#                                 the 2-core box at load 18 one sighub took
+#                                 7,500 connections in 30 s, not 15,000)
 #   STAMPEDE_BIN=path             a stampede binary to use instead of
 #                                 building ./cmd/stampede
 #
@@ -59,10 +61,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo interrupted >&2; exit 130' INT TERM
 
-# rss PID...: their RSS in MB, with their children.
+# tree PID: the process and its descendants (timeout(1), stampede, the
+# segment processes of the level running).
+tree() { echo "$1"; local c; for c in $(pgrep -P "$1" || true); do tree "$c"; done; }
+
+# rss PID: its RSS with its descendants', in MB.
 rss() {
   local k t=0
-  for k in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
+  for k in $(tree "$1"); do
     t=$((t + $(awk '/VmRSS/{print $2}' /proc/$k/status 2>/dev/null || echo 0)))
   done
   echo $((t / 1024))
@@ -70,7 +76,7 @@ rss() {
 
 signalr() {
   local port=${SIG_PORT:-8310} tenants=${SIG_TENANTS:-1000,2500,5000} per=${PER_TENANT:-3}
-  local workers=${SIG_WORKERS:-2} ramp=${RAMP:-30} hold=${HOLD:-25}
+  local workers=${SIG_WORKERS:-2} ramp=${RAMP:-60} hold=${HOLD:-25}
   (cd "$ROOT" && go build -o "$HERE/.bin/levelscale/sighub" ./bench/sighub)
   "$HERE/.bin/levelscale/sighub" -addr "127.0.0.1:$port" >"$dir/hub.log" 2>&1 &
   local hub=$!
@@ -123,20 +129,24 @@ EOF
   python3 - "$dir/gates.json" "$dir/hub.samples" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1]))
-# Level boundaries from the hub: the cumulative counts each time its open
-# connections fell back to 0 after a level had some.
-ends, was_open = [], False
+from datetime import datetime
+ts = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+# The hub's totals as each level's hold ended: during a hold no connection
+# opens, so the last answer in the hold is every connect up to the level
+# (the hub may not answer while thousands of connections close).
+samples = []
 for line in open(sys.argv[2]):
     t, _, js = line.partition(' ')
     try:
         k = json.loads(js)["kitchen"]
+        samples.append((float(t), k.get("connected", 0), k.get("joined", 0)))
     except Exception:
         continue
-    if k["connections"] > 0:
-        was_open = True
-    elif was_open:
-        ends.append((k.get("connected", 0), k.get("joined", 0)))
-        was_open = False
+ends = []
+for lv in res["levels"]:
+    lo, hi = ts(lv["result"]["run"]["started"]), ts(lv["result"]["run"]["ended"])
+    inside = [s[1:] for s in samples if lo <= s[0] <= hi]
+    ends.append(inside[-1] if inside else None)
 print("\n| level (tenants) | connections asked | opened | peak open | negotiate | handshake (failed) | JoinRestaurant (failed) | hub: OnConnected | hub: JoinRestaurant | equal |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 prev, ok = (0, 0), True
@@ -146,9 +156,9 @@ for i, lv in enumerate(res["levels"]):
     c = (r.get("connections") or {}).get("scenarios", [{}])[0]
     hs = steps.get("handshake", {})
     inv = next((s for n, s in steps.items() if "JoinRestaurant" in n or n == "invoke"), {})
-    hub = (ends[i][0] - prev[0], ends[i][1] - prev[1]) if i < len(ends) else (None, None)
-    if i < len(ends):
-        prev = ends[i]
+    hub = (None, None)
+    if ends[i] is not None:
+        hub, prev = (ends[i][0] - prev[0], ends[i][1] - prev[1]), ends[i]
     eq = hub == (hs.get("requests"), inv.get("requests")) and c.get("opened") == hs.get("successful")
     ok = ok and eq
     print(f"| {lv['value']:g} | {c.get('target')} | {c.get('opened')} | {c.get('peak_open')} | {steps.get('negotiate', {}).get('requests')} | "
