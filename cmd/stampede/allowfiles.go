@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/stampede-load/stampede/internal/localfile"
+	"github.com/stampede-load/stampede/internal/session"
 )
 
 // allowFiles are the directories, beyond the plan's own and --data-dir,
@@ -13,6 +13,6 @@ import (
 var allowFiles []string
 
 func addAllowFiles(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&allowFiles, localfile.AllowFlag[2:], nil,
+	fs.StringArrayVar(&allowFiles, session.AllowFilesFlag[2:], nil,
 		"also read the plan's body_file, multipart and data files (convert curl: @FILE) from DIR; by default only files under the plan's directory and --data-dir are read (repeatable)")
 }

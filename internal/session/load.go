@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stampede-load/stampede/internal/localfile"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/run"
 )
+
+// AllowFilesFlag is the flag that vouches for more directories a plan may
+// read files from (the error of a refused file names it).
+const AllowFilesFlag = localfile.AllowFlag
 
 // Load reads the plan at path into a plan that is valid as a whole:
 // everything plan.LoadFileWith checks (syntax, stages, steps, thresholds,
