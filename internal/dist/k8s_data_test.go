@@ -18,7 +18,7 @@ import (
 
 func dataPVCManifest(t *testing.T, segments int, claim, subPath string) (*plan.Plan, *Manifest) {
 	t.Helper()
-	p, err := plan.LoadFile(testPlan)
+	p, err := plan.LoadFileWith(testPlan, plan.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestConfigMapTooLargeNamesDataPVC(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "voters.csv"), []byte(b.String()), 0o644)
 	pf := filepath.Join(dir, "p.yaml")
 	os.WriteFile(pf, []byte("name: big\ntarget: http://h\ndata: {v: {file: voters.csv, pick: unique}}\nscenarios: {s: {steps: [{get: \"/{{ data.v.id }}\"}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n"), 0o644)
-	p, err := plan.LoadFile(pf)
+	p, err := plan.LoadFileWith(pf, plan.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ const testPlan = "testdata/plan/plan.yaml"
 
 func testManifest(t *testing.T, segments int) (*plan.Plan, *Manifest) {
 	t.Helper()
-	p, err := plan.LoadFile(testPlan)
+	p, err := plan.LoadFileWith(testPlan, plan.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestConfigMapCarriesPlanAndData(t *testing.T) {
 	}
 	args := m.Job.Spec.Template.Spec.Containers[0].Args
 	inPod := filepath.Join(dir, strings.TrimPrefix(args[1], PlanMount+"/"))
-	q, err := plan.LoadFile(inPod)
+	q, err := plan.LoadFileWith(inPod, plan.LoadOptions{})
 	if err != nil {
 		t.Fatalf("the pod could not load the plan: %v", err)
 	}

@@ -24,7 +24,7 @@ func TestConfigMapHoldsNoCredential(t *testing.T) {
 		dir := t.TempDir()
 		pf := filepath.Join(dir, "p.yaml")
 		os.WriteFile(pf, []byte("name: x\n"+c.src+"scenarios: {s: {steps: [{get: /}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n"), 0o644)
-		p, err := plan.LoadFile(pf)
+		p, err := plan.LoadFileWith(pf, plan.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -95,19 +95,6 @@ func (t *msgTable) count(key []byte, class sample.Class, status int, msg []byte,
 	t.m[ks] = e
 }
 
-// size is the bytes the table holds, counted as maxEntryBytes does: its
-// entries' keys, texts and a fixed overhead per entry.
-func (t *msgTable) size() int {
-	n := 0
-	for k, e := range t.m {
-		n += len(k) + 160
-		if len(k) < 3 || e.msg != k[3:] {
-			n += len(e.msg)
-		}
-	}
-	return n
-}
-
 // defaultMessage is what a failure without a message of its own says.
 func defaultMessage(class sample.Class) string {
 	switch class {

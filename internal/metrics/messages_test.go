@@ -205,3 +205,16 @@ func TestSnapshotOfMessagesIsACopy(t *testing.T) {
 		t.Fatal("a snapshot shares counts with the live table")
 	}
 }
+
+// size is the bytes the table holds, counted as maxEntryBytes does: its
+// entries' keys, texts and a fixed overhead per entry.
+func (t *msgTable) size() int {
+	n := 0
+	for k, e := range t.m {
+		n += len(k) + 160
+		if len(k) < 3 || e.msg != k[3:] {
+			n += len(e.msg)
+		}
+	}
+	return n
+}

@@ -3,8 +3,6 @@ package metrics
 import (
 	"math"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -61,35 +59,6 @@ func (h *sparseHist) spill(i int32, n int64) {
 		h.over = map[int32]int64{}
 	}
 	h.over[i] += n
-}
-
-// addTo records h's counts into each of the given histograms, which must
-// have result.NewHistogram's geometry.
-func (h *sparseHist) addTo(dst ...*hdr.Histogram) {
-	if h == nil {
-		return
-	}
-	for ci, c := range h.chunks {
-		if c == nil {
-			continue
-		}
-		base := int32(ci) << chunkShift
-		for j, n := range c {
-			if n == 0 {
-				continue
-			}
-			v := valueAt(base + int32(j))
-			for _, d := range dst {
-				_ = d.RecordValues(v, int64(n)) // a bucket's own value: in range
-			}
-		}
-	}
-	for i, n := range h.over {
-		v := valueAt(i)
-		for _, d := range dst {
-			_ = d.RecordValues(v, n) // a bucket's own value: in range
-		}
-	}
 }
 
 // sparseOf returns *h, making it at its first use.

@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"testing"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -88,5 +90,34 @@ func TestSparseCountPastUint32(t *testing.T) {
 	}
 	if h.TotalCount() != want+1 {
 		t.Errorf("total %d, want %d", h.TotalCount(), want+1)
+	}
+}
+
+// addTo records h's counts (a reference for addCounts) into each of the given histograms, which must
+// have result.NewHistogram's geometry.
+func (h *sparseHist) addTo(dst ...*hdr.Histogram) {
+	if h == nil {
+		return
+	}
+	for ci, c := range h.chunks {
+		if c == nil {
+			continue
+		}
+		base := int32(ci) << chunkShift
+		for j, n := range c {
+			if n == 0 {
+				continue
+			}
+			v := valueAt(base + int32(j))
+			for _, d := range dst {
+				_ = d.RecordValues(v, int64(n)) // a bucket's own value: in range
+			}
+		}
+	}
+	for i, n := range h.over {
+		v := valueAt(i)
+		for _, d := range dst {
+			_ = d.RecordValues(v, n) // a bucket's own value: in range
+		}
 	}
 }

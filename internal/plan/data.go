@@ -67,13 +67,16 @@ type LoadOptions struct {
 	// files.go).
 	AllowFiles []string
 	// Env reads the ${NAME} references (the process's environment, which
-	// only the binary's main reads: session.Process.LookupEnv); nil reads
-	// os.LookupEnv, for LoadFile.
+	// only the binary's main reads: session.Process.LookupEnv); nil means
+	// no variable is set, as for Parse.
 	Env func(string) (string, bool)
 }
 
-// LoadFileWith is LoadFile with o: the plan of one segment, or with its
-// data in another directory.
+// LoadFileWith reads and compiles a plan file. Data files and TLS files
+// are resolved relative to the plan's directory, so a plan runs the same
+// from anywhere; o loads the plan of one segment, or with its data in
+// another directory. (It is not called Load because that names the load
+// profile.)
 func LoadFileWith(path string, o LoadOptions) (*Plan, error) {
 	if o.Count > 1 && (o.Index < 0 || o.Index >= o.Count) {
 		return nil, fmt.Errorf("segment %d/%d: expected 0 ≤ index < count", o.Index, o.Count)
@@ -85,11 +88,7 @@ func LoadFileWith(path string, o LoadOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := o.Env
-	if env == nil {
-		env = os.LookupEnv
-	}
-	return parseOpts(path, src, env, openFile, o)
+	return parseOpts(path, src, o.Env, openFile, o)
 }
 
 // FileRows is how many data rows the source's file has; Rows may hold only

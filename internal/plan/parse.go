@@ -33,13 +33,6 @@ var (
 	reservedHelp = "tenant, vu, iter, uuid, now_ms, rand_int, vars and data"
 )
 
-// LoadFile reads and compiles a plan file. Data files and TLS files are
-// resolved relative to the plan's directory, so a plan runs the same from
-// anywhere. (It is not called Load because that names the load profile.)
-func LoadFile(path string) (*Plan, error) {
-	return LoadFileWith(path, LoadOptions{})
-}
-
 // Parse compiles plan text. file names the plan in error messages and is the
 // base for relative data paths. lookupEnv resolves ${NAME}; nil means no
 // variable is set. The error, if any, is an *Error.

@@ -308,11 +308,11 @@ func TestPositionsInsideScalars(t *testing.T) {
 }
 
 func TestLoadFile(t *testing.T) {
-	p, err := LoadFile("testdata/good/scalection.yaml")
+	p, err := LoadFileWith("testdata/good/scalection.yaml", LoadOptions{})
 	if err != nil || p.File != "testdata/good/scalection.yaml" {
 		t.Fatalf("LoadFile: %v", err)
 	}
-	if _, err := LoadFile("testdata/none.yaml"); err == nil {
+	if _, err := LoadFileWith("testdata/none.yaml", LoadOptions{}); err == nil {
 		t.Fatal("LoadFile of a missing file must fail")
 	}
 }

@@ -165,15 +165,15 @@ func TestNotRegularFile(t *testing.T) {
 	}
 	plan := filepath.Join(dir, "p.yaml")
 	os.WriteFile(plan, []byte("target: http://h\ndata: {d: {file: rows.csv}}\nscenarios: {s: {steps: [{get: \"/{{ data.d.id }}\"}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n"), 0o644)
-	_, err := LoadFile(plan)
+	_, err := LoadFileWith(plan, LoadOptions{})
 	var pe *Error
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "p.yaml:2:") || !strings.Contains(err.Error(), "rows.csv is a named pipe (FIFO), not a regular file") {
 		t.Errorf("data file FIFO: got %v", err)
 	}
-	if _, err := LoadFile(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := LoadFileWith(fifo, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("plan FIFO: got %v", err)
 	}
-	if _, err := LoadFile(dir); err == nil || !strings.Contains(err.Error(), "is a directory, not a regular file") {
+	if _, err := LoadFileWith(dir, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "is a directory, not a regular file") {
 		t.Errorf("plan directory: got %v", err)
 	}
 }

@@ -52,7 +52,7 @@ func ids(rows [][]string) []string {
 // once between them; other sources stay whole.
 func TestSegmentLoadsItsShareOfUniqueRows(t *testing.T) {
 	pf := sharePlan(t, 10)
-	whole, err := LoadFile(pf)
+	whole, err := LoadFileWith(pf, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -263,7 +263,7 @@ func TestCSVGz(t *testing.T) {
 	if err := os.WriteFile(planPath, []byte(plan("voters.csv.gz")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := LoadFile(planPath)
+	p, err := LoadFileWith(planPath, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func k8sTestManifest(t *testing.T, segments int, start time.Time) *dist.Manifest
 	t.Helper()
 	pf := filepath.Join(t.TempDir(), "plan.yaml")
 	os.WriteFile(pf, []byte("name: k8s\ntarget: http://target.example.svc:8080\nscenarios: {s: {steps: [{get: /}]}}\nload: {stages: [{duration: 1m, users: 3}]}\n"), 0o644)
-	p, err := plan.LoadFile(pf)
+	p, err := plan.LoadFileWith(pf, plan.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

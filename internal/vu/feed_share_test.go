@@ -55,7 +55,7 @@ func drain(t *testing.T, f *Feeder) []string {
 func TestShareFeedsAsStriding(t *testing.T) {
 	for _, n := range []int{1, 7, 9, 10} {
 		pf := shareFile(t, n)
-		whole, err := plan.LoadFile(pf)
+		whole, err := plan.LoadFileWith(pf, plan.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

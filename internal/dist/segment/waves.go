@@ -61,13 +61,6 @@ func (w *Waves) Len() int { return len(w.waves) }
 // Peak is wave g's peak users in the whole test.
 func (w *Waves) Peak(g int) int64 { return w.peak[g] }
 
-// Base is the id before wave g's first: its peak users are Base+1..Base+Peak.
-func (w *Waves) Base(g int) int64 { return w.base[g] }
-
-// Total is the sum of the waves' peaks: the ids 1..Total are the waves'
-// peak users, replacements come above.
-func (w *Waves) Total() int64 { return w.total }
-
 // UsersAt is the users wave g runs in the whole test at el on the run's
 // clock (0 before its offset and from the end of its own profile).
 func (w *Waves) UsersAt(g int, el time.Duration) int { return WaveUsersAt(w.waves[g], el) }

@@ -313,3 +313,7 @@ load: {stages: [{duration: 2s, users: 1}]}
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// Total is the sum of the waves' peaks: the ids 1..Total are the waves'
+// peak users, replacements come above.
+func (w *Waves) Total() int64 { return w.total }
