@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/vu"
 )
 
 // A WebSocket capture marked secret is hidden from every message once
@@ -52,8 +53,7 @@ load: {stages: [{duration: 1s, users: 1}]}
 		t.Fatal(err)
 	}
 	auth := &plan.Template{Source: "Bearer hub-token-{{ vu }}", Parts: []plan.Part{{Kind: plan.PartLiteral, Literal: "Bearer hub-token-"}, {Kind: plan.PartVU}}}
-	pop := &population{plan: p}
-	h := pop.headerOf([]plan.Header{{Name: "Authorization", Value: auth}}, &plan.Env{VU: 7})
+	h := vu.ConnectionHeaders(p, []plan.Header{{Name: "Authorization", Value: auth}}, &plan.Env{VU: 7})
 	if h.Get("Authorization") != "Bearer hub-token-7" {
 		t.Fatalf("header %q", h.Get("Authorization"))
 	}

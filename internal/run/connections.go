@@ -64,7 +64,8 @@ type slot struct {
 }
 
 type population struct {
-	// plan notes the credentials a connection sends (headerOf).
+	// plan notes the credentials a connection sends (vu.ConnectionHeaders)
+	// and takes (vu.CaptureMessage).
 	plan  *plan.Plan
 	sc    *plan.Scenario
 	kind  string

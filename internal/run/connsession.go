@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -29,22 +28,6 @@ func (p *population) url(t *plan.Template, s *slot) string {
 	return u
 }
 
-func (p *population) headerOf(hs []plan.Header, env *plan.Env) http.Header {
-	if len(hs) == 0 {
-		return nil
-	}
-	h := make(http.Header, len(hs))
-	for _, x := range hs {
-		v := x.Value.String(env)
-		if p.plan.IsSecretHeader(x.Name) {
-			// Hidden before it is sent, as a request step's are (vu).
-			p.plan.NoteSecretHeader(x.Name, v)
-		}
-		h.Add(x.Name, v)
-	}
-	return h
-}
-
 // connect opens the slot's connection and runs its calls or steps up to a
 // hold. Runs on a goroutine of its own.
 func (p *population) connect(ctx context.Context, s *slot) {
@@ -60,7 +43,7 @@ func (p *population) connect(ctx context.Context, s *slot) {
 
 func (p *population) connectSignalR(ctx context.Context, s *slot) {
 	spec := p.spec.SignalR
-	c, err := signalr.Connect(ctx, p.url(spec.URL, s), p.headerOf(spec.Headers, s.env), p.sro)
+	c, err := signalr.Connect(ctx, p.url(spec.URL, s), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), p.sro)
 	if err != nil {
 		p.failedAttempt(err)
 		p.retryLater(s)
@@ -178,7 +161,7 @@ func (p *population) closeWS(s *slot, code int, reason string, atEnd bool) {
 
 func (p *population) connectWS(ctx context.Context, s *slot) {
 	spec := p.spec.WebSocket
-	c, err := ws.Dial(ctx, p.url(spec.URL, s), p.headerOf(spec.Headers, s.env), p.wso, nil)
+	c, err := ws.Dial(ctx, p.url(spec.URL, s), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), p.wso, nil)
 	if err != nil {
 		p.failedAttempt(err)
 		p.rec.RecordWS(ws.OpUpgrade, ws.Classify(err), 0, err)

@@ -1,6 +1,7 @@
 package vu
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/stampede-load/stampede/internal/plan"
@@ -10,6 +11,8 @@ import (
 // takes them from its answer (judge), a WebSocket step from the message it
 // waited for (CaptureMessage). Both read JSON through the same decoder, so
 // numbers keep the text the server wrote, and fail with the same words.
+// A connection's handshake headers are rendered here too, with the
+// credentials noted as a request step's are.
 
 // headerSource gives an answer's header by name: the HTTP response; a
 // message has none (the plan refuses header captures on one).
@@ -95,4 +98,23 @@ func CaptureMessage(p *plan.Plan, caps []plan.Capture, msg []byte, env *plan.Env
 		}
 	}
 	return nil
+}
+
+// ConnectionHeaders renders a connection's handshake headers for env. A
+// credential header (plan.IsSecretHeader) is noted before it is sent, as a
+// request step's is (noteSentSecrets), so a hub echoing its handshake
+// finds it hidden.
+func ConnectionHeaders(p *plan.Plan, hs []plan.Header, env *plan.Env) http.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	h := make(http.Header, len(hs))
+	for _, x := range hs {
+		v := x.Value.String(env)
+		if p.IsSecretHeader(x.Name) {
+			p.NoteSecretHeader(x.Name, v)
+		}
+		h.Add(x.Name, v)
+	}
+	return h
 }
