@@ -37,7 +37,7 @@ func main() {
 	pr := session.Process{
 		Stdout: os.Stdout, Stderr: os.Stderr,
 		LookupEnv: os.LookupEnv, Environ: os.Environ,
-		Notify: notify, Exit: os.Exit, Version: version,
+		Notify: notify, Exit: os.Exit, SetGCPercent: debug.SetGCPercent, Version: version,
 	}
 	os.Exit(mainCode(pr))
 }

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -27,8 +26,8 @@ func (pr Process) tuneGC(p *plan.Plan) {
 	if _, set := pr.lookupEnv("GOGC"); set {
 		return
 	}
-	if percent := gcPercent(p); percent > 0 {
-		debug.SetGCPercent(percent)
+	if percent := gcPercent(p); percent > 0 && pr.SetGCPercent != nil {
+		pr.SetGCPercent(percent)
 	}
 }
 

@@ -21,6 +21,9 @@ type Process struct {
 	Notify func(c chan<- os.Signal) (stop func())
 	// Exit ends the process (os.Exit in main); the second Ctrl-C calls it.
 	Exit func(code int)
+	// SetGCPercent sets the process's GOGC (debug.SetGCPercent in main);
+	// nil leaves it.
+	SetGCPercent func(percent int) int
 	// Version is the binary's version, recorded in every result.
 	Version string
 }
