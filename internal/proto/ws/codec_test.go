@@ -180,3 +180,35 @@ func TestFramingErrorsAsGorilla(t *testing.T) {
 		})
 	}
 }
+
+// A frame that comes in the 101 answer's own packet, with nothing after
+// it, is delivered at once however the connection is read: a reading
+// goroutine once read the socket again before handling the frames it
+// already had, and such a message waited for the next bytes.
+func TestFrameWithTheUpgradeAlone(t *testing.T) {
+	for _, mode := range []string{"readiness", "goroutine", "tls"} {
+		t.Run(mode, func(t *testing.T) {
+			first := func(int) []byte { return frame(1, true, []byte("hello")) }
+			url, peers := "", chan net.Conn(nil)
+			o := &Options{goroutineReads: mode == "goroutine"}
+			if mode == "tls" {
+				url, peers, o.TLS = rawTLSServer(t, first)
+			} else {
+				url, peers = rawServer(t, first)
+			}
+			h := &countHandler{}
+			c, err := Dial(context.Background(), url, nil, o, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Abort()
+			<-peers
+			waitCount(t, "the message sent with the 101", h.n.Load, 1)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if len(h.msgs) != 1 || h.msgs[0] != "hello" {
+				t.Errorf("messages %q, want [hello]", h.msgs)
+			}
+		})
+	}
+}

@@ -156,7 +156,6 @@ func (d *dialing) secure(ctx context.Context, network, addr string) (net.Conn, e
 func (c *Conn) startReading(dl *dialing, rb int) {
 	hs := dl.hs
 	left := hs.finish()
-	hs.buf = nil // the reader starts with left; hs only writes from now
 	if readiness.Supported() && !dl.tls && !c.o.goroutineReads {
 		if sc, ok := hs.Conn.(syscall.Conn); ok {
 			if reg, err := readiness.Register(sc, (*evConn)(c), false); err == nil {
@@ -171,7 +170,7 @@ func (c *Conn) startReading(dl *dialing, rb int) {
 	switch {
 	case c.reg == nil:
 		c.src, c.rbuf = hs.Conn, make([]byte, rb)
-		go c.readLoop()
+		go c.readFirst()
 	case c.ev != nil:
 		// Bytes came with the 101 answer: the socket may show no more.
 		go c.ready()

@@ -92,6 +92,22 @@ func (c *Conn) readLoop() {
 	}
 }
 
+// readFirst is the reading goroutine's start: it handles the frames that
+// came with the 101 answer before it waits for more, as the server may
+// send nothing else until they are answered.
+func (c *Conn) readFirst() {
+	if st := c.ev; st != nil {
+		if !c.frames(st) {
+			c.dropEv()
+			return
+		}
+		if st.idle() {
+			c.dropEv()
+		}
+	}
+	c.readLoop()
+}
+
 // readOnce waits for bytes and hands them to the codec; false means the
 // connection ended. While no frame is partly in it reads into the
 // connection's small buffer (the one buffer an idle connection keeps),
@@ -143,35 +159,32 @@ func (c *Conn) readError(err error) error {
 	return err
 }
 
-// hsConn is the socket under gorilla during the upgrade of a connection
-// that will be read on readiness. It hands gorilla one byte per read, so
-// that gorilla's buffer never holds bytes past the 101 answer (a server
-// may send its first frame in the same packet); those stay here, and the
-// frame reader starts with them. After the upgrade gorilla only writes
-// through it, or, where readiness could not be had, reads it as the plain
-// socket (pass).
+// hsConn is the socket under gorilla during the upgrade (a TLS
+// connection's is the TLS session). It hands gorilla one byte per read,
+// so that gorilla's buffer never holds bytes past the 101 answer (a
+// server may send its first frame in the same packet); those stay here,
+// and the frame reader starts with them. After the upgrade gorilla only
+// writes through it: the reader reads the connection under it.
 type hsConn struct {
 	net.Conn
 	buf  []byte
 	off  int
-	pass bool
+	done bool
 }
 
 var hsPool = sync.Pool{New: func() any { b := make([]byte, 1024); return &b }}
 
 func (h *hsConn) Read(p []byte) (int, error) {
-	if h.off < len(h.buf) {
-		n := 0
-		if h.pass {
-			n = copy(p, h.buf[h.off:])
-		} else if len(p) > 0 {
-			p[0], n = h.buf[h.off], 1
-		}
-		h.off += n
-		return n, nil
-	}
-	if h.pass {
+	if h.done {
 		return h.Conn.Read(p)
+	}
+	if h.off < len(h.buf) {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		p[0] = h.buf[h.off]
+		h.off++
+		return 1, nil
 	}
 	if h.buf == nil {
 		h.buf = (*hsPool.Get().(*[]byte))[:0]
@@ -186,8 +199,7 @@ func (h *hsConn) Read(p []byte) (int, error) {
 }
 
 // finish ends the upgrade: it returns the bytes read past the 101 answer
-// (a copy, nil if none), keeps them to be read again in pass mode, and
-// gives back the buffer.
+// (a copy, nil if none) and gives back the buffer.
 func (h *hsConn) finish() []byte {
 	var left []byte
 	if h.off < len(h.buf) {
@@ -197,6 +209,6 @@ func (h *hsConn) finish() []byte {
 		b := h.buf[:cap(h.buf)]
 		hsPool.Put(&b)
 	}
-	h.buf, h.off, h.pass = left, 0, true
+	h.buf, h.off, h.done = nil, 0, true
 	return left
 }
