@@ -24,7 +24,7 @@
 #                                 level / 16,000, rounded up: each process
 #                                 under its 20,000 open files)
 #   NGINX_WORKERS=8               nginx worker processes (reuseport)
-#   RAMP=10 HOLD=25               seconds, per level (SignalR ramp: 60: on
+#   RAMP=10 HOLD=40               seconds, per level (SignalR: 60 and 25; on
 #                                 the 2-core box at load 18 one sighub took
 #                                 7,500 connections in 30 s, not 15,000)
 #   STAMPEDE_BIN=path             a stampede binary to use instead of
@@ -69,7 +69,9 @@ tree() { echo "$1"; local c; for c in $(pgrep -P "$1" || true); do tree "$c"; do
 rss() {
   local k t=0
   for k in $(tree "$1"); do
-    t=$((t + $(awk '/VmRSS/{print $2}' /proc/$k/status 2>/dev/null || echo 0)))
+    local r
+    r=$(awk '/VmRSS/{print $2}' /proc/$k/status 2>/dev/null || true)
+    t=$((t + ${r:-0})) # a process may end between the listing and the read
   done
   echo $((t / 1024))
 }
@@ -168,7 +170,13 @@ PY
 }
 
 http() {
-  local port=${HTTP_PORT:-8311} users=${USERS:-10000,50000} ramp=${RAMP:-10} hold=${HOLD:-25}
+  local port=${HTTP_PORT:-8311} users=${USERS:-10000,50000} ramp=${RAMP:-10} hold=${HOLD:-40}
+  # A user starts within the ramp and thinks from ramp + 3 s (its first
+  # request after the population is in place) to ramp + 3 + spread, then
+  # 1-5 s: its last request comes by 2·ramp + 8 + spread, 3 s before the
+  # hold ends at ramp + hold.
+  local spread=$((hold - ramp - 11))
+  ((spread >= 1)) || { echo "HOLD must exceed RAMP + 11 s" >&2; exit 2; }
   local top; top=$(tr , '\n' <<<"$users" | sort -n | tail -1)
   local workers=${HTTP_WORKERS:-$(((top + 15999) / 16000))}
   ((workers < 2)) && workers=2
@@ -194,8 +202,6 @@ NGX
   local ngx=$!
   pids+=($ngx)
   sleep 1
-  # Both requests fall inside the hold: the first think outlasts the ramp,
-  # and the last request comes before ramp + 15s + 5s < ramp + hold.
   cat >"$dir/plan.yaml" <<EOF
 name: levelscale-http
 target: http://127.0.0.1:$port
@@ -203,7 +209,7 @@ http: {source_addresses: 127.0.0.0/28}
 scenarios:
   browse:
     steps:
-      - think: $((ramp + 1))s..$((ramp + 15))s
+      - think: $((ramp + 3))s..$((ramp + 3 + spread))s
       - {name: first, get: /first}
       - think: 1s..5s
       - {name: second, get: /second}
