@@ -88,13 +88,12 @@ func runConvert(cmd *cobra.Command, args []string, out string, o convert.Options
 	if _, perr := plan.ParseWith(name, text, anyEnv, loadOpts); perr != nil {
 		return fail(exitUsage, fmt.Errorf("the converted plan does not load (please report this): %v", perr))
 	}
-	var w io.Writer = cmd.OutOrStdout()
 	if out != "" && out != "-" {
 		if err := os.WriteFile(out, text, 0o644); err != nil {
 			return fail(exitUsage, err)
 		}
-	} else {
-		w.Write(text)
+	} else if _, err := cmd.OutOrStdout().Write(text); err != nil {
+		return fail(exitRun, err)
 	}
 	summarize(cmd.ErrOrStderr(), sum, out)
 	return nil

@@ -55,7 +55,7 @@ func TestDockerfileBuild(t *testing.T) {
 	cmd := exec.Command("sh", "-c", cmdline)
 	cmd.Dir = "../.."
 	// The toolchain running this test, not whichever go is first on PATH.
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(runtime.GOROOT(), "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(runtime.GOROOT(), "bin")+string(os.PathListSeparator)+os.Getenv("PATH")) //nolint:staticcheck // GOROOT of the toolchain running this test, which `go env` on PATH may not be
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cmdline, err, b)
 	}

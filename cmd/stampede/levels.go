@@ -241,8 +241,8 @@ func addLevelSplit(f *pflag.FlagSet, l *session.LevelSplit, segmentFlags bool) {
 	if segmentFlags {
 		f.StringVar(&l.Segment, "segment", "", "run only segment INDEX/COUNT of each level (what a --workers process runs)")
 		f.StringVar(&l.StartAt, "start-at", "", "start at this RFC 3339 instant (the segments of a level share it)")
-		f.MarkHidden("segment")
-		f.MarkHidden("start-at")
+		_ = f.MarkHidden("segment")
+		_ = f.MarkHidden("start-at")
 	}
 }
 

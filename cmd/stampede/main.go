@@ -129,7 +129,7 @@ interrupted, or a generator fault).`,
 	var profile string
 	var profFile *os.File
 	root.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a Go CPU profile to this file")
-	root.PersistentFlags().MarkHidden("cpuprofile")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	addAllowFiles(root.PersistentFlags())
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if profile == "" {

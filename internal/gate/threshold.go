@@ -367,63 +367,11 @@ func (t Threshold) Measure(r *result.Result) (float64, string, error) {
 	m := t.Metric
 	switch t.Kind {
 	case Duration:
-		base, all := strings.CutSuffix(m, "_all")
-		ls, over := s.ok, "successful requests"
-		if all {
-			ls, over = s.all, "requests"
-		}
-		h, err := merged(ls)
-		if err != nil {
-			return 0, "", err
-		}
-		if h.TotalCount() == 0 {
-			return 0, "", fmt.Errorf("no %s in %s to measure %s over", over, s.what, m)
-		}
-		var v float64
-		switch base {
-		case "min":
-			v = float64(h.Min())
-		case "max":
-			v = float64(h.Max())
-		case "avg":
-			v = h.Mean()
-		default:
-			v = float64(h.ValueAtPercentile(percentile(base)))
-		}
-		return v, formatDuration(int64(math.Round(v))), nil
+		return measureDuration(s, m)
 	case Rate:
-		if s.requests == 0 {
-			return 0, "", fmt.Errorf("no requests in %s, so %s is undefined", s.what, m)
-		}
-		var n int64
-		switch m {
-		case "error_rate":
-			n = s.failed
-		case "success_rate":
-			n = s.successful
-		default:
-			n = s.byClass[strings.TrimSuffix(m, "_rate")]
-		}
-		v := float64(n) / float64(s.requests)
-		return v, fmt.Sprintf("%.2f%%", v*100), nil
+		return measureRate(s, m)
 	case Count:
-		var n int64
-		switch m {
-		case "requests":
-			n = s.requests
-		case "failed":
-			n = s.failed
-		case "successful":
-			n = s.successful
-		case "iterations":
-			if !s.whole {
-				return 0, "", fmt.Errorf("iterations is measured only over the whole run, not per step")
-			}
-			n = s.iterations
-		default:
-			n = s.byClass[m]
-		}
-		return float64(n), strconv.FormatInt(n, 10), nil
+		return measureCount(s, m)
 	case Throughput:
 		if r.Run.DurationS <= 0 {
 			return 0, "", fmt.Errorf("the run has no measured duration, so rps is undefined")
@@ -432,6 +380,75 @@ func (t Threshold) Measure(r *result.Result) (float64, string, error) {
 		return v, fmt.Sprintf("%.2f/s", v), nil
 	}
 	return 0, "", fmt.Errorf("metric %q cannot be measured", m)
+}
+
+// measureDuration is a latency metric (p95, avg, max_all, ...) over the
+// scope's successful requests, or all of them for a _all metric.
+func measureDuration(s scope, m string) (float64, string, error) {
+	base, all := strings.CutSuffix(m, "_all")
+	ls, over := s.ok, "successful requests"
+	if all {
+		ls, over = s.all, "requests"
+	}
+	h, err := merged(ls)
+	if err != nil {
+		return 0, "", err
+	}
+	if h.TotalCount() == 0 {
+		return 0, "", fmt.Errorf("no %s in %s to measure %s over", over, s.what, m)
+	}
+	var v float64
+	switch base {
+	case "min":
+		v = float64(h.Min())
+	case "max":
+		v = float64(h.Max())
+	case "avg":
+		v = h.Mean()
+	default:
+		v = float64(h.ValueAtPercentile(percentile(base)))
+	}
+	return v, formatDuration(int64(math.Round(v))), nil
+}
+
+// measureRate is a share of the scope's requests (error_rate, ...).
+func measureRate(s scope, m string) (float64, string, error) {
+	if s.requests == 0 {
+		return 0, "", fmt.Errorf("no requests in %s, so %s is undefined", s.what, m)
+	}
+	var n int64
+	switch m {
+	case "error_rate":
+		n = s.failed
+	case "success_rate":
+		n = s.successful
+	default:
+		n = s.byClass[strings.TrimSuffix(m, "_rate")]
+	}
+	v := float64(n) / float64(s.requests)
+	return v, fmt.Sprintf("%.2f%%", v*100), nil
+}
+
+// measureCount is a count of the scope's requests (failed, a class, ...)
+// or the run's iterations.
+func measureCount(s scope, m string) (float64, string, error) {
+	var n int64
+	switch m {
+	case "requests":
+		n = s.requests
+	case "failed":
+		n = s.failed
+	case "successful":
+		n = s.successful
+	case "iterations":
+		if !s.whole {
+			return 0, "", fmt.Errorf("iterations is measured only over the whole run, not per step")
+		}
+		n = s.iterations
+	default:
+		n = s.byClass[m]
+	}
+	return float64(n), strconv.FormatInt(n, 10), nil
 }
 
 // formatDuration prints a latency as the reports do.

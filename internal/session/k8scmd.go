@@ -77,7 +77,9 @@ func (pr Process) K8s(f K8sRequest) error {
 		}
 		fmt.Fprintf(pr.Stderr, "manifest written to %s\n", f.Out)
 	case !f.Apply:
-		pr.Stdout.Write(y)
+		if _, err := pr.Stdout.Write(y); err != nil {
+			return Fail(ExitRun, fmt.Errorf("the manifest could not be written: %v", err))
+		}
 	}
 	if !f.Apply {
 		fmt.Fprintf(pr.Stderr, "segments start at %s: create it before then with 'kubectl create -f' or 'kubectl apply --server-side -f' (pods that come up more than %v later do not run; make a new manifest for a later start)\n",

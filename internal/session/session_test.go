@@ -29,8 +29,7 @@ type fake struct {
 	// body runs as the executor's run.
 	body func(ctx context.Context, c Control) (*result.Result, error)
 	// snap, when set, is what Snapshot returns.
-	snap    func(reason string) *result.Result
-	forward bool
+	snap func(reason string) *result.Result
 
 	judged atomic.Int32
 	// thresholds are what Judge puts in the result.
