@@ -69,7 +69,7 @@ func (c *promCollector) scrape(ctx context.Context) (map[string]*dto.MetricFamil
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return nil, fmt.Errorf("scrape answered %s", resp.Status)
 	}
 	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, maxScrapeBytes), expfmt.ResponseFormat(resp.Header))

@@ -96,7 +96,7 @@ type pushConn struct {
 // Read drops a client silent for clientSilence (see newKitchen): every
 // read, a Ping's included, moves the deadline on.
 func (c *pushConn) Read(b []byte) (int, error) {
-	c.Conn.SetReadDeadline(time.Now().Add(c.silence))
+	_ = c.Conn.SetReadDeadline(time.Now().Add(c.silence))
 	return c.Conn.Read(b)
 }
 

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -100,49 +101,8 @@ func ParseOptions(s string) (Options, error) {
 			return Options{}, fmt.Errorf("demo options: %q given twice", key)
 		}
 		seen[key] = true
-		var err error
-		switch key {
-		case keyPool:
-			var n int
-			n, err = strconv.Atoi(val)
-			if err == nil && n < 0 {
-				err = fmt.Errorf("must be >= 0")
-			}
-			o.DBPool = n
-		case keyService:
-			o.DBServiceTime, err = parseDur(val)
-		case keyJitter:
-			o.DBJitter, err = parseDur(val)
-		case keyWait:
-			o.DBWaitTimeout, err = parseDur(val)
-		case keyRateLimit:
-			o.RateLimit, err = parseFloat(val)
-			if err == nil && o.RateLimit < 0 {
-				err = fmt.Errorf("must be >= 0")
-			}
-		case keyErrorRate:
-			o.ErrorRate, err = parseFloat(val)
-			if err == nil && (o.ErrorRate < 0 || o.ErrorRate > 1) {
-				err = fmt.Errorf("must be in [0,1]")
-			}
-		case keyDB:
-			o.DB = val
-			if val == "" {
-				err = fmt.Errorf("must be a postgres:// URL")
-			}
-		case keyDBPool:
-			o.DBConns, err = strconv.Atoi(val)
-			if err == nil && o.DBConns < 0 {
-				err = fmt.Errorf("must be >= 0")
-			}
-		case keyMissing:
-			o.MissingIndex, err = strconv.ParseBool(val)
-		case keyDBSeed:
-			o.DBSeed, err = strconv.Atoi(val)
-			if err == nil && o.DBSeed < 0 {
-				err = fmt.Errorf("must be >= 0")
-			}
-		default:
+		err := o.set(key, val)
+		if err == errUnknownKey {
 			return Options{}, fmt.Errorf("demo options: unknown key %q (keys: %s)", key, strings.Join(validKeys, ", "))
 		}
 		if err != nil {
@@ -153,6 +113,59 @@ func ParseOptions(s string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// errUnknownKey is set's answer for a key it does not know.
+var errUnknownKey = errors.New("unknown key")
+
+// set sets the option key to val, checking its range.
+func (o *Options) set(key, val string) error {
+	var err error
+	switch key {
+	case keyPool:
+		var n int
+		n, err = strconv.Atoi(val)
+		if err == nil && n < 0 {
+			err = fmt.Errorf("must be >= 0")
+		}
+		o.DBPool = n
+	case keyService:
+		o.DBServiceTime, err = parseDur(val)
+	case keyJitter:
+		o.DBJitter, err = parseDur(val)
+	case keyWait:
+		o.DBWaitTimeout, err = parseDur(val)
+	case keyRateLimit:
+		o.RateLimit, err = parseFloat(val)
+		if err == nil && o.RateLimit < 0 {
+			err = fmt.Errorf("must be >= 0")
+		}
+	case keyErrorRate:
+		o.ErrorRate, err = parseFloat(val)
+		if err == nil && (o.ErrorRate < 0 || o.ErrorRate > 1) {
+			err = fmt.Errorf("must be in [0,1]")
+		}
+	case keyDB:
+		o.DB = val
+		if val == "" {
+			err = fmt.Errorf("must be a postgres:// URL")
+		}
+	case keyDBPool:
+		o.DBConns, err = strconv.Atoi(val)
+		if err == nil && o.DBConns < 0 {
+			err = fmt.Errorf("must be >= 0")
+		}
+	case keyMissing:
+		o.MissingIndex, err = strconv.ParseBool(val)
+	case keyDBSeed:
+		o.DBSeed, err = strconv.Atoi(val)
+		if err == nil && o.DBSeed < 0 {
+			err = fmt.Errorf("must be >= 0")
+		}
+	default:
+		return errUnknownKey
+	}
+	return err
 }
 
 func parseDur(s string) (time.Duration, error) {

@@ -60,7 +60,7 @@ func (s *Server) Close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.db.pool.Exec(ctx, "DELETE FROM "+s.db.votes+" WHERE run = $1", s.db.run)
+	_, _ = s.db.pool.Exec(ctx, "DELETE FROM "+s.db.votes+" WHERE run = $1", s.db.run)
 	s.db.pool.Close()
 }
 
@@ -99,7 +99,7 @@ func (st *pgStore) setup(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	stmts := []string{
 		"SELECT pg_advisory_xact_lock(" + strconv.Itoa(pgSetupLockKey) + ")",
 		"CREATE TABLE IF NOT EXISTS " + pgParties + " (id text PRIMARY KEY, name text NOT NULL)",

@@ -176,7 +176,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h["Content-Type"] = textCT
 		w.WriteHeader(http.StatusOK)
-		w.Write(okBody)
+		_, _ = w.Write(okBody)
 		return
 	case rStats:
 		b, _ := json.Marshal(s.Stats())
@@ -443,7 +443,7 @@ func (s *Server) reply(w http.ResponseWriter, code int, body []byte) {
 	// allocation on every response; net/http only reads it.
 	w.Header()["Content-Type"] = jsonCT
 	w.WriteHeader(code)
-	w.Write(body)
+	_, _ = w.Write(body)
 }
 
 var (

@@ -84,7 +84,7 @@ func (s *Set) Wake() error {
 // reporting.
 func (s *Set) ClearWake() {
 	var b [8]byte
-	unix.Read(s.wake, b[:])
+	_, _ = unix.Read(s.wake, b[:])
 }
 
 // Close closes the set and its eventfd. No call may use the set after.

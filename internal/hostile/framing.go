@@ -34,7 +34,7 @@ func ConflictingContentLength(t testing.TB) *Server {
 func ChunkedNotLast(t testing.TB) *Server {
 	const answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n" + ChunkedNotLastBody
 	return perRequest(t, func(s *Server, c net.Conn) bool {
-		io.WriteString(c, answer)
+		_, _ = io.WriteString(c, answer)
 		return false
 	})
 }

@@ -47,7 +47,7 @@ type H2Conn struct {
 func (h *H2Conn) Write(fn func(fr *http2.Framer) error) error {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
-	h.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_ = h.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	return fn(h.fr)
 }
 
@@ -56,7 +56,7 @@ func (h *H2Conn) Write(fn func(fr *http2.Framer) error) error {
 func (h *H2Conn) Block(fields ...string) []byte {
 	h.buf.Reset()
 	for i := 0; i+1 < len(fields); i += 2 {
-		h.enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+		_ = h.enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
 	}
 	return h.buf.Bytes()
 }
@@ -147,16 +147,16 @@ func (h *H2Conn) serve(onRequest func(h *H2Conn, stream uint32) bool) {
 		switch f := f.(type) {
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
-				h.Write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
+				_ = h.Write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
 			}
 		case *http2.PingFrame:
 			if !f.IsAck() {
-				h.Write(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) })
+				_ = h.Write(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) })
 			}
 		case *http2.DataFrame:
 			if n := f.Length; n > 0 {
-				h.Write(func(fr *http2.Framer) error {
-					fr.WriteWindowUpdate(0, n)
+				_ = h.Write(func(fr *http2.Framer) error {
+					_ = fr.WriteWindowUpdate(0, n)
 					return fr.WriteWindowUpdate(f.StreamID, n)
 				})
 			}
@@ -194,8 +194,8 @@ func H2Rotate(t testing.TB, useTLS bool, n int) *H2Server {
 		if h.Streams < n {
 			return h.Respond(stream, "200", "ok") == nil
 		}
-		h.Write(func(fr *http2.Framer) error { return fr.WriteGoAway(stream, http2.ErrCodeNo, nil) })
-		h.Respond(stream, "200", "ok")
+		_ = h.Write(func(fr *http2.Framer) error { return fr.WriteGoAway(stream, http2.ErrCodeNo, nil) })
+		_ = h.Respond(stream, "200", "ok")
 		return false
 	})
 }
@@ -204,7 +204,7 @@ func H2Rotate(t testing.TB, useTLS bool, n int) *H2Server {
 // below it (so the request was refused unprocessed), then closes.
 func H2GoAwayEvery(t testing.TB, useTLS bool) *H2Server {
 	return ServeH2(t, useTLS, func(h *H2Conn, stream uint32) bool {
-		h.Write(func(fr *http2.Framer) error {
+		_ = h.Write(func(fr *http2.Framer) error {
 			return fr.WriteGoAway(max(stream, 2)-2, http2.ErrCodeNo, []byte("going away"))
 		})
 		return false
@@ -241,7 +241,7 @@ func H2EndlessContinuation(t testing.TB, useTLS bool) *H2Server {
 func H2FlowControl(t testing.TB, useTLS bool) *H2Server {
 	return ServeH2(t, useTLS, func(h *H2Conn, stream uint32) bool {
 		return h.Write(func(fr *http2.Framer) error {
-			fr.WriteWindowUpdate(0, 1<<31-1)
+			_ = fr.WriteWindowUpdate(0, 1<<31-1)
 			return fr.WriteWindowUpdate(0, 1<<31-1)
 		}) == nil
 	})
@@ -251,7 +251,7 @@ func H2FlowControl(t testing.TB, useTLS bool) *H2Server {
 // then answers.
 func H2PushPromise(t testing.TB, useTLS bool) *H2Server {
 	return ServeH2(t, useTLS, func(h *H2Conn, stream uint32) bool {
-		h.Write(func(fr *http2.Framer) error {
+		_ = h.Write(func(fr *http2.Framer) error {
 			return fr.WritePushPromise(http2.PushPromiseParam{StreamID: stream, PromiseID: 2 * uint32(h.Streams),
 				BlockFragment: h.Block(":method", "GET", ":scheme", "http", ":path", "/pushed", ":authority", "x"), EndHeaders: true})
 		})

@@ -164,7 +164,7 @@ func writeForever(s *Server, c net.Conn, chunk []byte) {
 			return
 		default:
 		}
-		c.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 		if _, err := c.Write(chunk); err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				continue
@@ -181,7 +181,7 @@ func EndlessHeaders(t testing.TB) *Server {
 		fmt.Fprintf(&block, "X-Filler-%d: %s\r\n", i, strings.Repeat("h", 50))
 	}
 	return perRequest(t, func(s *Server, c net.Conn) bool {
-		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
 		writeForever(s, c, block.Bytes())
 		return false
 	})
@@ -191,7 +191,7 @@ func EndlessHeaders(t testing.TB) *Server {
 func HugeHeaderLine(t testing.TB) *Server {
 	chunk := bytes.Repeat([]byte("a"), 16<<10)
 	return perRequest(t, func(s *Server, c net.Conn) bool {
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Huge: ")
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Huge: ")
 		writeForever(s, c, chunk)
 		return false
 	})
@@ -221,7 +221,7 @@ func ShortContentLength(t testing.TB) *Server {
 // LongContentLength announces 1000 bytes, sends 5 and closes.
 func LongContentLength(t testing.TB) *Server {
 	return perRequest(t, func(s *Server, c net.Conn) bool {
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nshort")
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nshort")
 		return false
 	})
 }
@@ -251,7 +251,7 @@ func EndlessChunked(t testing.TB) *Server {
 	body := strings.Repeat("z", 16<<10)
 	fmt.Fprintf(&chunk, "%x\r\n%s\r\n", len(body), body)
 	return perRequest(t, func(s *Server, c net.Conn) bool {
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
 		writeForever(s, c, chunk.Bytes())
 		return false
 	})
@@ -273,7 +273,7 @@ func GzipBomb(t testing.TB) *Server {
 		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
 		zeros := make([]byte, 1<<20)
 		for i := 0; i < GzipBombSize>>20; i++ {
-			zw.Write(zeros)
+			_, _ = zw.Write(zeros)
 		}
 		zw.Close()
 		bomb = b.Bytes()
@@ -338,10 +338,10 @@ func NeverReads(t testing.TB) *Server {
 func ResetMidBody(t testing.TB) *Server {
 	part := bytes.Repeat([]byte("r"), 64<<10)
 	return perRequest(t, func(s *Server, c net.Conn) bool {
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n")
-		c.Write(part)
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n")
+		_, _ = c.Write(part)
 		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetLinger(0)
+			_ = tc.SetLinger(0)
 		}
 		return false
 	})

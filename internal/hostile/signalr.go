@@ -62,14 +62,14 @@ func SignalRHub(t testing.TB, mode HubMode) *Hub {
 		}
 		h.Negotiates.Add(1)
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(negotiateAnswer))
+		_, _ = w.Write([]byte(negotiateAnswer))
 	})
 	mux.HandleFunc("GET /hub", func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
+		defer func() { _ = c.CloseNow() }()
 		h.Sockets.Add(1)
 		ctx := r.Context()
 		if _, _, err := c.Read(ctx); err != nil {

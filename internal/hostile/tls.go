@@ -16,7 +16,7 @@ import (
 // check that only shakes hands passes and every request fails.
 func ClientCertRequired(t testing.TB, maxVersion uint16) string {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok")
+		_, _ = io.WriteString(w, "ok")
 	}))
 	srv.EnableHTTP2 = true
 	srv.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert, MaxVersion: maxVersion}

@@ -94,8 +94,8 @@ func (a *Arrivals) Time(k int64) (time.Duration, bool) {
 	p := a.pieces[a.cursor]
 	need := x - p.cumStart
 	var sec float64
-	switch {
-	case p.slope == 0:
+	switch p.slope {
+	case 0:
 		if p.rate <= 0 {
 			return 0, false
 		}

@@ -164,7 +164,7 @@ func (p *poller) forget(r *Reg) {
 		if p.n--; p.n == 0 && p.running {
 			// A wake that cannot be written leaves the loop waiting for
 			// the next registration, which it then serves: nothing lost.
-			p.set.Wake()
+			_ = p.set.Wake()
 		}
 	}
 	p.mu.Unlock()
@@ -204,8 +204,8 @@ func (r *Reg) Unregister() {
 		return
 	}
 	r.armed.Store(false)
-	r.rc.Control(func(fd uintptr) {
-		r.p.set.Del(int(fd))
+	_ = r.rc.Control(func(fd uintptr) {
+		_ = r.p.set.Del(int(fd))
 	})
 	// A socket already closed left the epoll set with its last descriptor.
 	r.p.forget(r)

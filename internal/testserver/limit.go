@@ -38,5 +38,5 @@ func (b *Limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(b.Reject)
 		return
 	}
-	w.Write([]byte("ok"))
+	_, _ = w.Write([]byte("ok"))
 }

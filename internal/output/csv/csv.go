@@ -39,7 +39,7 @@ func New(name, path string) (*Sink, error) {
 		return nil, fmt.Errorf("csv output: %v", err)
 	}
 	s := &Sink{name: name, f: f, w: csv.NewWriter(f)}
-	s.w.Write(Header())
+	_ = s.w.Write(Header())
 	s.w.Flush()
 	s.err = s.w.Error()
 	return s, nil
@@ -111,7 +111,7 @@ func (s *Sink) write(r *result.Result, upto int) {
 			}
 		}
 		row = append(row, ms(se.P50US, i), ms(se.P95US, i), ms(se.P99US, i), num(se.Dropped, i), ms(se.LagP99US, i), num(se.Connections, i))
-		s.w.Write(row)
+		_ = s.w.Write(row)
 	}
 	if upto > s.written {
 		s.written = upto

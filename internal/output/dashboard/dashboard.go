@@ -83,14 +83,15 @@ func New(addr string) (*Sink, error) {
 	mux.HandleFunc("GET "+root+"/{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Write(page)
+		_, _ = w.Write(page)
 	})
 	mux.Handle("GET "+root, http.RedirectHandler(root+"/", http.StatusFound))
 	mux.HandleFunc("GET "+root+"/events", s.events)
 	mux.HandleFunc("GET "+root+"/report", s.report)
 	mux.HandleFunc("GET "+root+"/live", s.liveJSON)
 	s.srv = &http.Server{Handler: newHostGuard(addr, mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
-	go s.srv.Serve(netutil.LimitListener(ln, maxConns))
+	// Serve ends with ErrServerClosed when Close shuts the server.
+	go func() { _ = s.srv.Serve(netutil.LimitListener(ln, maxConns)) }()
 	return s, nil
 }
 
@@ -267,7 +268,7 @@ func (s *Sink) report(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.pageSeen = true
 	s.mu.Unlock()
-	w.Write(html)
+	_, _ = w.Write(html)
 	if final {
 		s.mu.Lock()
 		select {

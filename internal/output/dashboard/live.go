@@ -188,5 +188,5 @@ func (s *Sink) liveJSON(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Stampede-Seq", strconv.Itoa(l.Seq))
-	json.NewEncoder(w).Encode(l)
+	_ = json.NewEncoder(w).Encode(l)
 }

@@ -53,6 +53,6 @@ func (s *Sink) Close(final *result.Result) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	os.Chmod(tmp.Name(), 0o644)
+	_ = os.Chmod(tmp.Name(), 0o644)
 	return os.Rename(tmp.Name(), s.path)
 }

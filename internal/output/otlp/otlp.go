@@ -82,7 +82,7 @@ func (s *Sink) Close(final *result.Result) error {
 	_, err := s.q.Close(s.flush)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	s.exp.Shutdown(ctx)
+	_ = s.exp.Shutdown(ctx)
 	return err
 }
 

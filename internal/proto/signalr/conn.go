@@ -366,7 +366,7 @@ func (c *Conn) call(ctx context.Context, phase string, typ int, method string, a
 	case <-ctx.Done():
 		forget()
 		// Tell the server we gave up, so a stream stops producing.
-		c.sendSeq(c.o.Protocol.simple(TypeCancelInvocation, id, ""))
+		_ = c.sendSeq(c.o.Protocol.simple(TypeCancelInvocation, id, ""))
 		e := &Error{Phase: phase, Class: sample.Timeout, Msg: method + ": no Completion before the deadline", Err: ctx.Err()}
 		if errors.Is(ctx.Err(), context.Canceled) {
 			e.Class, e.Msg = sample.Interrupted, method+": canceled"
@@ -411,7 +411,7 @@ func (c *Conn) Send(method string, args ...any) error {
 func (c *Conn) Close() error {
 	if c.t.Disconnect() == nil {
 		c.closing.Store(true)
-		c.send(c.o.Protocol.close())
+		_ = c.send(c.o.Protocol.close())
 	}
 	return c.t.Close(1000, "")
 }

@@ -150,7 +150,7 @@ func (h *httpConn) do(req *http.Request, body []byte) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusUnauthorized || h.h.tk == nil {
 		return resp, err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	failed := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
 	again, err := h.requestAuth(req.Context(), req.Method, body, failed)
@@ -287,6 +287,7 @@ func (h *httpConn) pollLoop() {
 	}
 }
 
+// poll is one long poll: false means the connection ended.
 func (h *httpConn) poll() bool {
 	to := pollTimeout
 	if it := h.o.wsOptions().IdleTimeout; it > 0 {
@@ -296,17 +297,41 @@ func (h *httpConn) poll() bool {
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, to)
 	defer cancel()
+	resp, t0, ok := h.sendPoll(ctx)
+	if !ok {
+		return false
+	}
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, h.o.maxMessage()+maxVarint+1))
+	resp.Body.Close()
+	d := time.Since(t0)
+	if !h.pollAnswered(resp, body, rerr, d) {
+		return false
+	}
+	h.o.record(OpPoll, sample.OK, d, nil)
+	if len(body) > 0 {
+		h.lastRead.Store(hclock())
+		if err := h.deliver(body); err != nil {
+			h.fail(err)
+			return false
+		}
+	}
+	return true
+}
+
+// sendPoll sends the poll's GET; false means it failed and the
+// connection ended.
+func (h *httpConn) sendPoll(ctx context.Context) (*http.Response, time.Time, bool) {
 	req, err := h.request(ctx, http.MethodGet, nil)
 	if err != nil {
 		h.fail(err)
-		return false
+		return nil, time.Time{}, false
 	}
 	t0 := time.Now()
 	resp, err := h.do(req, nil)
 	if err != nil {
 		if h.closing.Load() || h.ended.Load() {
 			h.end(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
-			return false
+			return nil, t0, false
 		}
 		cl := httpc.Classify(err)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -314,11 +339,14 @@ func (h *httpConn) poll() bool {
 		}
 		h.o.record(OpPoll, cl, time.Since(t0), err)
 		h.end(&ws.Disconnect{Reason: ws.NetworkReset, Class: cl, Text: "poll: " + err.Error(), Err: err})
-		return false
+		return nil, t0, false
 	}
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, h.o.maxMessage()+maxVarint+1))
-	resp.Body.Close()
-	d := time.Since(t0)
+	return resp, t0, true
+}
+
+// pollAnswered checks a poll's answer: false means it ended the
+// connection (the close we asked for, the server's end, or a failure).
+func (h *httpConn) pollAnswered(resp *http.Response, body []byte, rerr error, d time.Duration) bool {
 	if resp.StatusCode != http.StatusOK && (h.closing.Load() || h.h.closing.Load()) {
 		// We sent the Close message or the DELETE: the server forgetting
 		// the connection (204, or 404 for a poll that raced the close) is
@@ -357,14 +385,6 @@ func (h *httpConn) poll() bool {
 		h.end(&ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: " + e.Error(), Err: e})
 		return false
 	}
-	h.o.record(OpPoll, sample.OK, d, nil)
-	if len(body) > 0 {
-		h.lastRead.Store(hclock())
-		if err := h.deliver(body); err != nil {
-			h.fail(err)
-			return false
-		}
-	}
 	return true
 }
 
@@ -394,7 +414,7 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 	req.Header.Set("Content-Type", ct)
 	resp, err := h.do(req, b)
 	if err == nil {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			cl := sample.FromStatus(resp.StatusCode)
@@ -457,7 +477,7 @@ func (h *httpConn) Close(int, string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		if req, err := h.request(ctx, http.MethodDelete, nil); err == nil {
 			if resp, err := h.hc.Do(req); err == nil {
-				io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 				resp.Body.Close()
 			}
 		}
@@ -515,7 +535,8 @@ func (h *httpConn) tick() {
 	if ka := o.KeepAlive; ka > 0 && now-h.lastWrite.Load() >= int64(ka) && !h.closing.Load() {
 		// A POST may take a while; the timer must not wait on it.
 		h.lastWrite.Store(now)
-		go h.Send(o.KeepAliveType, o.KeepAliveMessage)
+		// A keep-alive that cannot be sent ends the connection in Send.
+		go func() { _ = h.Send(o.KeepAliveType, o.KeepAliveMessage) }()
 	}
 	if !h.ended.Load() {
 		h.timer.Reset(h.nextTick(hclock()))

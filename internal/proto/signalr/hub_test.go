@@ -351,7 +351,7 @@ func TestRedirect(t *testing.T) {
 	})
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer app-token" {
-			http.Error(w, "no", 401)
+			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

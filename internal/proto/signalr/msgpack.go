@@ -96,10 +96,9 @@ func appendFrame(b []byte) []byte {
 // message, located by how much of the reader the decoder consumed (a
 // bytes.Reader is a ByteScanner, so the decoder reads it unbuffered).
 type mpReader struct {
-	b  []byte
-	r  bytes.Reader
-	d  *msgpack.Decoder
-	at int
+	b []byte
+	r bytes.Reader
+	d *msgpack.Decoder
 }
 
 func newMPReader(b []byte) *mpReader {
@@ -118,7 +117,7 @@ func (m *mpReader) raw() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.r.Seek(int64(start+n), io.SeekStart)
+	_, _ = m.r.Seek(int64(start+n), io.SeekStart)
 	return m.b[start : start+n : start+n], nil
 }
 

@@ -41,16 +41,16 @@ func appendMsgPackInvocation(typ int, id, target string, args []any) ([]byte, er
 	e.Reset(bytesWriter{&b})
 	e.SetCustomStructTag("json")
 	e.UseCompactInts(true)
-	e.EncodeArrayLen(6)
-	e.EncodeInt(int64(typ))
-	e.EncodeMapLen(0)
+	_ = e.EncodeArrayLen(6)
+	_ = e.EncodeInt(int64(typ))
+	_ = e.EncodeMapLen(0)
 	if id == "" {
-		e.EncodeNil()
+		_ = e.EncodeNil()
 	} else {
-		e.EncodeString(id)
+		_ = e.EncodeString(id)
 	}
-	e.EncodeString(target)
-	e.EncodeArrayLen(len(args))
+	_ = e.EncodeString(target)
+	_ = e.EncodeArrayLen(len(args))
 	for _, a := range args {
 		var err error
 		switch v := a.(type) {
@@ -77,17 +77,17 @@ func appendMsgPackSimple(typ int, id, errText string) []byte {
 	defer msgpack.PutEncoder(e)
 	e.Reset(bytesWriter{&b})
 	if typ == TypeCompletion {
-		e.EncodeArrayLen(5)
-		e.EncodeInt(int64(typ))
-		e.EncodeMapLen(0)
-		e.EncodeString(id)
-		e.EncodeInt(1)
-		e.EncodeString(errText)
+		_ = e.EncodeArrayLen(5)
+		_ = e.EncodeInt(int64(typ))
+		_ = e.EncodeMapLen(0)
+		_ = e.EncodeString(id)
+		_ = e.EncodeInt(1)
+		_ = e.EncodeString(errText)
 	} else {
-		e.EncodeArrayLen(3)
-		e.EncodeInt(int64(typ))
-		e.EncodeMapLen(0)
-		e.EncodeString(id)
+		_ = e.EncodeArrayLen(3)
+		_ = e.EncodeInt(int64(typ))
+		_ = e.EncodeMapLen(0)
+		_ = e.EncodeString(id)
 	}
 	return appendFrame(b)
 }
@@ -142,7 +142,7 @@ func encodeJSONValue(e *msgpack.Encoder, v any) error {
 			return err
 		}
 		for _, k := range keys {
-			e.EncodeString(k)
+			_ = e.EncodeString(k)
 			if err := encodeJSONValue(e, v[k]); err != nil {
 				return err
 			}

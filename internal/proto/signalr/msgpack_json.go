@@ -148,7 +148,7 @@ func (m *mpReader) appendJSONExt(b []byte) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	m.r.Seek(int64(start), 0)
+	_, _ = m.r.Seek(int64(start), 0)
 	if id != -1 {
 		return append(b, "null"...), m.d.Skip()
 	}

@@ -265,7 +265,7 @@ func (c *Conn) push(m *Message) {
 	if m.InvocationID != "" {
 		// A server awaiting a client result would wait forever; answer as
 		// the .NET client does when no handler returns one.
-		c.sendSeq(c.o.Protocol.simple(TypeCompletion, m.InvocationID, "Client didn't provide a result."))
+		_ = c.sendSeq(c.o.Protocol.simple(TypeCompletion, m.InvocationID, "Client didn't provide a result."))
 	}
 }
 

@@ -92,9 +92,9 @@ func (p Protocol) seqMessage(typ int, id int64) []byte {
 		e := msgpack.GetEncoder()
 		defer msgpack.PutEncoder(e)
 		e.Reset(bytesWriter{&b})
-		e.EncodeArrayLen(2)
-		e.EncodeInt(int64(typ))
-		e.EncodeInt(id)
+		_ = e.EncodeArrayLen(2)
+		_ = e.EncodeInt(int64(typ))
+		_ = e.EncodeInt(id)
 		return appendFrame(b)
 	}
 	b := append([]byte(`{"type":`), strconv.Itoa(typ)...)
@@ -226,7 +226,7 @@ func (c *Conn) queueAck() {
 		s.rmu.Unlock()
 		if wc := s.live(); wc != nil {
 			// A failed Ack is harmless: the server resends, we skip.
-			wc.Send(c.o.Protocol.wsType(), c.o.Protocol.seqMessage(TypeAck, id))
+			_ = wc.Send(c.o.Protocol.wsType(), c.o.Protocol.seqMessage(TypeAck, id))
 		}
 	})
 }
@@ -311,7 +311,7 @@ func (c *Conn) pauseUnlessStopped(d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-c.sf.stop:
-		c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
+		_ = c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
 		return false
 	}
 }
@@ -349,7 +349,7 @@ func (c *Conn) redial(deadline time.Time, failed *string) (redialOutcome, error)
 	cancel()
 	if err != nil && s.ctx.Err() != nil {
 		// Close or Abort cut the dial short.
-		c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
+		_ = c.finish(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
 		return redialDone, nil
 	}
 	if err == nil {
@@ -362,7 +362,7 @@ func (c *Conn) redial(deadline time.Time, failed *string) (redialOutcome, error)
 		var d *ws.Disconnect
 		if errors.As(err, &d) && !reconnectReason(d) {
 			// The server answered, badly: no second chance.
-			c.finish(d)
+			_ = c.finish(d)
 			return redialDone, nil
 		}
 		wc.Abort()
@@ -392,7 +392,7 @@ func (c *Conn) reconnectFailed(cause *ws.Disconnect, err error) {
 	if err != nil {
 		msg += ": " + err.Error()
 	}
-	c.finish(&ws.Disconnect{Reason: cause.Reason, Class: cause.Class, Code: cause.Code, Err: cause,
+	_ = c.finish(&ws.Disconnect{Reason: cause.Reason, Class: cause.Class, Code: cause.Code, Err: cause,
 		Text: cause.Error() + "; " + msg})
 }
 

@@ -152,7 +152,7 @@ func Hold(ctx context.Context, hub string, hdr http.Header, o *Options, calls []
 			if ctx.Err() != nil {
 				// The run ended while a call was in flight: not the
 				// hub's fault, and already recorded as interrupted.
-				c.CloseAtEnd()
+				_ = c.CloseAtEnd()
 				return nil
 			}
 			c.Close()
@@ -161,7 +161,7 @@ func Hold(ctx context.Context, hub string, hdr http.Header, o *Options, calls []
 	}
 	select {
 	case <-ctx.Done():
-		c.CloseAtEnd()
+		_ = c.CloseAtEnd()
 		o.record(OpSession, sample.OK, time.Since(start), nil)
 		return nil
 	case <-c.Done():

@@ -184,7 +184,7 @@ func (c *Conn) end(d *Disconnect, polite bool) {
 		if d.Reason == ProtocolError {
 			code = websocket.CloseProtocolError
 		}
-		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(100*time.Millisecond))
+		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(100*time.Millisecond))
 	}
 	if c.reg != nil {
 		// Out of the epoll set before the descriptor can go to another
@@ -210,7 +210,7 @@ func (c *Conn) Send(typ MessageType, data []byte) error {
 		return c.endedError("write")
 	}
 	c.wmu.Lock()
-	c.ws.SetWriteDeadline(time.Now().Add(c.o.writeTimeout()))
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.o.writeTimeout()))
 	err := c.ws.WriteMessage(int(typ), data)
 	c.wmu.Unlock()
 	if err != nil {

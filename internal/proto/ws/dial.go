@@ -49,7 +49,7 @@ func Dial(ctx context.Context, url string, hdr http.Header, o *Options, h Handle
 		wc.NetConn().Close()
 		return nil, dialError(ctx.Err(), nil, ctx)
 	}
-	wc.NetConn().SetDeadline(time.Time{})
+	_ = wc.NetConn().SetDeadline(time.Time{})
 	c := &Conn{ws: wc, o: o, h: h, done: make(chan struct{}), slot: -1}
 	c.Timing = Timing{TCP: dl.tcp, Upgrade: time.Since(dl.start)}
 	now := clock()
@@ -102,7 +102,7 @@ func (d *dialing) tcpDial(ctx context.Context, network, addr string) (net.Conn, 
 	if err != nil {
 		return nil, err
 	}
-	d.stop = context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	d.stop = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 	return nc, nil
 }
 

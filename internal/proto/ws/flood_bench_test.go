@@ -44,7 +44,7 @@ func floodBench(b *testing.B, useTLS bool) {
 	cfg.NextProtos = nil
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer ln.Close()
-	var l net.Listener = ln
+	l := net.Listener(ln)
 	scheme := "ws://"
 	if useTLS {
 		l, scheme = tls.NewListener(ln, cfg), "wss://"

@@ -123,7 +123,7 @@ func (c *Conn) frames(st *evState) bool {
 		}
 		isData := op == websocket.TextMessage || op == websocket.BinaryMessage || op == 0
 		if total := st.length + length; isData && (total < 0 || total > c.o.readLimit()) {
-			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig, ""), time.Now().Add(time.Second))
+			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig, ""), time.Now().Add(time.Second))
 			c.readEnded(websocket.ErrReadLimit)
 			return false
 		}
@@ -218,7 +218,7 @@ func (c *Conn) controlFrame(op int, payload []byte) bool {
 		}
 		return true
 	case websocket.PongMessage:
-		c.onPong("")
+		_ = c.onPong("")
 		return true
 	}
 	code, text := websocket.CloseNoStatusReceived, ""
@@ -234,7 +234,7 @@ func (c *Conn) controlFrame(op int, payload []byte) bool {
 			return false
 		}
 	}
-	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
 	c.readEnded(&websocket.CloseError{Code: code, Text: text})
 	return false
 }
@@ -275,7 +275,7 @@ func (c *Conn) protocolError(msg string) error {
 	if len(data) > 125 {
 		data = data[:125]
 	}
-	c.ws.WriteControl(websocket.CloseMessage, data, time.Now().Add(time.Second))
+	_ = c.ws.WriteControl(websocket.CloseMessage, data, time.Now().Add(time.Second))
 	return errors.New("websocket: " + msg)
 }
 

@@ -47,25 +47,24 @@ func echoServer(t *testing.T) *httptest.Server {
 			if err != nil {
 				return
 			}
-			s := string(b)
-			switch {
-			case s == "close:1011":
+			switch string(b) {
+			case "close:1011":
 				c.Close(websocket.StatusInternalError, "boom")
 				return
-			case s == "close:1000":
+			case "close:1000":
 				c.Close(websocket.StatusNormalClosure, "bye")
 				return
-			case s == "drop":
+			case "drop":
 				return // CloseNow: no close frame
-			case s == "deaf":
+			case "deaf":
 				// Stop reading for a while, so a close frame sent now
 				// goes unanswered until the client gives up waiting.
 				time.Sleep(600 * time.Millisecond)
 				continue
-			case s == "big":
+			case "big":
 				c.Write(ctx, websocket.MessageText, make([]byte, 2<<20))
 				continue
-			case s == "silent":
+			case "silent":
 				// Keep reading (so the socket stays up) but never write.
 				for {
 					if _, _, err := c.Read(ctx); err != nil {

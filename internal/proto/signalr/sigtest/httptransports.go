@@ -32,7 +32,7 @@ func (h *Hub) poll(w http.ResponseWriter, r *http.Request, c *conn) {
 		if b := c.take(); len(b) > 0 {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.WriteHeader(http.StatusOK)
-			w.Write(b)
+			_, _ = w.Write(b)
 			return
 		}
 		select {
@@ -60,7 +60,7 @@ func (h *Hub) sse(w http.ResponseWriter, r *http.Request, c *conn) {
 	fl.Flush()
 	if h.EndlessSSELine {
 		chunk := bytes.Repeat([]byte("x"), 16<<10)
-		w.Write([]byte("data: "))
+		_, _ = w.Write([]byte("data: "))
 		for i := 0; i < 1024; i++ {
 			if _, err := w.Write(chunk); err != nil {
 				return

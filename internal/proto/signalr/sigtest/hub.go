@@ -172,7 +172,7 @@ func (h *Hub) negotiate(w http.ResponseWriter, r *http.Request) {
 	if c.stateful {
 		ans["useStatefulReconnect"] = true
 	}
-	json.NewEncoder(w).Encode(ans)
+	_ = json.NewEncoder(w).Encode(ans)
 	go c.pinger()
 }
 

@@ -130,7 +130,7 @@ func toInt(v any) int {
 		return int(n)
 	case string:
 		var i int
-		fmt.Sscan(n, &i)
+		_, _ = fmt.Sscan(n, &i)
 		return i
 	}
 	return 0

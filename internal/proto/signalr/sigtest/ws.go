@@ -78,7 +78,7 @@ func (h *Hub) websocket(w http.ResponseWriter, r *http.Request, c *conn) {
 			}
 		}
 	}
-	sock.CloseNow()
+	_ = sock.CloseNow()
 	c.mu.Lock()
 	cur, stateful := c.gen == gen, c.stateful
 	c.mu.Unlock()
