@@ -51,7 +51,7 @@ func TestConnectsInFlightAtTheEndGetTheGrace(t *testing.T) {
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		switch n := upgrades.Add(1); {
 		case n == 1:
-			http.Error(w, "warming up", 503)
+			http.Error(w, "warming up", http.StatusServiceUnavailable)
 			return
 		case n == 2 && !hold(w, r, "upgrade"):
 			return

@@ -56,7 +56,7 @@ func (p *population) connectSignalR(ctx context.Context, s *slot) {
 			// use to the scenario without it, so start over. A call cut
 			// short by the run's end leaves a connection open at the end.
 			if ctx.Err() != nil {
-				c.CloseAtEnd()
+				_ = c.CloseAtEnd() // the call's failure is recorded; nothing is left to do
 			} else {
 				c.Close()
 			}
@@ -135,7 +135,7 @@ func (p *population) closeHeld(s *slot, atEnd bool) {
 		} else {
 			p.rec.Record(signalr.OpSession, sample.OK, time.Since(s.since), nil)
 			if atEnd {
-				s.sr.CloseAtEnd()
+				_ = s.sr.CloseAtEnd() // the session is recorded; nothing is left to do
 			} else {
 				s.sr.Close()
 			}
@@ -214,28 +214,8 @@ func (p *population) runSteps(ctx context.Context, s *slot) {
 				return
 			}
 		case plan.WSWait:
-			w := armed
+			err := p.wait(ctx, s, st, armed)
 			armed = nil
-			if w == nil {
-				w = s.wc.Expect(matcher(st))
-			}
-			wctx, cancel := context.WithTimeout(ctx, st.Timeout)
-			t0 := time.Now()
-			msg, err := w.Wait(wctx)
-			cancel()
-			d := time.Since(t0)
-			if err == nil {
-				err = vu.CaptureMessage(p.plan, st.Captures, msg, s.env)
-			}
-			cl := ws.Classify(err)
-			var ce *vu.CaptureError
-			if errors.As(err, &ce) {
-				cl = sample.Capture
-			}
-			if err != nil && ctx.Err() != nil {
-				cl = sample.Interrupted
-			}
-			p.rec.RecordWS(ws.StepOp(st.Name), cl, d, err)
 			if err != nil {
 				p.failStep(s, ctx.Err() != nil)
 				return
@@ -246,6 +226,33 @@ func (p *population) runSteps(ctx context.Context, s *slot) {
 	p.closeWS(s, 1000, "", false)
 	p.drop(s)
 	s.state = slotIdle
+}
+
+// wait runs a wait step on armed (nil: a wait it arms now), takes its
+// captures from the message, and records the step.
+func (p *population) wait(ctx context.Context, s *slot, st *plan.WSStep, armed *ws.Waiter) error {
+	w := armed
+	if w == nil {
+		w = s.wc.Expect(matcher(st))
+	}
+	wctx, cancel := context.WithTimeout(ctx, st.Timeout)
+	t0 := time.Now()
+	msg, err := w.Wait(wctx)
+	cancel()
+	d := time.Since(t0)
+	if err == nil {
+		err = vu.CaptureMessage(p.plan, st.Captures, msg, s.env)
+	}
+	cl := ws.Classify(err)
+	var ce *vu.CaptureError
+	if errors.As(err, &ce) {
+		cl = sample.Capture
+	}
+	if err != nil && ctx.Err() != nil {
+		cl = sample.Interrupted
+	}
+	p.rec.RecordWS(ws.StepOp(st.Name), cl, d, err)
+	return err
 }
 
 // failStep ends the connection after a failed step (the step has the

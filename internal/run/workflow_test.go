@@ -30,13 +30,13 @@ func (l *lifecycleServer) serve(w http.ResponseWriter, r *http.Request) {
 		l.order = append(l.order, key)
 	}
 	l.mu.Unlock()
-	switch {
-	case r.URL.Path == "/fixtures":
+	switch r.URL.Path {
+	case "/fixtures":
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"id":"f1"}`)
-	case r.URL.Path == "/fail":
+	case "/fail":
 		w.WriteHeader(http.StatusInternalServerError)
-	case r.URL.Path == "/load":
+	case "/load":
 		if r.Header.Get("X-Fixture") != "f1" {
 			w.WriteHeader(http.StatusBadRequest)
 			return
@@ -236,7 +236,7 @@ func TestSetupCapturesHandedToSegments(t *testing.T) {
 	if lc.Teardown(p, Options{}) == nil || lc.Teardown(p, Options{}) != nil || l.get("DELETE /fixtures/f1") != 1 {
 		t.Errorf("coordinator's teardown: want one, once; hits %v", l.hits)
 	}
-	other := mustPlan(t, "target: "+srv.URL+"\n"+strings.Replace(lifecyclePlan, "fixture", "thing", -1))
+	other := mustPlan(t, "target: "+srv.URL+"\n"+strings.ReplaceAll(lifecyclePlan, "fixture", "thing"))
 	if _, err := Received(other, os.LookupEnv); err == nil || !strings.Contains(err.Error(), `"thing"`) {
 		t.Errorf("a plan capturing another name: %v, want it refused naming the capture", err)
 	}

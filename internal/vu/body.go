@@ -30,8 +30,9 @@ func (b *bodyState) render(st *Step, env *plan.Env) []byte {
 	w := gzipWriters.Get().(*gzipWriter)
 	w.out = b.gz[:0]
 	w.z.Reset(w)
-	w.z.Write(b.raw)
-	w.z.Close()
+	// Into memory (w.out): neither can fail.
+	_, _ = w.z.Write(b.raw)
+	_ = w.z.Close()
 	b.gz, w.out = w.out, nil
 	gzipWriters.Put(w)
 	return b.gz

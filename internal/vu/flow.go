@@ -89,30 +89,9 @@ func (u *User) control(sc *Scenario, st *Step, pc int) (int, bool) {
 		}
 		return fl.Jump, true
 	case plan.StepLoop:
-		ls := &u.flow.loops[fl.Loop]
-		ls.i, ls.items = 0, nil
-		if fl.Cond == nil {
-			ls.n = fl.Count
-			return pc + 1, true
-		}
-		items, err := u.listOf(fl.Cond)
-		if err != nil {
-			u.failControl(st, "for_each "+strconv.Quote(fl.Cond.Source)+": "+err.Error())
-			return 0, false
-		}
-		ls.items, ls.n = items, len(items)
-		return pc + 1, true
+		return u.startLoop(st, pc)
 	case plan.StepNext:
-		ls := &u.flow.loops[fl.Loop]
-		if ls.i >= ls.n {
-			ls.items = nil
-			return fl.Jump, true
-		}
-		if ls.items != nil {
-			u.env.Captures[fl.Var] = itemText(ls.items[ls.i])
-		}
-		ls.i++
-		return pc + 1, true
+		return u.nextInLoop(fl, pc), true
 	case plan.StepChoose:
 		r := u.rng.IntN(fl.Weights[len(fl.Weights)-1])
 		for i, w := range fl.Weights {
@@ -135,6 +114,38 @@ func (u *User) control(sc *Scenario, st *Step, pc int) (int, bool) {
 		return pc + 1, true
 	}
 	return pc + 1, true
+}
+
+// startLoop starts a loop step's count or for_each list.
+func (u *User) startLoop(st *Step, pc int) (int, bool) {
+	fl := st.Flow
+	ls := &u.flow.loops[fl.Loop]
+	ls.i, ls.items = 0, nil
+	if fl.Cond == nil {
+		ls.n = fl.Count
+		return pc + 1, true
+	}
+	items, err := u.listOf(fl.Cond)
+	if err != nil {
+		u.failControl(st, "for_each "+strconv.Quote(fl.Cond.Source)+": "+err.Error())
+		return 0, false
+	}
+	ls.items, ls.n = items, len(items)
+	return pc + 1, true
+}
+
+// nextInLoop goes round a loop again, with its next item, or past its end.
+func (u *User) nextInLoop(fl *plan.Flow, pc int) int {
+	ls := &u.flow.loops[fl.Loop]
+	if ls.i >= ls.n {
+		ls.items = nil
+		return fl.Jump
+	}
+	if ls.items != nil {
+		u.env.Captures[fl.Var] = itemText(ls.items[ls.i])
+	}
+	ls.i++
+	return pc + 1
 }
 
 // failControl records a control step that could not be evaluated against

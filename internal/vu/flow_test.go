@@ -43,8 +43,8 @@ func (a *authServer) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.hits[r.Method+" "+r.URL.Path]++
-	switch {
-	case r.URL.Path == "/login":
+	switch r.URL.Path {
+	case "/login":
 		user := r.URL.Query().Get("user")
 		a.logins[user]++
 		tok := fmt.Sprintf("%s-%d", user, a.logins[user])
@@ -53,7 +53,7 @@ func (a *authServer) serve(w http.ResponseWriter, r *http.Request) {
 			a.tokens[tok] = a.firstUses
 		}
 		fmt.Fprintf(w, `{"token":%q}`, tok)
-	case r.URL.Path == "/signed":
+	case "/signed":
 		m := hmac.New(sha256.New, []byte("k3y"))
 		m.Write(body)
 		if r.Header.Get("X-Signature") != hex.EncodeToString(m.Sum(nil)) {

@@ -156,7 +156,9 @@ func newVM() *jsVM {
 	// Native functions take sobek.FunctionCall: a plain Go signature would
 	// be called through reflection, several times slower per call.
 	str := func(c sobek.FunctionCall, i int) string { return c.Argument(i).String() }
-	g.Set("set", func(c sobek.FunctionCall) sobek.Value {
+	// Set fails only on a frozen or non-extensible object; the global of
+	// a fresh runtime is neither.
+	_ = g.Set("set", func(c sobek.FunctionCall) sobek.Value {
 		name := str(c, 0)
 		slot, ok := vm.cur.s.Sets[name]
 		if !ok {
@@ -165,7 +167,7 @@ func newVM() *jsVM {
 		vm.cur.u.env.Captures[slot] = str(c, 1)
 		return sobek.Undefined()
 	})
-	g.Set("header", func(c sobek.FunctionCall) sobek.Value {
+	_ = g.Set("header", func(c sobek.FunctionCall) sobek.Value {
 		name, value := str(c, 0), str(c, 1)
 		if !validHeader(name, value) {
 			panic(rt.NewTypeError("header(%q): not a valid header name and value", name))
@@ -174,7 +176,7 @@ func newVM() *jsVM {
 		u.script.headers = append(u.script.headers, scriptHeader{name, value})
 		return sobek.Undefined()
 	})
-	g.Set("fail", func(c sobek.FunctionCall) sobek.Value {
+	_ = g.Set("fail", func(c sobek.FunctionCall) sobek.Value {
 		msg := str(c, 0)
 		if len(c.Arguments) == 0 || msg == "" {
 			msg = "fail() called"
@@ -182,11 +184,11 @@ func newVM() *jsVM {
 		vm.cur.failed = msg
 		panic(rt.NewGoError(errScriptFail))
 	})
-	g.Set("sha256", func(c sobek.FunctionCall) sobek.Value {
+	_ = g.Set("sha256", func(c sobek.FunctionCall) sobek.Value {
 		h := sha256.Sum256([]byte(str(c, 0)))
 		return rt.ToValue(hex.EncodeToString(h[:]))
 	})
-	g.Set("hmac_sha256", func(c sobek.FunctionCall) sobek.Value {
+	_ = g.Set("hmac_sha256", func(c sobek.FunctionCall) sobek.Value {
 		// Plans sign with one key, so the keyed state is kept and reset.
 		if key := str(c, 0); vm.mac == nil || key != vm.macKey {
 			vm.mac, vm.macKey = hmac.New(sha256.New, []byte(key)), key
@@ -197,7 +199,7 @@ func newVM() *jsVM {
 		var sum [sha256.Size]byte
 		return rt.ToValue(hex.EncodeToString(vm.mac.Sum(sum[:0])))
 	})
-	g.Set("base64", func(c sobek.FunctionCall) sobek.Value {
+	_ = g.Set("base64", func(c sobek.FunctionCall) sobek.Value {
 		return rt.ToValue(base64.StdEncoding.EncodeToString([]byte(str(c, 0))))
 	})
 	return vm
