@@ -175,20 +175,6 @@ func (s *Set) Labels() []string {
 	return out
 }
 
-// Fatal returns an error naming every error-severity problem, or nil.
-func Fatal(problems []Problem) error {
-	var msgs []string
-	for _, p := range problems {
-		if p.Severity == SeverityError {
-			msgs = append(msgs, p.Message)
-		}
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(msgs, "\n"))
-}
-
 type monitor struct {
 	spec    Spec
 	label   string

@@ -14,7 +14,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // maxPromSeries bounds what one scrape may add: a node exporter exposes
@@ -85,13 +84,6 @@ func (c *promCollector) scrape(ctx context.Context) (map[string]*dto.MetricFamil
 		fams[mf.GetName()] = mf
 	}
 	return fams, nil
-}
-
-// ParseMetricsText parses a Prometheus text exposition into families, as
-// a scrape would; for fixtures and files saved from an exporter.
-func ParseMetricsText(r io.Reader) (map[string]*dto.MetricFamily, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(r)
 }
 
 func (c *promCollector) sample(ctx context.Context, e *emitter) error {

@@ -249,8 +249,8 @@ func TestPGDemoMonitored(t *testing.T) {
 	if ok.Load() < 20 || failed.Load() > 0 {
 		t.Fatalf("votes: %d ok, %d failed", ok.Load(), failed.Load())
 	}
-	before := func(k string) collect.Row { return row(ser, k, 0, loadFrom) }
-	during := func(k string) collect.Row { return row(ser, k, loadFrom+0.01, 1e9) }
+	before := func(k string) result.MonitorStats { return row(ser, k, 0, loadFrom) }
+	during := func(k string) result.MonitorStats { return row(ser, k, loadFrom+0.01, 1e9) }
 	// Four pool connections busy scanning the table.
 	if a, b := before("postgres.connections.active"), during("postgres.connections.active"); b.Max < 3 || b.Max <= a.Min {
 		t.Errorf("active connections did not rise: before %+v, during %+v", a, b)
@@ -265,9 +265,10 @@ func TestPGDemoMonitored(t *testing.T) {
 		ok.Load(), during("postgres.connections.active").Max, during("postgres.xact.commits_per_sec").Max, during("postgres.longest_query_s").Max)
 }
 
-func row(ser map[string]result.MonitorSeries, key string, from, to float64) collect.Row {
-	for _, r := range collect.Summarize(map[string]result.MonitorSeries{key: ser[key]}, from, to) {
-		return r
+// row is key's figures over [from, to]; zero when it has no point there.
+func row(ser map[string]result.MonitorSeries, key string, from, to float64) result.MonitorStats {
+	if st := ser[key].Stats(from, to); st.N > 0 {
+		return st
 	}
-	return collect.Row{Key: key}
+	return result.MonitorStats{}
 }

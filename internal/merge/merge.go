@@ -35,10 +35,6 @@ func (e *InputError) Unwrap() error { return e.Err }
 // differs from the first input's.
 var ErrPlanMismatch = errors.New("plan differs")
 
-// Results merges rs with default options: all inputs must come from the
-// same plan.
-func Results(rs []*result.Result) (*result.Result, error) { return Options{}.Results(rs) }
-
 // Results merges rs into a new result; the inputs are not modified.
 //
 // Thresholds and indicators of the inputs are dropped: each was judged on

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/stampede-load/stampede/internal/sample"
 )
@@ -20,11 +19,6 @@ type Matcher struct {
 	Path   []string // as plan captures: "order.items.0.id" split at dots
 	Equals string
 	Regex  *regexp.Regexp
-}
-
-// JSONEquals matches messages whose value at path (dotted) equals value.
-func JSONEquals(path, value string) Matcher {
-	return Matcher{Path: strings.Split(path, "."), Equals: value}
 }
 
 // Match reports whether data is selected.
