@@ -100,7 +100,9 @@ func (s *Set) Close() error {
 }
 
 // Timer is a timerfd on the monotonic clock, non-blocking: add FD to a
-// Set (or to Go's netpoller) to be told when it expires.
+// Set (or to Go's netpoller through os.NewFile) to be told when it
+// expires. Whoever holds FD closes it (unix.Close, or the os.File's
+// Close), once.
 type Timer struct {
 	fd   int
 	spec unix.ItimerSpec
@@ -132,21 +134,20 @@ func (t *Timer) Set(ns int64) error {
 }
 
 // Clear consumes an expiry, so that the descriptor stops reporting
-// readable; it reports whether the timer had expired.
-func (t *Timer) Clear() bool {
+// readable: true when the timer had expired, false (and no error) when it
+// has not yet.
+func (t *Timer) Clear() (bool, error) {
 	var b [8]byte
 	for {
 		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(t.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		if e != unix.EINTR {
-			return e == 0 && n == 8
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false, nil
+		case 0:
+			return n == 8, nil
 		}
+		return false, os.NewSyscallError("read", e)
 	}
-}
-
-// Close closes the timer.
-func (t *Timer) Close() error {
-	if err := unix.Close(t.fd); err != nil {
-		return os.NewSyscallError("close", err)
-	}
-	return nil
 }

@@ -27,8 +27,7 @@ func (s *Set) Close() error                   { return ErrUnsupported }
 type Timer struct{}
 
 // NewTimer always fails here.
-func NewTimer() (*Timer, error)  { return nil, ErrUnsupported }
-func (t *Timer) FD() int         { return -1 }
-func (t *Timer) Set(int64) error { return ErrUnsupported }
-func (t *Timer) Clear() bool     { return false }
-func (t *Timer) Close() error    { return ErrUnsupported }
+func NewTimer() (*Timer, error)       { return nil, ErrUnsupported }
+func (t *Timer) FD() int              { return -1 }
+func (t *Timer) Set(int64) error      { return ErrUnsupported }
+func (t *Timer) Clear() (bool, error) { return false, ErrUnsupported }

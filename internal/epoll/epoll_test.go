@@ -37,7 +37,7 @@ func TestWakeAndTimer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tm.Close()
+	defer unix.Close(tm.FD())
 	if err := s.Add(tm.FD(), &Event{Events: unix.EPOLLIN, Fd: 7}); err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +47,11 @@ func TestWakeAndTimer(t *testing.T) {
 	if n, err := s.Wait(evs, -1); n != 1 || err != nil || evs[0].Fd != 7 {
 		t.Fatalf("after the timer: %d events %+v (%v), want one under key 7", n, evs[:n], err)
 	}
-	if !tm.Clear() {
-		t.Fatal("the reported timer had not expired")
+	if fired, err := tm.Clear(); !fired || err != nil {
+		t.Fatalf("the reported timer: expired %v (%v), want true", fired, err)
 	}
-	if tm.Clear() {
-		t.Fatal("a cleared timer expired again")
+	if fired, err := tm.Clear(); fired || err != nil {
+		t.Fatalf("a cleared timer: expired %v (%v), want false and no error", fired, err)
 	}
 	// A time already due fires at once rather than disarming the timer.
 	if err := tm.Set(-5); err != nil {
@@ -60,7 +60,9 @@ func TestWakeAndTimer(t *testing.T) {
 	if n, err := s.Wait(evs, -1); n != 1 || err != nil || evs[0].Fd != 7 {
 		t.Fatalf("after Set(-5): %d events (%v), want the timer's", n, err)
 	}
-	tm.Clear()
+	if fired, _ := tm.Clear(); !fired {
+		t.Fatal("the timer set in the past had not expired")
+	}
 	if err := s.Del(tm.FD()); err != nil {
 		t.Fatal(err)
 	}

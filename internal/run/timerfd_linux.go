@@ -4,9 +4,8 @@ import (
 	"os"
 	"syscall"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/stampede-load/stampede/internal/epoll"
 )
 
 // preciseSleeper waits short intervals accurately. When the Go scheduler
@@ -16,24 +15,23 @@ import (
 // watches: epoll returns the moment it expires, with no thread blocked and
 // no CPU spent spinning.
 type preciseSleeper struct {
-	fd int
-	f  *os.File
+	t  *epoll.Timer
+	f  *os.File // owns t's descriptor
 	rc syscall.RawConn
 	// expiredFn is expired, made once; armed says this wait has set the
 	// timer.
 	expiredFn func(fd uintptr) bool
 	armed     bool
 	failed    bool // a read of the timer failed
-	spec      unix.ItimerSpec
-	buf       [8]byte
+	wait      time.Duration
 }
 
 func newPreciseSleeper() *preciseSleeper {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	t, err := epoll.NewTimer()
 	if err != nil {
 		return nil
 	}
-	p := &preciseSleeper{fd: fd, f: os.NewFile(uintptr(fd), "timerfd")}
+	p := &preciseSleeper{t: t, f: os.NewFile(uintptr(t.FD()), "timerfd")}
 	rc, err := p.f.SyscallConn()
 	if err != nil {
 		p.f.Close()
@@ -49,7 +47,7 @@ func newPreciseSleeper() *preciseSleeper {
 // says it expired: reading it first, as a file read does, cost a system
 // call per wait that could only answer EAGAIN.
 func (p *preciseSleeper) sleep(d time.Duration) bool {
-	p.spec.Value = unix.NsecToTimespec(int64(d))
+	p.wait = d
 	p.armed, p.failed = false, false
 	return p.rc.Read(p.expiredFn) == nil && !p.failed
 }
@@ -58,24 +56,15 @@ func (p *preciseSleeper) sleep(d time.Duration) bool {
 // time the timer turns readable. The first call arms the timer: the
 // poller forgets a readiness that came before the read began, so a timer
 // armed earlier could expire unseen and the wait would never end.
-func (p *preciseSleeper) expired(fd uintptr) bool {
+func (p *preciseSleeper) expired(uintptr) bool {
 	if !p.armed {
 		p.armed = true
-		_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&p.spec)), 0, 0, 0)
-		p.failed = e != 0
+		p.failed = p.t.Set(int64(p.wait)) != nil
 		return p.failed
 	}
-	for {
-		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p.buf[0])), uintptr(len(p.buf)))
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		p.failed = e != 0
-		return true
-	}
+	fired, err := p.t.Clear()
+	p.failed = err != nil
+	return fired || p.failed
 }
 
 func (p *preciseSleeper) close() { p.f.Close() }
