@@ -1,7 +1,10 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/stampede-load/stampede/internal/session"
 )
@@ -68,21 +71,59 @@ names it with the segment's own error message.`,
 		},
 	}
 	fl := cmd.Flags()
+	addK8sClusterFlags(fl, &f)
+	fl.StringVar(&f.StartAt, "start-at", "", "RFC 3339 instant all segments start at (default now + --start-in)")
+	fl.StringVarP(&f.Out, "out", "o", "", "write the manifest here (default stdout; with --apply, not written unless given); create it with kubectl create -f or kubectl apply --server-side -f")
+	fl.BoolVar(&f.Apply, "apply", false, "create the objects, wait for the Job, collect and merge the results")
+	fl.StringVar(&f.Result, "result", "", "with --apply: merged result file (default stampede-<name>-<time>.json)")
+	cmd.AddCommand(newK8sLevelsCmd(pr, gatesCmd), newK8sLevelsCmd(pr, sweepCmd))
+	return cmd
+}
+
+// addK8sClusterFlags are the flags of where and how the pods run, alike
+// for a plan (k8s) and for levels (k8s gates, k8s sweep).
+func addK8sClusterFlags(fl *pflag.FlagSet, f *session.K8sRequest) {
 	fl.IntVar(&f.Segments, "segments", 0, "number of segments (pods); required")
 	fl.StringVar(&f.Image, "image", session.DefaultImage, "stampede image the pods run (build it with the Dockerfile in the repository)")
 	fl.StringVarP(&f.Namespace, "namespace", "n", "default", "namespace of the ConfigMap and the Job")
 	fl.StringVar(&f.Name, "name", "", "name of the ConfigMap and the Job (default stampede-<plan name>)")
-	fl.StringVar(&f.StartAt, "start-at", "", "RFC 3339 instant all segments start at (default now + --start-in)")
 	fl.DurationVar(&f.StartIn, "start-in", session.DefaultK8sStartIn, "start this long after the manifest is made: time for the pods to be scheduled and pull the image")
 	fl.DurationVar(&f.StartGrace, "start-grace", session.DefaultK8sStartGrace, "how late after the start time a pod may still run (a disrupted pod's replacement comes about 10s later)")
-	fl.StringVarP(&f.Out, "out", "o", "", "write the manifest here (default stdout; with --apply, not written unless given); create it with kubectl create -f or kubectl apply --server-side -f")
-	fl.BoolVar(&f.Apply, "apply", false, "create the objects, wait for the Job, collect and merge the results")
 	fl.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
-	fl.StringVar(&f.Result, "result", "", "with --apply: merged result file (default stampede-<name>-<time>.json)")
 	fl.StringVar(&f.CPU, "cpu", "", `CPU request and limit of each pod, e.g. "2"`)
 	fl.StringVar(&f.Mem, "memory", "", `memory request and limit of each pod, e.g. "1Gi"`)
 	fl.StringVar(&f.Secret, "env-from-secret", "", "Secret whose keys become environment variables (the plan's ${ENV} references)")
 	fl.StringVar(&f.Pull, "image-pull-policy", "", "Always, IfNotPresent or Never (default: the cluster's)")
 	fl.StringVar(&f.DataPVC, "data-pvc", "", "CLAIM[:SUBPATH]: read the data files from this PersistentVolumeClaim (mounted read-only at /data) instead of the ConfigMap")
+}
+
+// newK8sLevelsCmd is `k8s gates` or `k8s sweep`: the command of that name
+// with its own flags (levels, -o, --format, outputs), each level run on
+// Kubernetes instead of in this process or its --workers.
+func newK8sLevelsCmd(pr session.Process, levelsCmd func(session.Process, *session.K8sRequest) *cobra.Command) *cobra.Command {
+	f := &session.K8sRequest{}
+	cmd := levelsCmd(pr, f)
+	name := cmd.Name()
+	cmd.Use = strings.Replace(cmd.Use, " PLAN", " PLAN --segments N", 1)
+	cmd.Short = "Like '" + name + "', each level run on Kubernetes as N segments (one Indexed Job per level)"
+	cmd.Long = `Run ` + name + ` with every level as N segments on Kubernetes: one Indexed Job per
+level, created once the level before it was merged and judged, whose pod i
+runs 'stampede sweep PLAN --VARY V --segment i/N --start-at T' (the form a
+local --workers process runs) and prints its level result to its log. The
+pods' results are merged exactly into the level, which is judged once here
+by the gates' SLOs and the plan's thresholds; the table, the result file
+and the outputs are those of '` + name + ` --workers N'.
+
+Each level's Job is NAME-l1, NAME-l2, … (with its ConfigMap, as 'stampede
+k8s PLAN --apply' creates them); its pods start --start-in after it is
+created. A level whose segments missed their start, failed or were not
+collected makes the result partial and no later level runs; a Job that did
+not finish is deleted after what finished was read. Ctrl-C deletes the
+running level's Job the same way and writes the partial result.
+
+` + cmd.Long
+	addK8sClusterFlags(cmd.Flags(), f)
+	// A cluster run needs a real target (target: demo is refused).
+	_ = cmd.Flags().MarkHidden("demo")
 	return cmd
 }

@@ -15,7 +15,11 @@ import (
 
 func init() { extraCommands = append(extraCommands, newGatesCmd, newSweepCmd, newCapacityCmd) }
 
-func newGatesCmd(pr session.Process) *cobra.Command {
+func newGatesCmd(pr session.Process) *cobra.Command { return gatesCmd(pr, nil) }
+
+// gatesCmd is `gates`, or given k8s `k8s gates`: the same levels and
+// flags, each level run as the pods of a Kubernetes Job (k8s.go).
+func gatesCmd(pr session.Process, k8s *session.K8sRequest) *cobra.Command {
 	var j session.LevelsRequest
 	var outs outputFlags
 	cmd := &cobra.Command{
@@ -42,7 +46,7 @@ plan; 3 the run could not complete.`,
 			}
 			j.Kind, j.PlanFile, j.Plan, j.StopAtFail, j.Outputs = "gates", args[0], p, true, session.Outputs(outs)
 			j.Vary, j.Values, j.Ramp, j.Hold, j.SLO = g.Vary, g.Levels, g.Ramp, g.Hold, locatedValues(g.SLO)
-			j.Split.Args = levelWorkerFlags(cmd)
+			j.Split.Args, j.Split.K8s = levelWorkerFlags(cmd), k8s
 			return pr.Stdio(cmd.OutOrStdout(), cmd.ErrOrStderr()).Levels(j)
 		},
 	}
@@ -51,7 +55,9 @@ plan; 3 the run could not complete.`,
 	f.StringVar(&j.Demo, "demo", "", `demo target settings when the plan says target: demo, e.g. "pool=2,service=20ms,wait=100ms"`)
 	f.BoolVarP(&j.Quiet, "quiet", "q", false, "no live progress on stderr")
 	f.StringVar(&j.Format, "format", "text", "table format: text or md")
-	addLevelSplit(f, &j.Split, false)
+	if k8s == nil {
+		addLevelSplit(f, &j.Split, false)
+	}
 	outs.add(f)
 	return cmd
 }
@@ -74,6 +80,7 @@ func locatedValues(ls []plan.Located) []string {
 // --rate or --tenants.
 type sweepFlags struct {
 	users, rate, tenants string
+	dataDir              string
 }
 
 // levels is the one level flag given, parsed.
@@ -98,7 +105,10 @@ func (s sweepFlags) levels() (string, []float64, error) {
 	return vary, values, nil
 }
 
-func newSweepCmd(pr session.Process) *cobra.Command {
+func newSweepCmd(pr session.Process) *cobra.Command { return sweepCmd(pr, nil) }
+
+// sweepCmd is `sweep`, or given k8s `k8s sweep` (as gatesCmd).
+func sweepCmd(pr session.Process, k8s *session.K8sRequest) *cobra.Command {
 	var (
 		j    session.LevelsRequest
 		s    sweepFlags
@@ -122,7 +132,7 @@ complete.`,
 			if err != nil {
 				return err
 			}
-			p, err := loadPlan(pr, args[0])
+			p, err := pr.Load(args[0], plan.LoadOptions{AllowFiles: allowFiles, DataDir: s.dataDir})
 			if err != nil {
 				return err
 			}
@@ -139,7 +149,7 @@ complete.`,
 				return fail(exitUsage, fmt.Errorf("--hold must be above zero"))
 			}
 			j.Kind, j.PlanFile, j.Plan, j.Vary, j.Values, j.Outputs = "sweep", args[0], p, vary, values, session.Outputs(outs)
-			j.Split.Args = levelWorkerFlags(cmd)
+			j.Split.Args, j.Split.K8s = levelWorkerFlags(cmd), k8s
 			return pr.Stdio(cmd.OutOrStdout(), cmd.ErrOrStderr()).Levels(j)
 		},
 	}
@@ -153,7 +163,11 @@ complete.`,
 	f.StringVar(&j.Demo, "demo", "", "demo target settings when the plan says target: demo")
 	f.BoolVarP(&j.Quiet, "quiet", "q", false, "no live progress on stderr")
 	f.StringVar(&j.Format, "format", "text", "table format: text or md")
-	addLevelSplit(f, &j.Split, true)
+	if k8s == nil {
+		addLevelSplit(f, &j.Split, true)
+		f.StringVar(&s.dataDir, "data-dir", "", "read the plan's data files from this directory (what a pod of 'k8s sweep --data-pvc' runs with)")
+		_ = f.MarkHidden("data-dir")
+	}
 	outs.add(f)
 	return cmd
 }
@@ -241,8 +255,11 @@ func addLevelSplit(f *pflag.FlagSet, l *session.LevelSplit, segmentFlags bool) {
 	if segmentFlags {
 		f.StringVar(&l.Segment, "segment", "", "run only segment INDEX/COUNT of each level (what a --workers process runs)")
 		f.StringVar(&l.StartAt, "start-at", "", "start at this RFC 3339 instant (the segments of a level share it)")
-		_ = f.MarkHidden("segment")
-		_ = f.MarkHidden("start-at")
+		f.DurationVar(&l.StartGrace, "start-grace", session.DefaultStartGrace, "how late after --start-at the segment may still start (a pod's)")
+		f.BoolVar(&l.Emit, "emit-result", false, "also print the result (gzip, base64) between marker lines on stdout, for collection from a pod's log")
+		for _, name := range []string{"segment", "start-at", "start-grace", "emit-result"} {
+			_ = f.MarkHidden(name)
+		}
 	}
 }
 

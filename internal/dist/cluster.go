@@ -473,8 +473,8 @@ func (c Cluster) Collect(ctx context.Context, job *batchv1.Job, segments int) ([
 			}
 			continue
 		}
-		if res.Run.Segment.Index != i || res.Run.Segment.Count != segments {
-			o.Err = fmt.Errorf("pod %s of index %d holds the result of segment %d/%d", pod.Name, i, res.Run.Segment.Index, res.Run.Segment.Count)
+		if seg := segmentOf(res); seg.Index != i || seg.Count != segments {
+			o.Err = fmt.Errorf("pod %s of index %d holds the result of segment %d/%d", pod.Name, i, seg.Index, seg.Count)
 			continue
 		}
 		o.Result = res

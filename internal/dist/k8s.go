@@ -100,6 +100,9 @@ type K8s struct {
 	// Now is when the manifest is made (default time.Now()); the Job's
 	// deadline counts from it.
 	Now time.Time
+	// Level, when set, makes the pods run one level of gates or a sweep
+	// (k8s_levels.go) instead of the whole plan.
+	Level *LevelRun
 }
 
 // Manifest is what `stampede k8s` writes and applies.
@@ -350,14 +353,7 @@ func putFile(cm *corev1.ConfigMap, key, rel string, b []byte) {
 // segmentContainer is the container that runs one segment, and the
 // volumes it mounts.
 func segmentContainer(k K8s, items []corev1.KeyToPath) (corev1.Container, []corev1.Volume, error) {
-	planName := filepath.Base(k.PlanFile)
-	args := []string{
-		"run", PlanMount + "/" + planName,
-		"--segment", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", k.Segments),
-		"--start-at", k.StartAt.UTC().Format(time.RFC3339Nano),
-		"--start-grace", k.StartGrace.String(),
-		"--emit-result", "-q", "-o", "/tmp/result.json",
-	}
+	args := k.segmentArgs()
 	mounts, volumes := segmentVolumes(k, items)
 	if k.DataPVC != "" {
 		args = append(args, "--data-dir", DataMount)
@@ -457,15 +453,15 @@ func segmentJob(p *plan.Plan, k K8s, labels map[string]string, container corev1.
 	n := int32(k.Segments)
 	// The Job may run until every pod could have started late and run the
 	// whole plan; past that it is stuck, and the API server stops it.
-	deadline := int64((k.StartAt.Sub(k.Now) + k.StartGrace + p.Load.Duration() + p.Load.Grace + 10*time.Minute).Seconds())
+	deadline := int64((k.StartAt.Sub(k.Now) + k.StartGrace + k.loadLasts(p) + p.Load.Grace + 10*time.Minute).Seconds())
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: k.Namespace, Labels: labels,
-			Annotations: map[string]string{
+			Annotations: k.levelAnnotations(map[string]string{
 				"stampede.io/plan":     filepath.Base(k.PlanFile),
 				"stampede.io/segments": fmt.Sprint(k.Segments),
 				"stampede.io/start-at": k.StartAt.UTC().Format(time.RFC3339Nano),
-			}},
+			})},
 		Spec: batchv1.JobSpec{
 			CompletionMode: ptr(batchv1.IndexedCompletion),
 			Completions:    ptr(n),

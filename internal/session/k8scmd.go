@@ -115,18 +115,27 @@ func (pr Process) manifest(p *plan.Plan, f K8sRequest, start time.Time) (*dist.M
 	return m, y, nil
 }
 
-func (pr Process) applyK8s(m *dist.Manifest, f K8sRequest, p *plan.Plan, start time.Time) error {
+// k8sClient is the client of the kubeconfig's current context.
+func k8sClient(kubeconfig string) (kubernetes.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if f.Kubeconfig != "" {
-		rules.ExplicitPath = f.Kubeconfig
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return Fail(ExitUsage, fmt.Errorf("kubeconfig: %v", err))
+		return nil, Fail(ExitUsage, fmt.Errorf("kubeconfig: %v", err))
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return Fail(ExitUsage, fmt.Errorf("kubernetes client: %v", err))
+		return nil, Fail(ExitUsage, fmt.Errorf("kubernetes client: %v", err))
+	}
+	return cs, nil
+}
+
+func (pr Process) applyK8s(m *dist.Manifest, f K8sRequest, p *plan.Plan, start time.Time) error {
+	cs, err := k8sClient(f.Kubeconfig)
+	if err != nil {
+		return err
 	}
 	out := f.Result
 	if out == "" {

@@ -22,52 +22,73 @@ import (
 )
 
 // LevelWorkers runs each level of gates, a sweep or a capacity search as
-// Workers processes of this binary, each sending its segment's share of
-// the level (`stampede sweep PLAN --VARY V --segment i/N --start-at T`),
-// and merges their level results exactly into the level, judged once
-// here: a level past what one process can hold (open files, rate) runs
-// as several, and the levels still go one after another, each judged
-// whole. Set its Runner as levels.Options.Runner.
+// segments elsewhere, each sending its share of the level (`stampede
+// sweep PLAN --VARY V --segment i/N --start-at T`), and merges their level
+// results exactly into the level, judged once here: a level past what one
+// process can hold (open files, rate) runs as several, and the levels
+// still go one after another, each judged whole. Where the segments run is
+// Segments': processes of this binary (LocalSegments, --workers) or the
+// pods of a Kubernetes Job per level (`stampede k8s gates|sweep`). Set its
+// Runner as levels.Options.Runner.
 type LevelWorkers struct {
-	Bin      string // this executable
-	PlanFile string
 	Plan     *plan.Plan
-	Workers  int
-	// Dir receives level-<j>-seg-<i>.json and .log for each level and
-	// segment.
-	Dir string
-	// Lead is how far ahead the segments are told to start (default
-	// dist.DefaultLead): time to load the plan and check the target.
-	Lead time.Duration
+	Segments LevelSegments
 	// Stderr hears a line per level (default: nowhere).
 	Stderr io.Writer
-	// Args are added to every segment's command line: the global flags
-	// (--allow-files) that `run --workers` passes on to its workers too.
-	Args []string
 }
 
-// Runner runs one level in the workers; it is levels.Options.Runner.
+// LevelSegments runs one level's segments and hands back what each left;
+// LevelWorkers starts them, merges and judges.
+type LevelSegments interface {
+	// Count is how many segments share each level.
+	Count() int
+	// Lead is how far ahead of now a level's segments are told to start:
+	// time to start them, load the plan and check the target.
+	Lead() time.Duration
+	// Where names them in the progress line ("2 processes").
+	Where() string
+	// Run runs level l's segments from start and waits for them, passing
+	// on (or acting on) every signal l.Options.Signals brings meanwhile;
+	// heard is the first of them (nil when none came). It returns one
+	// SegmentResult per segment, in index order.
+	Run(ctx context.Context, l LevelCall, start time.Time) (segs []SegmentResult, heard os.Signal)
+}
+
+// LevelCall is the level a LevelSegments runs.
+type LevelCall struct {
+	Vary    string
+	Value   float64
+	Index   int // of the level, from 0
+	Options levels.Options
+}
+
+// SegmentResult is what one segment of a level left: its result (a
+// sweep's of the one level), or nil and why not.
+type SegmentResult struct {
+	Name   string // the merge names the segment so (file, pod)
+	Result *result.Result
+	Err    error
+}
+
+// Runner runs one level in the segments; it is levels.Options.Runner.
 // While the segments run, the session's signals come on o.Signals and
-// are passed on to them, every one, as `run --workers` passes them: the
-// first stops them in order, a second makes them quit at once, and
-// either way they write their partials, merged here into the level.
+// are the segments' (LevelSegments.Run): local processes hear every one,
+// as `run --workers` passes them, and write their partials, merged here
+// into the level; a Kubernetes level's Job is deleted.
 func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n int, o levels.Options) (result.Level, error) {
 	if ctx.Err() != nil {
 		// Stopped between two levels: this one is not started, and the
 		// levels before it are saved with it.
 		return levels.Interrupted(w.Plan, vary, v, o, fmt.Sprintf("interrupted (%s) before the level started", run.InterruptName(ctx))), nil
 	}
-	lead := w.Lead
-	if lead <= 0 {
-		lead = dist.DefaultLead
-	}
+	lead := w.Segments.Lead()
 	start := time.Now().Add(lead)
 	if o.Event != nil {
-		o.Event(levels.Event{Vary: vary, Value: v, Phase: fmt.Sprintf("ramp and hold in %d processes", w.Workers),
+		o.Event(levels.Event{Vary: vary, Value: v, Phase: "ramp and hold in " + w.Segments.Where(),
 			Duration: lead + o.Ramp + o.Hold, Index: i, Count: n})
 	}
-	outs, errs, heard := w.runSegments(ctx, vary, v, i, o, start)
-	lv, err := w.merge(vary, v, outs, errs)
+	segs, heard := w.Segments.Run(ctx, LevelCall{Vary: vary, Value: v, Index: i, Options: o}, start)
+	lv, err := w.merge(vary, v, segs)
 	stopped := ""
 	switch {
 	case heard != nil:
@@ -92,17 +113,44 @@ func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n i
 	lv.SLO = lv.Result.Thresholds
 	lv.Pass = LevelPass(lv)
 	if w.Stderr != nil {
-		fmt.Fprintf(w.Stderr, "%s %s: %d segments merged, %d requests\n", vary, levels.FormatLevel(vary, v), w.Workers, lv.Result.Totals.Requests)
+		fmt.Fprintf(w.Stderr, "%s %s: %d segments merged, %d requests\n", vary, levels.FormatLevel(vary, v), w.Segments.Count(), lv.Result.Totals.Requests)
 	}
 	return lv, nil
 }
 
-// runSegments runs the level's segments and waits for them, passing on
-// every signal o.Signals brings meanwhile; heard is the first of them
-// (nil when none came).
-func (w LevelWorkers) runSegments(ctx context.Context, vary string, v float64, i int, o levels.Options, start time.Time) (outs []string, errs []error, heard os.Signal) {
-	outs, errs = make([]string, w.Workers), make([]error, w.Workers)
+// LocalSegments runs each segment of a level as a process of this binary
+// on this machine (--workers).
+type LocalSegments struct {
+	Bin      string // this executable
+	PlanFile string
+	Workers  int
+	// Dir receives level-<j>-seg-<i>.json and .log for each level and
+	// segment.
+	Dir string
+	// LeadTime is how far ahead the segments are told to start (default
+	// dist.DefaultLead): time to load the plan and check the target.
+	LeadTime time.Duration
+	// Args are added to every segment's command line: the global flags
+	// (--allow-files) that `run --workers` passes on to its workers too.
+	Args []string
+}
+
+func (w LocalSegments) Count() int    { return w.Workers }
+func (w LocalSegments) Where() string { return fmt.Sprintf("%d processes", w.Workers) }
+
+func (w LocalSegments) Lead() time.Duration {
+	if w.LeadTime <= 0 {
+		return dist.DefaultLead
+	}
+	return w.LeadTime
+}
+
+// Run runs the level's segments and waits for them, passing on every
+// signal o.Signals brings meanwhile, and reads the results they wrote.
+func (w LocalSegments) Run(ctx context.Context, l LevelCall, start time.Time) ([]SegmentResult, os.Signal) {
+	outs, errs := make([]string, w.Workers), make([]error, w.Workers)
 	sigs := make([]*segmentSignals, w.Workers)
+	o := l.Options
 	forward := o.Forward
 	if forward == nil {
 		forward = func(bool) {}
@@ -111,25 +159,42 @@ func (w LevelWorkers) runSegments(ctx context.Context, vary string, v float64, i
 	defer forward(false)
 	var wg sync.WaitGroup
 	for k := range w.Workers {
-		outs[k] = filepath.Join(w.Dir, fmt.Sprintf("level-%d-seg-%d.json", i, k))
+		outs[k] = filepath.Join(w.Dir, fmt.Sprintf("level-%d-seg-%d.json", l.Index, k))
 		os.Remove(outs[k]) // a stale file must not pass for this level's
 		sigs[k] = newSegmentSignals(ctx)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[k] = w.runSegment(sigs[k], vary, v, o, segment.Segment{Index: k, Count: w.Workers}, start, outs[k])
+			errs[k] = w.runSegment(sigs[k], l.Vary, l.Value, o, segment.Segment{Index: k, Count: w.Workers}, start, outs[k])
 		}()
 	}
+	heard := passSignals(&wg, o.Signals, func(sig os.Signal) {
+		for _, s := range sigs {
+			s.pass(sig)
+		}
+	})
+	segs := make([]SegmentResult, w.Workers)
+	for k, f := range outs {
+		segs[k] = SegmentResult{Name: filepath.Base(f), Err: errs[k]}
+		if r, err := result.Read(f); err == nil {
+			segs[k].Result = r
+		}
+	}
+	return segs, heard
+}
+
+// passSignals waits for wg, handing every signal in brings meanwhile to
+// pass; heard is the first of them (nil when none came).
+func passSignals(wg *sync.WaitGroup, in <-chan os.Signal, pass func(os.Signal)) (heard os.Signal) {
 	done := make(chan struct{})
 	go func() {
 		wg.Wait()
 		close(done)
 	}()
-	in := o.Signals
 	for {
 		select {
 		case <-done:
-			return outs, errs, heard
+			return heard
 		case sig, ok := <-in:
 			if !ok {
 				in = nil
@@ -138,9 +203,7 @@ func (w LevelWorkers) runSegments(ctx context.Context, vary string, v float64, i
 			if heard == nil {
 				heard = sig
 			}
-			for _, s := range sigs {
-				s.pass(sig)
-			}
+			pass(sig)
 		}
 	}
 }
@@ -150,7 +213,7 @@ func (w LevelWorkers) runSegments(ctx context.Context, vary string, v float64, i
 // this process passes it signals (segmentSignals): the ones forwarded to
 // it, or the one that ended ctx (Ctrl-C or SIGTERM), once; the segment
 // then stops and writes its partial.
-func (w LevelWorkers) runSegment(sigs *segmentSignals, vary string, v float64, o levels.Options, seg segment.Segment, start time.Time, out string) error {
+func (w LocalSegments) runSegment(sigs *segmentSignals, vary string, v float64, o levels.Options, seg segment.Segment, start time.Time, out string) error {
 	args := []string{"sweep", w.PlanFile, "--" + vary, strconv.FormatFloat(v, 'f', -1, 64),
 		"--hold", o.Hold.String(), "--ramp", o.Ramp.String(),
 		"--segment", seg.String(), "--start-at", start.UTC().Format(time.RFC3339Nano), "-o", out, "-q"}
@@ -187,32 +250,32 @@ func stopSignal(ctx context.Context) os.Signal {
 	return os.Interrupt
 }
 
-// merge reads the segments' results and merges their level exactly; a
-// segment that left none makes the level partial, named.
-func (w LevelWorkers) merge(vary string, v float64, outs []string, errs []error) (result.Level, error) {
+// merge merges the segments' level results exactly; a segment that left
+// none makes the level partial, named.
+func (w LevelWorkers) merge(vary string, v float64, segs []SegmentResult) (result.Level, error) {
 	lv := result.Level{Vary: vary, Value: v}
 	var rs []*result.Result
 	var names []string
 	var missing []string
-	for k, f := range outs {
-		r, err := result.Read(f)
-		if err != nil || len(r.Levels) != 1 || r.Levels[0].Result == nil {
-			why := fmt.Sprintf("segment %d/%d left no level result", k, len(outs))
-			if errs[k] != nil {
-				why = errs[k].Error()
+	for k, sg := range segs {
+		r := sg.Result
+		if r == nil || len(r.Levels) != 1 || r.Levels[0].Result == nil {
+			why := fmt.Sprintf("segment %d/%d left no level result", k, len(segs))
+			if sg.Err != nil {
+				why = sg.Err.Error()
 			}
 			missing = append(missing, why)
 			continue
 		}
-		rs, names = append(rs, r), append(names, filepath.Base(f))
+		rs, names = append(rs, r), append(names, sg.Name)
 		l := r.Levels[0]
 		lv.RampS, lv.RampPlannedS = max(lv.RampS, l.RampS), l.RampPlannedS
 		lv.RampOverran = lv.RampOverran || l.RampOverran
 		if lv.NotInPlace == "" && l.NotInPlace != "" {
-			lv.NotInPlace = fmt.Sprintf("segment %d/%d: %s", k, len(outs), l.NotInPlace)
+			lv.NotInPlace = fmt.Sprintf("segment %d/%d: %s", k, len(segs), l.NotInPlace)
 		}
 		if lv.Suspect == "" && l.Suspect != "" {
-			lv.Suspect = fmt.Sprintf("segment %d/%d: %s", k, len(outs), l.Suspect)
+			lv.Suspect = fmt.Sprintf("segment %d/%d: %s", k, len(segs), l.Suspect)
 		}
 	}
 	if len(rs) == 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/levels"
 	"github.com/stampede-load/stampede/internal/plan"
@@ -61,6 +62,12 @@ func (pr Process) Levels(j LevelsRequest) error {
 	pr.tuneGCForLevels(p, j.Vary, j.Values, j.Ramp, j.Hold)
 	oc := s.Run(e)
 	disp.done()
+	if j.Split.Segment != "" && oc.Verdict == gate.Fail {
+		// A segment's share is not the level: the coordinator judges the
+		// merged level once. Its exit says only whether it ran (a pod that
+		// exits non-zero fails its Job's index).
+		oc.Verdict = gate.Pass
+	}
 	return pr.printLevels(oc, e, j, out)
 }
 
@@ -77,6 +84,11 @@ func (pr Process) checkLevels(j LevelsRequest) error {
 	}
 	if err := j.Split.check(p); err != nil {
 		return err
+	}
+	if j.Split.K8s != nil {
+		// Each pod checks its own share against its own limits, as a
+		// --segment process does.
+		return j.Split.K8s.checkK8sLevels(p, len(j.Values))
 	}
 	return CheckLevelsFit(pr.Stderr, p, j.Vary, j.Values, j.Ramp, j.Hold, j.Split.processes())
 }
@@ -99,6 +111,12 @@ func (pr Process) printLevels(oc *Outcome, e *Levels, j LevelsRequest, out strin
 	}
 	levels.WriteLevelNotes(stdout, res.Levels)
 	report.Warnings(stdout, res.Indicators)
+	if j.Split.Emit {
+		// A pod's level result, partial or not, for its coordinator.
+		if err := dist.Emit(stdout, res); err != nil {
+			return Fail(ExitRun, err)
+		}
+	}
 	if oc.SaveErr != nil || oc.RunErr != nil {
 		return oc.Err()
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/dist/segment"
 	"github.com/stampede-load/stampede/internal/levels"
 	"github.com/stampede-load/stampede/internal/plan"
@@ -25,6 +26,18 @@ type LevelSplit struct {
 	// Args are the global flags given (--allow-files), passed on to each
 	// segment process as `run --workers` passes them on to its workers.
 	Args []string
+	// StartGrace is how late after StartAt a segment may still start
+	// (a pod's: default run.DefaultStartGrace).
+	StartGrace time.Duration
+	// Emit prints the segment's result between markers on stdout, for a
+	// pod's log (as `run --emit-result`).
+	Emit bool
+	// K8s, when set, runs each level as the pods of one Kubernetes
+	// Indexed Job (`stampede k8s gates|sweep`, k8scmd_levels.go).
+	K8s *K8sRequest
+	// k8sCluster, when set, is the cluster a test gives (a fake
+	// clientset); else the kubeconfig's.
+	k8sCluster *dist.Cluster
 }
 
 // check refuses what the workers cannot run as one test
@@ -46,6 +59,9 @@ func (l LevelSplit) check(p *plan.Plan) error {
 
 // processes is how many processes share each level.
 func (l LevelSplit) processes() int {
+	if l.K8s != nil {
+		return max(l.K8s.Segments, 1)
+	}
 	if l.Workers > 1 {
 		return l.Workers
 	}
@@ -66,6 +82,7 @@ func (l LevelSplit) apply(o *run.Options) error {
 		return Fail(ExitUsage, fmt.Errorf("--segment: %v", err))
 	}
 	o.Segment = s
+	o.StartGrace = l.StartGrace
 	if l.StartAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, l.StartAt)
 		if err != nil {
@@ -81,6 +98,9 @@ type levelRunner = func(ctx context.Context, vary string, v float64, i, n int, o
 // runner is the levels' Runner for --workers, nil without it. The
 // segments' files go to OUT.segments beside the result.
 func (pr Process) levelRunner(l LevelSplit, p *plan.Plan, planFile, out string) (levelRunner, error) {
+	if l.K8s != nil {
+		return pr.k8sLevelRunner(l, p, planFile)
+	}
 	if l.Workers <= 1 {
 		return nil, nil
 	}
@@ -92,7 +112,7 @@ func (pr Process) levelRunner(l LevelSplit, p *plan.Plan, planFile, out string) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, Fail(ExitUsage, err)
 	}
-	w := LevelWorkers{Bin: bin, PlanFile: planFile, Plan: p, Workers: l.Workers, Dir: dir,
-		Stderr: pr.Stderr, Args: l.Args}
+	w := LevelWorkers{Plan: p, Stderr: pr.Stderr,
+		Segments: LocalSegments{Bin: bin, PlanFile: planFile, Workers: l.Workers, Dir: dir, Args: l.Args}}
 	return w.Runner, nil
 }
