@@ -257,7 +257,8 @@ func addLevelSplit(f *pflag.FlagSet, l *session.LevelSplit, segmentFlags bool) {
 		f.StringVar(&l.StartAt, "start-at", "", "start at this RFC 3339 instant (the segments of a level share it)")
 		f.DurationVar(&l.StartGrace, "start-grace", session.DefaultStartGrace, "how late after --start-at the segment may still start (a pod's)")
 		f.BoolVar(&l.Emit, "emit-result", false, "also print the result (gzip, base64) between marker lines on stdout, for collection from a pod's log")
-		for _, name := range []string{"segment", "start-at", "start-grace", "emit-result"} {
+		f.StringVar(&l.IDsAfter, "ids-after", "", "VU,ITER: number the level's users after these (the levels before it, in other processes)")
+		for _, name := range []string{"segment", "start-at", "start-grace", "emit-result", "ids-after"} {
 			_ = f.MarkHidden(name)
 		}
 	}

@@ -362,7 +362,7 @@ func segmentContainer(k K8s, items []corev1.KeyToPath) (corev1.Container, []core
 		Name:  ContainerName,
 		Image: k.Image,
 		Args:  args,
-		Env: []corev1.EnvVar{{
+		Env: append([]corev1.EnvVar{{
 			// The Job controller sets this too; declaring it makes the
 			// $(JOB_COMPLETION_INDEX) in args expand by construction.
 			Name: "JOB_COMPLETION_INDEX",
@@ -370,7 +370,7 @@ func segmentContainer(k K8s, items []corev1.KeyToPath) (corev1.Container, []core
 				FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}},
 		}, {
 			Name: TerminationEnv, Value: TerminationMessagePath,
-		}},
+		}}, k.levelEnv()...),
 		VolumeMounts: mounts,
 		SecurityContext: &corev1.SecurityContext{
 			RunAsNonRoot:             ptr(true),

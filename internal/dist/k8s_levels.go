@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
 )
@@ -23,6 +25,23 @@ type LevelRun struct {
 	// the overrun it may take to come into place, and its hold. The Job's
 	// deadline counts it in place of the plan's load.
 	Lasts time.Duration
+	// IDsAfter ("VU,ITER") numbers the level's users after the levels
+	// before it (sweep --ids-after); empty at the first level.
+	IDsAfter string
+	// Seed, when set, is every level's pods' (STAMPEDE_SEED), as `run
+	// --workers` hands its workers one.
+	Seed *uint64
+}
+
+// SeedEnv hands a coordinator's seed to its segments.
+const SeedEnv = "STAMPEDE_SEED"
+
+// levelEnv is the seed handed to a level's pods.
+func (k K8s) levelEnv() []corev1.EnvVar {
+	if k.Level == nil || k.Level.Seed == nil {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: SeedEnv, Value: strconv.FormatUint(*k.Level.Seed, 10)}}
 }
 
 // segmentArgs is what each pod runs: the plan's segment, or with Level
@@ -33,6 +52,9 @@ func (k K8s) segmentArgs() []string {
 	if l := k.Level; l != nil {
 		args = []string{"sweep", planPath, "--" + l.Vary, strconv.FormatFloat(l.Value, 'f', -1, 64),
 			"--ramp", l.Ramp.String(), "--hold", l.Hold.String()}
+		if l.IDsAfter != "" {
+			args = append(args, "--ids-after", l.IDsAfter)
+		}
 	}
 	return append(args,
 		"--segment", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", k.Segments),

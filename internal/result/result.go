@@ -130,6 +130,17 @@ type RunInfo struct {
 	// Rounded to the millisecond. Merged results keep the latest
 	// segment's.
 	LateStartS float64 `json:"late_start_s,omitempty"`
+	// IDsReached is set on a level of a segment process (gates, sweep
+	// and capacity with --workers or on Kubernetes): the highest {{ vu }}
+	// and iteration counter its users reached, so its coordinator numbers
+	// the next level's users after them, as one process does.
+	IDsReached *IDsReached `json:"ids_reached,omitempty"`
+}
+
+// IDsReached is how far a level's users numbered (RunInfo.IDsReached).
+type IDsReached struct {
+	VU   int64 `json:"vu"`
+	Iter int64 `json:"iter"`
 }
 
 // Totals sums every step.

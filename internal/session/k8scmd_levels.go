@@ -16,6 +16,7 @@ import (
 	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/levels"
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
 )
 
@@ -77,7 +78,7 @@ func (pr Process) k8sLevelRunner(l LevelSplit, p *plan.Plan, planFile string) (l
 		base = dist.JobName(p.Name)
 	}
 	ks := K8sSegments{Request: f, PlanFile: planFile, Plan: p, Cluster: c, Base: base, Stderr: stderr}
-	return LevelWorkers{Plan: p, Stderr: stderr, Segments: ks}.Runner, nil
+	return LevelWorkers{Plan: p, Stderr: stderr, Segments: ks, IDs: &result.IDsReached{}}.Runner, nil
 }
 
 // K8sSegments runs each level's segments as the pods of one Indexed Job.
@@ -119,7 +120,8 @@ func (k K8sSegments) manifest(l LevelCall, start time.Time) (*dist.Manifest, err
 		Segments: f.Segments, StartAt: start, StartGrace: f.StartGrace, PlanFile: k.PlanFile,
 		CPU: f.CPU, Memory: f.Mem, EnvFromSecret: f.Secret, PullPolicy: f.Pull,
 		DataPVC: claim, DataSubPath: subPath,
-		Level: &dist.LevelRun{Vary: l.Vary, Value: l.Value, Ramp: o.Ramp, Hold: o.Hold, Lasts: o.Ramp + overrun + o.Hold}})
+		Level: &dist.LevelRun{Vary: l.Vary, Value: l.Value, Ramp: o.Ramp, Hold: o.Hold, Lasts: o.Ramp + overrun + o.Hold,
+			IDsAfter: l.IDsAfter, Seed: levelsSeed(k.Plan)}})
 }
 
 // Run creates level l's Job, waits for it and collects its pods' level

@@ -145,6 +145,9 @@ func levelOf(job *batchv1.Job) (string, float64) {
 // around it, as levels.Combine makes them.
 func levelSegResult(vary string, v float64, index, count int, n int64) *result.Result {
 	lr := k8sSegResult(index, count, n)
+	// How far the pod's users numbered: the next level's start after the
+	// highest of any pod's.
+	lr.Run.IDsReached = &result.IDsReached{VU: int64(v) * int64(index+1), Iter: 100 * int64(v)}
 	top := *k8sSegResult(index, count, n)
 	top.Run.Segment = result.Segment{Index: 0, Count: 1}
 	top.Levels = []result.Level{{Vary: vary, Value: v, Result: lr}}
@@ -244,30 +247,46 @@ func TestK8sLevelsMergeEachLevel(t *testing.T) {
 	if len(jobs) != 3 {
 		t.Fatalf("%d jobs created, want one per level", len(jobs))
 	}
+	seeds := map[string]bool{}
 	for k, j := range jobs {
-		checkLevelJob(t, j, k, []float64{2, 4, 6}[k])
+		seeds[checkLevelJob(t, j, k, []float64{2, 4, 6}[k], []string{"", " --ids-after 4,200", " --ids-after 8,400"}[k])] = true
+	}
+	if len(seeds) != 1 {
+		// One seed for every level's pods (the plan gives none), as `run
+		// --workers` hands its workers one.
+		t.Errorf("the levels' pods were handed seeds %v, want one", seeds)
 	}
 }
 
 // checkLevelJob checks level k's manifest: its name, its pods' command
 // (the level's segment, as a local --workers process runs it) and the
 // level it says it runs.
-func checkLevelJob(t *testing.T, j *batchv1.Job, k int, v float64) {
+// It returns the seed the pods are handed.
+func checkLevelJob(t *testing.T, j *batchv1.Job, k int, v float64, idsAfter string) string {
 	t.Helper()
 	if want := fmt.Sprintf("stampede-k8s-levels-l%d", k+1); j.Name != want {
 		t.Errorf("level %d: job %s, want %s", k+1, j.Name, want)
 	}
 	args := strings.Join(j.Spec.Template.Spec.Containers[0].Args, " ")
-	want := fmt.Sprintf("sweep /plan/plan.yaml --users %g --ramp 0s --hold 1s --segment $(JOB_COMPLETION_INDEX)/2 --start-at ", v)
+	want := fmt.Sprintf("sweep /plan/plan.yaml --users %g --ramp 0s --hold 1s%s --segment $(JOB_COMPLETION_INDEX)/2 --start-at ", v, idsAfter)
 	if !strings.HasPrefix(args, want) || !strings.Contains(args, "--start-grace 30s --emit-result") {
 		t.Errorf("level %d runs %q, want %q… --start-grace 30s --emit-result …", k+1, args, want)
 	}
 	if got := j.Annotations["stampede.io/level"]; got != fmt.Sprintf("users %g", v) {
 		t.Errorf("level %d: annotation %q", k+1, got)
 	}
+	env := j.Spec.Template.Spec.Containers[0].Env
+	seed := ""
+	if i := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == dist.SeedEnv }); i >= 0 {
+		seed = env[i].Value
+	}
+	if seed == "" {
+		t.Errorf("level %d: no %s in the pods' environment: %v", k+1, dist.SeedEnv, env)
+	}
 	if *j.Spec.Completions != 2 || *j.Spec.Parallelism != 2 || *j.Spec.CompletionMode != batchv1.IndexedCompletion {
 		t.Errorf("level %d: not an Indexed Job of 2 pods at once", k+1)
 	}
+	return seed
 }
 
 // A level whose pod failed and left no result: the level is the merge of

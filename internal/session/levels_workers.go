@@ -35,6 +35,11 @@ type LevelWorkers struct {
 	Segments LevelSegments
 	// Stderr hears a line per level (default: nowhere).
 	Stderr io.Writer
+	// IDs, when set, carries the users' numbering from level to level:
+	// the highest {{ vu }} and iteration the segments of the levels so far
+	// reached, handed to the next level's (--ids-after), as one process's
+	// levels carry them (vu.Carry).
+	IDs *result.IDsReached
 }
 
 // LevelSegments runs one level's segments and hands back what each left;
@@ -60,6 +65,9 @@ type LevelCall struct {
 	Value   float64
 	Index   int // of the level, from 0
 	Options levels.Options
+	// IDsAfter ("VU,ITER", or empty at the first level) is what the
+	// segments number their users after (sweep --ids-after).
+	IDsAfter string
 }
 
 // SegmentResult is what one segment of a level left: its result (a
@@ -87,7 +95,14 @@ func (w LevelWorkers) Runner(ctx context.Context, vary string, v float64, i, n i
 		o.Event(levels.Event{Vary: vary, Value: v, Phase: "ramp and hold in " + w.Segments.Where(),
 			Duration: lead + o.Ramp + o.Hold, Index: i, Count: n})
 	}
-	segs, heard := w.Segments.Run(ctx, LevelCall{Vary: vary, Value: v, Index: i, Options: o}, start)
+	call := LevelCall{Vary: vary, Value: v, Index: i, Options: o}
+	if w.IDs != nil && (w.IDs.VU > 0 || w.IDs.Iter > 0) {
+		call.IDsAfter = fmt.Sprintf("%d,%d", w.IDs.VU, w.IDs.Iter)
+	}
+	segs, heard := w.Segments.Run(ctx, call, start)
+	if ids, ok := idsAfter(segs); ok && w.IDs != nil {
+		*w.IDs = ids
+	}
 	lv, err := w.merge(vary, v, segs)
 	stopped := ""
 	switch {
@@ -133,6 +148,9 @@ type LocalSegments struct {
 	// Args are added to every segment's command line: the global flags
 	// (--allow-files) that `run --workers` passes on to its workers too.
 	Args []string
+	// Seed, when set, is handed to every segment (STAMPEDE_SEED) as `run
+	// --workers` hands it: one draw for every level of the test.
+	Seed *uint64
 }
 
 func (w LocalSegments) Count() int    { return w.Workers }
@@ -165,7 +183,7 @@ func (w LocalSegments) Run(ctx context.Context, l LevelCall, start time.Time) ([
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[k] = w.runSegment(sigs[k], l.Vary, l.Value, o, segment.Segment{Index: k, Count: w.Workers}, start, outs[k])
+			errs[k] = w.runSegment(sigs[k], l, segment.Segment{Index: k, Count: w.Workers}, start, outs[k])
 		}()
 	}
 	heard := passSignals(&wg, o.Signals, func(sig os.Signal) {
@@ -213,10 +231,14 @@ func passSignals(wg *sync.WaitGroup, in <-chan os.Signal, pass func(os.Signal)) 
 // this process passes it signals (segmentSignals): the ones forwarded to
 // it, or the one that ended ctx (Ctrl-C or SIGTERM), once; the segment
 // then stops and writes its partial.
-func (w LocalSegments) runSegment(sigs *segmentSignals, vary string, v float64, o levels.Options, seg segment.Segment, start time.Time, out string) error {
-	args := []string{"sweep", w.PlanFile, "--" + vary, strconv.FormatFloat(v, 'f', -1, 64),
+func (w LocalSegments) runSegment(sigs *segmentSignals, l LevelCall, seg segment.Segment, start time.Time, out string) error {
+	o := l.Options
+	args := []string{"sweep", w.PlanFile, "--" + l.Vary, strconv.FormatFloat(l.Value, 'f', -1, 64),
 		"--hold", o.Hold.String(), "--ramp", o.Ramp.String(),
 		"--segment", seg.String(), "--start-at", start.UTC().Format(time.RFC3339Nano), "-o", out, "-q"}
+	if l.IDsAfter != "" {
+		args = append(args, "--ids-after", l.IDsAfter)
+	}
 	args = append(args, w.Args...)
 	logf, err := os.Create(out + ".log")
 	if err != nil {
@@ -226,6 +248,9 @@ func (w LocalSegments) runSegment(sigs *segmentSignals, vary string, v float64, 
 	defer sigs.stop()
 	cmd := exec.CommandContext(sigs.ctx, w.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if w.Seed != nil {
+		cmd.Env = append(cmd.Environ(), fmt.Sprintf("%s=%d", seedEnv, *w.Seed))
+	}
 	cmd.Cancel = func() error { return sigs.attach(cmd.Process) }
 	cmd.WaitDelay = time.Minute
 	err = dist.RunWorker(cmd)

@@ -9,6 +9,7 @@ import (
 	"github.com/stampede-load/stampede/internal/levels"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/report"
+	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
 )
 
@@ -55,6 +56,13 @@ func (pr Process) Levels(j LevelsRequest) error {
 	}}
 	lo := levels.Options{Run: opts, Ramp: j.Ramp, Hold: j.Hold, SLO: j.SLO, StopAtFail: j.StopAtFail}
 	lo.Run.Progress, lo.Event = disp.progress, disp.event
+	if j.Split.Segment != "" {
+		if err := pr.receivedSeed(p); err != nil {
+			return Fail(ExitRun, err)
+		}
+		carry := opts.Carry
+		lo.Done = func(lv result.Level) { reachedIDs(carry, lv) }
+	}
 	if lo.Runner, err = pr.levelRunner(j.Split, p, j.PlanFile, out); err != nil {
 		return err
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/dist"
@@ -13,6 +16,7 @@ import (
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/run"
+	"github.com/stampede-load/stampede/internal/vu"
 )
 
 // LevelSplit is how gates, sweep and capacity split each level over
@@ -32,6 +36,10 @@ type LevelSplit struct {
 	// Emit prints the segment's result between markers on stdout, for a
 	// pod's log (as `run --emit-result`).
 	Emit bool
+	// IDsAfter ("VU,ITER", a segment's) numbers the level's users after
+	// the highest {{ vu }} and iteration the levels before it reached,
+	// as one process's levels carry them on.
+	IDsAfter string
 	// K8s, when set, runs each level as the pods of one Kubernetes
 	// Indexed Job (`stampede k8s gates|sweep`, k8scmd_levels.go).
 	K8s *K8sRequest
@@ -72,10 +80,13 @@ func (l LevelSplit) processes() int {
 }
 
 // apply makes this process run its segment of each level, from the start
-// time the coordinator gave.
+// time the coordinator gave, its users numbered after the ids it gave.
 func (l LevelSplit) apply(o *run.Options) error {
 	if l.Segment == "" {
 		return nil
+	}
+	if err := l.carryIDs(o); err != nil {
+		return err
 	}
 	s, err := segment.Parse(l.Segment)
 	if err != nil {
@@ -112,7 +123,62 @@ func (pr Process) levelRunner(l LevelSplit, p *plan.Plan, planFile, out string) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, Fail(ExitUsage, err)
 	}
-	w := LevelWorkers{Plan: p, Stderr: pr.Stderr,
-		Segments: LocalSegments{Bin: bin, PlanFile: planFile, Workers: l.Workers, Dir: dir, Args: l.Args}}
+	w := LevelWorkers{Plan: p, Stderr: pr.Stderr, IDs: &result.IDsReached{},
+		Segments: LocalSegments{Bin: bin, PlanFile: planFile, Workers: l.Workers, Dir: dir, Args: l.Args, Seed: levelsSeed(p)}}
 	return w.Runner, nil
+}
+
+// carryIDs gives a segment's levels a carry that numbers their users
+// after --ids-after, and records what they reached in each level's
+// result (reachedIDs) for the coordinator's next level.
+func (l LevelSplit) carryIDs(o *run.Options) error {
+	o.Carry = &vu.Carry{}
+	if l.IDsAfter == "" {
+		return nil
+	}
+	a, b, ok := strings.Cut(l.IDsAfter, ",")
+	id, err1 := strconv.ParseInt(a, 10, 64)
+	iter, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || id < 0 || iter < 0 {
+		return Fail(ExitUsage, fmt.Errorf("--ids-after %q: expected VU,ITER, two whole numbers of 0 or more", l.IDsAfter))
+	}
+	o.Carry.StartAfter(id, iter)
+	return nil
+}
+
+// reachedIDs records in a segment's level how far its users numbered.
+func reachedIDs(carry *vu.Carry, lv result.Level) {
+	if carry == nil || lv.Result == nil {
+		return
+	}
+	id, iter := carry.Reached()
+	lv.Result.Run.IDsReached = &result.IDsReached{VU: id, Iter: iter}
+}
+
+// idsAfter is the highest ids any segment of a level reached, for the
+// next level's --ids-after; false when none recorded them.
+func idsAfter(segs []SegmentResult) (result.IDsReached, bool) {
+	var top result.IDsReached
+	found := false
+	for _, sg := range segs {
+		r := sg.Result
+		if r == nil || len(r.Levels) != 1 || r.Levels[0].Result == nil || r.Levels[0].Result.Run.IDsReached == nil {
+			continue
+		}
+		ids := r.Levels[0].Result.Run.IDsReached
+		top.VU, top.Iter, found = max(top.VU, ids.VU), max(top.Iter, ids.Iter), true
+	}
+	return top, found
+}
+
+// levelsSeed is the seed every segment of every level draws from: the
+// plan's, or one drawn here for the whole test (as `run --workers` draws
+// one for its workers), so the merged levels record it and a later
+// level's users do not repeat an earlier level's draws.
+func levelsSeed(p *plan.Plan) *uint64 {
+	if p.Seed == nil {
+		seed := rand.Uint64()
+		p.Seed = &seed
+	}
+	return p.Seed
 }
