@@ -139,7 +139,9 @@ type RunInfo struct {
 
 // IDsReached is how far a level's users numbered (RunInfo.IDsReached).
 type IDsReached struct {
-	VU   int64 `json:"vu"`
+	// VU is the highest {{ vu }} the level's users were given.
+	VU int64 `json:"vu"`
+	// Iter is the highest iteration counter ({{ iter }}) they reached.
 	Iter int64 `json:"iter"`
 }
 

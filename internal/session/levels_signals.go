@@ -32,7 +32,8 @@ func (s *segmentSignals) pass(sig os.Signal) {
 	s.mu.Lock()
 	s.queue = append(s.queue, sig)
 	if s.proc != nil {
-		s.proc.Signal(sig)
+		// A segment that has just exited cannot hear it, and needs not.
+		_ = s.proc.Signal(sig)
 	}
 	s.mu.Unlock()
 	s.cancel()
