@@ -19,7 +19,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stampede-load/stampede/internal/dist"
 	"github.com/stampede-load/stampede/internal/plan"
@@ -29,7 +31,7 @@ import (
 // These tests run `stampede k8s sweep|gates` against client-go's fake
 // clientset, a mock: it stores objects and runs no Job controller,
 // scheduler or kubelet. fakeJobController below plays those parts by
-// hand (pods created, terminated and logged as they would be), so the
+// hand, at once as each Job is created (pods created, terminated and logged as they would be), so the
 // tests show what the coordinator creates, collects, merges, judges and
 // deletes; they cannot show real scheduling, eviction, admission or
 // timing.
@@ -42,43 +44,32 @@ type podPlay struct {
 	requests int64 // >0: the log holds a level result of this many requests
 }
 
-// fakeJobController completes each level's Job as play says: for the
-// level's value and each index, the pod it makes. A Job whose pods are
-// all terminated is marked Complete (or Failed when one failed); one
-// with a running pod stays running.
+// fakeJobController completes each level's Job as play says, as the Job
+// is created: for the level's value and each index, the pod it makes. A
+// Job whose pods all terminated is created Complete (or Failed when one
+// failed); one with a pod still pending or running stays running.
 type fakeJobController struct {
 	cs   *k8sfake.Clientset
 	play func(value float64, index int) podPlay
 
 	mu     sync.Mutex
 	logs   map[string][]byte // pod name → log
-	seen   map[string]bool   // jobs given pods
 	jobs   []*batchv1.Job    // in the order they were created
 	onJobs func(n int)
 }
 
-func (f *fakeJobController) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		jobs, err := f.cs.BatchV1().Jobs("load").List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for i := range jobs.Items {
-				f.start(ctx, &jobs.Items[i])
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
+// install makes the Job controller and the kubelet act within each
+// create of a Job (a reactor, under the fake's lock: it writes the pods
+// straight to the object tracker).
+func (f *fakeJobController) install() {
+	f.cs.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		job := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job)
+		f.start(job)
+		return false, nil, nil
+	})
 }
 
-func (f *fakeJobController) start(ctx context.Context, job *batchv1.Job) {
-	f.mu.Lock()
-	if f.seen[job.Name] {
-		f.mu.Unlock()
-		return
-	}
-	f.seen[job.Name] = true
-	f.jobs = append(f.jobs, job.DeepCopy())
-	n, on := len(f.jobs), f.onJobs
-	f.mu.Unlock()
+func (f *fakeJobController) start(job *batchv1.Job) {
 	vary, value := levelOf(job)
 	segments := int(*job.Spec.Completions)
 	done, failed := true, false
@@ -103,7 +94,9 @@ func (f *fakeJobController) start(ctx context.Context, job *batchv1.Job) {
 			f.logs[pod.Name] = log.Bytes()
 			f.mu.Unlock()
 		}
-		f.cs.CoreV1().Pods("load").Create(ctx, pod, metav1.CreateOptions{})
+		if err := f.cs.Tracker().Add(pod); err != nil {
+			panic(err)
+		}
 	}
 	if done {
 		cond := batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}
@@ -111,8 +104,11 @@ func (f *fakeJobController) start(ctx context.Context, job *batchv1.Job) {
 			cond = batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "FailedIndexes", Message: "Job has failed indexes"}
 		}
 		job.Status.Conditions = append(job.Status.Conditions, cond)
-		f.cs.BatchV1().Jobs("load").UpdateStatus(ctx, job, metav1.UpdateOptions{})
 	}
+	f.mu.Lock()
+	f.jobs = append(f.jobs, job.DeepCopy())
+	n, on := len(f.jobs), f.onJobs
+	f.mu.Unlock()
 	if on != nil {
 		on(n)
 	}
@@ -167,7 +163,7 @@ type k8sLevelsRun struct {
 	err            error
 }
 
-func k8sLevels(t *testing.T, play func(float64, int) podPlay, notify func(chan<- os.Signal) func(), onJobs func(*fakeJobController, int)) k8sLevelsRun {
+func k8sLevels(t *testing.T, play func(float64, int) podPlay, notify func(chan<- os.Signal) func(), onJobs func(*fakeJobController, int), split ...func(*LevelSplit)) k8sLevelsRun {
 	t.Helper()
 	dir := t.TempDir()
 	pf := filepath.Join(dir, "plan.yaml")
@@ -179,33 +175,27 @@ func k8sLevels(t *testing.T, play func(float64, int) podPlay, notify func(chan<-
 		t.Fatal(err)
 	}
 	cs := k8sFakeClient()
-	fc := &fakeJobController{cs: cs, play: play, logs: map[string][]byte{}, seen: map[string]bool{}}
+	fc := &fakeJobController{cs: cs, play: play, logs: map[string][]byte{}}
 	if onJobs != nil {
 		fc.onJobs = func(n int) { onJobs(fc, n) }
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fc.run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	fc.install()
 	out := filepath.Join(dir, "sweep.json")
 	var stdout, stderr bytes.Buffer
 	pr := Process{Stdout: &stdout, Stderr: &stderr, Notify: notify}
 	if notify == nil {
 		pr.Notify = func(chan<- os.Signal) func() { return func() {} }
 	}
+	ls := LevelSplit{
+		K8s: &K8sRequest{Segments: 2, Namespace: "load", Image: "registry.example.com/stampede:0.1",
+			StartIn: time.Millisecond, StartGrace: 30 * time.Second},
+		k8sCluster: &dist.Cluster{Client: cs, Poll: time.Millisecond, Logs: fc.log},
+	}
+	for _, f := range split {
+		f(&ls)
+	}
 	err = pr.Levels(LevelsRequest{Kind: "sweep", PlanFile: pf, Plan: p, Vary: plan.VaryUsers, Values: []float64{2, 4, 6},
-		Hold: time.Second, Format: "text", Out: out, Quiet: true,
-		Split: LevelSplit{
-			K8s: &K8sRequest{Segments: 2, Namespace: "load", Image: "registry.example.com/stampede:0.1",
-				StartIn: time.Millisecond, StartGrace: 30 * time.Second},
-			k8sCluster: &dist.Cluster{Client: cs, Poll: time.Millisecond, Logs: fc.log},
-		}})
+		Hold: time.Second, Format: "text", Out: out, Quiet: true, Split: ls})
 	return k8sLevelsRun{fc: fc, out: out, stdout: &stdout, stderr: &stderr, err: err}
 }
 
@@ -376,6 +366,44 @@ func TestK8sLevelsCtrlCDeletesTheJob(t *testing.T) {
 		t.Errorf("level 2: %d requests, partial %v %q; want the finished pod's 40, partial naming the running one", l.Totals.Requests, l.Run.Partial, l.Run.PartialReason)
 	}
 	if n := len(fc.created()); n != 2 {
+		t.Errorf("%d jobs created, want 2", n)
+	}
+}
+
+// A level whose pod never started by its start time plus the grace: the
+// finished pod's result is read, the Job is deleted (the level cannot be
+// whole), the level is saved partial naming the missed start, and no
+// later level runs.
+func TestK8sLevelsMissedStartStopsTheLevels(t *testing.T) {
+	play := func(v float64, i int) podPlay {
+		if v == 4 && i == 1 {
+			return podPlay{phase: corev1.PodPending}
+		}
+		return podPlay{phase: corev1.PodSucceeded, requests: int64(10*v) + int64(i)}
+	}
+	r := k8sLevels(t, play, nil, nil, func(l *LevelSplit) {
+		l.K8s.StartGrace = time.Millisecond
+		l.k8sCluster.StartSlack = time.Millisecond
+	})
+	var ee *ExitError
+	if !errors.As(r.err, &ee) || ee.Code != ExitRun {
+		t.Fatalf("err = %v, want exit 3\n%s", r.err, r.stderr)
+	}
+	if _, gerr := r.fc.cs.BatchV1().Jobs("load").Get(context.Background(), "stampede-k8s-levels-l2", metav1.GetOptions{}); !apierrors.IsNotFound(gerr) {
+		t.Errorf("level 2's job still there after its missed start: %v", gerr)
+	}
+	res, rerr := result.Read(r.out)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if len(res.Levels) != 2 || !res.Run.Partial {
+		t.Fatalf("%d levels, partial %v; want 2, partial\n%s", len(res.Levels), res.Run.Partial, r.stderr)
+	}
+	l := res.Levels[1].Result
+	if l.Totals.Requests != 40 || !strings.Contains(l.Run.PartialReason, "missed its start") {
+		t.Errorf("level 2: %d requests, partial %q; want the finished pod's 40, the other named as missing its start", l.Totals.Requests, l.Run.PartialReason)
+	}
+	if n := len(r.fc.created()); n != 2 {
 		t.Errorf("%d jobs created, want 2", n)
 	}
 }
