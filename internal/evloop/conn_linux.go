@@ -84,8 +84,9 @@ func (l *loop) dial(c *conn) {
 		return
 	}
 	// As net's own TCP connections: no Nagle delay for a request written
-	// in two parts.
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	// in two parts. It cannot fail on a TCP socket, and would only cost
+	// that delay if it did.
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c.fd = fd
 	// Numbered across the loop: a slot a user left may be another's,
 	// and an event of the old socket must not reach it.
@@ -111,10 +112,26 @@ func (l *loop) dial(c *conn) {
 // socket does not take at once needs: one epoll_ctl per connection, none
 // per request.
 func (l *loop) connected(c *conn) {
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+	if !l.watchOut(c, false) {
+		return
+	}
 	c.state = stWriting
 	l.write(c)
+}
+
+// watchOut sets whether the socket's writability is watched (reading
+// always is). A socket the loop cannot watch as the request needs would
+// wait for an event that never comes: its request fails now (false).
+func (l *loop) watchOut(c *conn, on bool) bool {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
+	if on {
+		ev.Events |= unix.EPOLLOUT
+	}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		l.finish(c, l.opErr("write", os.NewSyscallError("epoll_ctl", err)), time.Now())
+		return false
+	}
+	return true
 }
 
 func (l *loop) write(c *conn) {
@@ -129,8 +146,7 @@ func (l *loop) write(c *conn) {
 			c.out = c.out[n:]
 		case unix.EINTR:
 		case unix.EAGAIN:
-			ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+			l.watchOut(c, true)
 			return
 		default:
 			l.finish(c, l.opErr("write", os.NewSyscallError("write", e)), time.Now())
@@ -167,8 +183,7 @@ func (l *loop) ready(c *conn, events uint32, now time.Time) {
 		if events&unix.EPOLLOUT != 0 {
 			l.write(c)
 			if len(c.out) == 0 && c.fd >= 0 {
-				ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-				unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+				l.watchOut(c, false)
 			}
 		}
 		if c.state == stReading {
@@ -358,9 +373,10 @@ func (l *loop) opErr(op string, err error) error {
 // errTimeout is a request past its deadline, as net reports one.
 func (l *loop) timeoutErr(c *conn) error {
 	op := "read"
-	if c.state == stConnecting {
+	switch c.state {
+	case stConnecting:
 		op = "dial"
-	} else if c.state == stWriting {
+	case stWriting:
 		op = "write"
 	}
 	return l.opErr(op, os.ErrDeadlineExceeded)

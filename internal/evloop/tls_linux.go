@@ -69,10 +69,14 @@ func (l *loop) handshook(d tlsDialed) {
 	l.writeTLS(c)
 }
 
-// writeTLS sends the request over TLS; what the socket does not take at
-// once is sent when it is writable (writableTLS).
+// writeTLS sends the request over TLS, a piece at a time as the socket
+// takes them (httpc.LoopConn.Write): what is left is sent when the socket
+// is writable (writableTLS), so a large body is never held encrypted.
 func (l *loop) writeTLS(c *conn) {
 	c.exchanging = true
+	// The connection holds the request's bytes until it is sent; they
+	// stay unchanged until the request finishes (the step's, or the
+	// user's custom buffer, rewritten only for its next request).
 	err := c.tc.Write(c.out)
 	c.out = nil
 	if err != nil {
@@ -96,7 +100,9 @@ func (l *loop) writableTLS(c *conn, events uint32, now time.Time) {
 		if pending {
 			return
 		}
-		l.watchOut(c, false)
+		if !l.watchOut(c, false) {
+			return
+		}
 		c.state = stReading
 	}
 	if c.state == stReading {
@@ -104,15 +110,6 @@ func (l *loop) writableTLS(c *conn, events uint32, now time.Time) {
 		// was reported then: look now.
 		l.readable(c, events, now)
 	}
-}
-
-// watchOut sets whether the socket's writability is watched.
-func (l *loop) watchOut(c *conn, on bool) {
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-	if on {
-		ev.Events |= unix.EPOLLOUT
-	}
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
 }
 
 // decrypt turns what one read brought (raw, then end) into plaintext and

@@ -25,8 +25,10 @@ import (
 // temporary error as the connection's (conn.go, readRecordOrCCS), so the
 // next Read resumes where the last left off; session tickets, key updates
 // and close_notify are taken in by tls.Conn as on the goroutine engine.
-// Writes are taken whole: what the socket does not take at once waits in
-// loopSocket until the loop sees it writable (Flush).
+// A request is encrypted a piece at a time (writePiece of plaintext), the
+// next piece only once the socket took the last: what the socket has not
+// taken waits in loopSocket until the loop sees it writable (Flush), so a
+// connection holds at most one piece's records whatever the body's size.
 
 // LoopTLS is one event-loop user's TLS dialer: its own session cache and
 // Interrupt, as a goroutine user's H1 has.
@@ -51,9 +53,16 @@ func (t *LoopTLS) Interrupt() { t.h1.Interrupt() }
 type LoopConn struct {
 	tc   *tls.Conn
 	sock *loopSocket
+	// rest is the plaintext of the request being sent that tls.Conn has
+	// not been given yet (the caller's bytes, not a copy).
+	rest []byte
 	addr string
 	cw   *certWatcher
 }
+
+// writePiece is the most plaintext given to tls.Conn at once: its records
+// are what a connection may hold that the socket has not taken.
+const writePiece = 64 << 10
 
 // errNotLoopable is a connection the loop cannot take over (a wrapper
 // other than a plain TCP socket under the TLS).
@@ -117,19 +126,37 @@ func dupSocket(tcp *net.TCPConn) (int, error) {
 // FD is the socket the loop watches.
 func (c *LoopConn) FD() int { return c.sock.fd }
 
-// Write encrypts p as tls.Conn.Write does and sends what the socket
-// takes; the rest waits for Flush.
+// Write starts sending p, encrypted as tls.Conn.Write does, a piece at a
+// time for as long as the socket takes them; the rest waits for Flush. p
+// must stay unchanged until Pending says false or the connection closes.
 func (c *LoopConn) Write(p []byte) error {
-	_, err := c.tc.Write(p)
+	c.rest = p
+	_, err := c.Flush()
 	return err
 }
 
-// Flush sends what the socket did not take before; pending says some is
-// still waiting (wait for the socket to be writable).
-func (c *LoopConn) Flush() (pending bool, err error) { return c.sock.flush() }
+// Flush sends what the socket did not take before, then the next pieces
+// of the request; pending says some is still waiting (wait for the socket
+// to be writable).
+func (c *LoopConn) Flush() (pending bool, err error) {
+	for {
+		if pending, err := c.sock.flush(); pending || err != nil {
+			return pending, err
+		}
+		if len(c.rest) == 0 {
+			return false, nil
+		}
+		piece := c.rest[:min(len(c.rest), writePiece)]
+		c.rest = c.rest[len(piece):]
+		if _, err := c.tc.Write(piece); err != nil {
+			c.rest = nil
+			return false, err
+		}
+	}
+}
 
-// Pending says written bytes still wait for the socket.
-func (c *LoopConn) Pending() bool { return len(c.sock.out) > 0 }
+// Pending says some of the request still waits for the socket.
+func (c *LoopConn) Pending() bool { return c.sock.buffered() > 0 || len(c.rest) > 0 }
 
 // Decrypt hands tls.Conn raw, the bytes the loop just read off the
 // socket, and end, what the socket said after them (nil: open), and
@@ -147,9 +174,9 @@ func (c *LoopConn) Decrypt(raw []byte, end error, dst []byte) ([]byte, error) {
 		}
 		n, err := c.tc.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
-		switch {
-		case err == nil:
-		case err == errWouldBlock:
+		switch err {
+		case nil:
+		case errWouldBlock:
 			return dst, nil
 		default:
 			return dst, err
@@ -162,7 +189,12 @@ const minPlainRoom = 16 << 10
 
 // Close sends close_notify if the socket takes it at once, and closes
 // the socket, as tls.Conn.Close does on the goroutine engine.
-func (c *LoopConn) Close() { c.tc.Close() }
+func (c *LoopConn) Close() {
+	c.rest = nil
+	// Its error is the socket's close, of a descriptor this connection
+	// alone held: nothing is left to undo.
+	_ = c.tc.Close()
+}
 
 // Outcome is what an exchange on the connection ended with, err (nil: an
 // answer), as the goroutine engine reports it: a failure that a server's
@@ -180,9 +212,12 @@ type loopSocket struct {
 	fd  int
 	in  []byte // read by the loop, not yet taken by tls.Conn
 	end error  // what the socket said after in (nil: still open)
-	out []byte // written, not yet taken by the socket
-	src net.Addr
-	dst net.Addr
+	out []byte // written; out[off:] not yet taken by the socket
+	off int
+	// peak is the most bytes that ever waited in out (tests).
+	peak int
+	src  net.Addr
+	dst  net.Addr
 }
 
 func (s *loopSocket) Read(b []byte) (int, error) {
@@ -200,32 +235,46 @@ func (s *loopSocket) Read(b []byte) (int, error) {
 // Write takes p whole: sent now as far as the socket takes it, the rest
 // kept for flush. A socket error is reported as net reports it.
 func (s *loopSocket) Write(p []byte) (int, error) {
-	if len(s.out) > 0 {
+	if s.buffered() > 0 {
 		s.out = append(s.out, p...)
+		s.peak = max(s.peak, s.buffered())
 		return len(p), nil
 	}
 	n, err := s.send(p)
 	if err != nil {
 		return n, err
 	}
-	s.out = append(s.out, p[n:]...)
+	s.out, s.off = append(s.out[:0], p[n:]...), 0
+	s.peak = max(s.peak, s.buffered())
 	return len(p), nil
 }
 
-func (s *loopSocket) flush() (bool, error) {
-	n, err := s.send(s.out)
+func (s *loopSocket) buffered() int { return len(s.out) - s.off }
+
+// flush sends what waits, moving an offset along it rather than the bytes
+// to its front; pending says some is still waiting.
+func (s *loopSocket) flush() (pending bool, err error) {
+	if s.buffered() == 0 {
+		return false, nil
+	}
+	n, err := s.send(s.out[s.off:])
+	s.off += n
 	if err != nil {
 		return false, err
 	}
-	s.out = s.out[:copy(s.out, s.out[n:])]
-	if len(s.out) == 0 && cap(s.out) > keptOutCap {
+	if s.buffered() > 0 {
+		return true, nil
+	}
+	s.out, s.off = s.out[:0], 0
+	if cap(s.out) > keptOutCap {
 		s.out = nil
 	}
-	return len(s.out) > 0, nil
+	return false, nil
 }
 
-// keptOutCap bounds the write buffer a connection keeps between requests.
-const keptOutCap = 64 << 10
+// keptOutCap bounds the write buffer a connection keeps between requests:
+// one piece's records (writePiece and their framing) fit in it.
+const keptOutCap = writePiece + 16<<10
 
 // send writes what the socket takes now, without blocking.
 func (s *loopSocket) send(p []byte) (int, error) {
