@@ -342,7 +342,9 @@ func (l *loop) wake() {
 func (l *loop) wakeLocked() {
 	if !l.exited {
 		one := uint64(1)
-		unix.Write(l.evfd, (*[8]byte)(unsafe.Pointer(&one))[:])
+		// It fails only with the counter at its top, a wake already
+		// pending.
+		_, _ = unix.Write(l.evfd, (*[8]byte)(unsafe.Pointer(&one))[:])
 	}
 }
 
@@ -398,7 +400,8 @@ func (l *loop) run() {
 			ev := &l.events[i]
 			switch ev.Fd {
 			case fdWake:
-				unix.Read(l.evfd, l.wakebuf[:])
+				// Nothing to read (EAGAIN) is a wake already taken.
+				_, _ = unix.Read(l.evfd, l.wakebuf[:])
 				continue
 			case fdTimer:
 				// Edge-triggered: each expiry queues an event of its

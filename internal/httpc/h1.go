@@ -54,7 +54,9 @@ func (c *H1) Interrupt() {
 		(*stop)()
 	}
 	if hc := c.current.Load(); hc != nil {
-		hc.nc.SetDeadline(time.Unix(1, 0))
+		// It fails only on a connection already closed, which cuts
+		// the request off as well.
+		_ = hc.nc.SetDeadline(time.Unix(1, 0))
 	}
 }
 
@@ -330,7 +332,8 @@ func (c *H1) exchange(hc *h1conn, req *Request, resp *Response, deadline time.Ti
 		// request's, once the user has thought longer than its timeout)
 		// makes every look at the socket fail at once, so the next reuse
 		// would take a live connection for a closed one and dial anew.
-		hc.nc.SetDeadline(time.Time{})
+		// It fails only on a closed connection, which that look finds.
+		_ = hc.nc.SetDeadline(time.Time{})
 		// What follows the answer: read along with it, or found by a
 		// look at a connection that is to be kept.
 		if tail = hc.br.Buffered(); tail == 0 && !closeAfter && !c.NewConnPerRequest && hc.peek() == peekData {

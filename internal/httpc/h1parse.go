@@ -293,7 +293,8 @@ func readBody(br *bufio.Reader, n int64, keep int, resp *Response) error {
 			resp.Body = append(resp.Body, buf[:room]...)
 		}
 		resp.BodyLen += take
-		br.Discard(int(take))
+		// take is at most what is buffered: the discard cannot fail.
+		_, _ = br.Discard(int(take))
 		if n > 0 {
 			n -= take
 		}

@@ -83,7 +83,9 @@ func (c *H2) Interrupt() {
 		(*stop)()
 	}
 	if hc := c.current.Load(); hc != nil {
-		hc.nc.SetDeadline(time.Unix(1, 0))
+		// It fails only on a connection already closed, which cuts
+		// the request off as well.
+		_ = hc.nc.SetDeadline(time.Unix(1, 0))
 	}
 }
 
@@ -265,7 +267,9 @@ func (c *H2) RoundTrip(req *Request, resp *Response) error {
 		// After a GOAWAY no stream starts here: the next request dials.
 		c.drop(hc, nil)
 	} else {
-		hc.nc.SetDeadline(time.Time{})
+		// It fails only on a closed connection, which the next
+		// request's look finds.
+		_ = hc.nc.SetDeadline(time.Time{})
 		hc.lookedAt = max(time.Since(clockBase), 1)
 	}
 	return streamErr

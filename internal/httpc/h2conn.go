@@ -153,13 +153,13 @@ func newH2conn(ep *Endpoint, nc net.Conn, maxHeader int) *h2conn {
 // window into the buffer; the first flush (the first request's) sends
 // them. A buffered write to a fresh buffer cannot fail.
 func (c *h2conn) preface() {
-	c.bw.WriteString(http2.ClientPreface)
-	c.fr.WriteSettings(
+	_, _ = c.bw.WriteString(http2.ClientPreface)
+	_ = c.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(c.maxHeader)},
 	)
-	c.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
+	_ = c.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
 }
 
 // usable reports whether a new stream may start on the connection.
@@ -251,9 +251,11 @@ func (c *h2conn) strike(what string) error {
 // closes the socket.
 func (c *h2conn) closeWith(err error) {
 	if ce, ok := err.(*h2ConnError); ok {
-		c.nc.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		// Best effort: the connection closes whether the GOAWAY goes
+		// out or not.
+		_ = c.nc.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
 		last := uint32(0)
-		c.fr.WriteGoAway(last, ce.code, nil)
+		_ = c.fr.WriteGoAway(last, ce.code, nil)
 		c.bw.Flush()
 	}
 	c.nc.Close()

@@ -237,7 +237,8 @@ func (c *h2conn) encodeRequest(req *Request) {
 }
 
 func (c *h2conn) field(name, value string) {
-	c.enc.WriteField(hpack.HeaderField{Name: name, Value: value})
+	// The encoder writes to a bytes.Buffer, which cannot fail.
+	_ = c.enc.WriteField(hpack.HeaderField{Name: name, Value: value})
 }
 
 // connectionSpecific reports the fields HTTP/2 forbids (RFC 9113 section

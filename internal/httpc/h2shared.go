@@ -271,7 +271,8 @@ func (m *h2mux) readLoop() {
 			m.mu.Lock()
 			m.readerMore = false
 			if m.dead == nil && hc.bw.Buffered() > 0 {
-				hc.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				// On a closed connection the flush fails too, and says so.
+				_ = hc.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 				if err := hc.bw.Flush(); err != nil {
 					m.kill(err)
 				}
@@ -310,7 +311,8 @@ func (m *h2mux) afterFrame(err error) error {
 	hc.needFlush = false
 	m.readerMore = hc.wholeFrameBuffered()
 	if !m.readerMore && hc.bw.Buffered() > 0 {
-		hc.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		// On a closed connection the flush fails too, and says so.
+		_ = hc.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if err := hc.bw.Flush(); err != nil {
 			return err
 		}
@@ -413,7 +415,8 @@ func (c *H2) onMux(m *h2mux, req *Request, resp *Response, keep int, deadline ti
 	st.wake = c.wake
 	hc.nextID += 2
 	hc.streams[st.id] = st
-	hc.nc.SetWriteDeadline(deadline)
+	// On a closed connection the send fails too, and says so.
+	_ = hc.nc.SetWriteDeadline(deadline)
 	if err := m.send(st, deadline, c.stop); err != nil {
 		m.kill(err)
 		m.mu.Unlock()
@@ -428,8 +431,9 @@ func (c *H2) onMux(m *h2mux, req *Request, resp *Response, keep int, deadline ti
 	if !st.done {
 		hc.finish(st, cut)
 		if m.dead == nil {
-			hc.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
-			hc.nc.SetWriteDeadline(time.Now().Add(time.Second))
+			// Buffered: the flush reports a failure.
+			_ = hc.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
+			_ = hc.nc.SetWriteDeadline(time.Now().Add(time.Second))
 			if err := hc.bw.Flush(); err != nil {
 				m.kill(err)
 			}

@@ -41,7 +41,7 @@ func TestParseAndStreamAgree(t *testing.T) {
 		}
 		s := NewStream(req, &streamed, 0, 0, false)
 		var cb bool
-		var errB error = ErrNeedMore
+		var errB = ErrNeedMore
 		step := 1
 		if a.whole {
 			step = len(a.raw)

@@ -131,9 +131,10 @@ func (c *recConn) Read(b []byte) (int, error) {
 	case c.left == 0 && c.hdrN == 0:
 		n, err = c.readNow(b)
 	default:
-		c.Conn.SetReadDeadline(time.Now().Add(tlsLookWait))
+		// They fail only on a closed socket, whose read says so.
+		_ = c.Conn.SetReadDeadline(time.Now().Add(tlsLookWait))
 		n, err = c.Conn.Read(b)
-		c.Conn.SetReadDeadline(time.Time{})
+		_ = c.Conn.SetReadDeadline(time.Time{})
 	}
 	c.track(b[:n])
 	return n, err

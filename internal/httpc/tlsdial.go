@@ -25,7 +25,8 @@ func (u *userDial) handshake(ctx context.Context, ep *Endpoint, nc net.Conn, dea
 		cctx, cancel = context.WithDeadline(cctx, deadline)
 		defer cancel()
 	}
-	nc.SetDeadline(deadline)
+	// It fails only on a closed socket, whose handshake fails too.
+	_ = nc.SetDeadline(deadline)
 	began := time.Now()
 	err := tc.HandshakeContext(cctx)
 	took := time.Since(began)
@@ -33,7 +34,8 @@ func (u *userDial) handshake(ctx context.Context, ep *Endpoint, nc net.Conn, dea
 		u.sh.tlsStats.failed()
 		return nil, u.sh.cw.blame(ep.Addr, handshakeError(ctx, err))
 	}
-	nc.SetDeadline(time.Time{})
+	// It fails only on a closed socket, which the first request finds.
+	_ = nc.SetDeadline(time.Time{})
 	cs := tc.ConnectionState()
 	u.sh.cw.handshakeDone(creq, cs.Version)
 	u.sh.tlsStats.done(cs.DidResume, took)

@@ -79,7 +79,10 @@ func (u *User) LoopDone(st *Step, err error, sent time.Time, latency time.Durati
 	// finish reads the request where it samples a failure or stores
 	// cookies; the shared bytes have no User of their own.
 	if err != nil || u.shard.Failures() != nil || u.jar != nil || u.resp.Get("Set-Cookie") != nil {
-		u.build(st)
+		// build fails only for a URL whose origin is rendered per user,
+		// which the loop never runs (stepNeeds: FeatDynamicOrigin): its
+		// steps' origins are fixed, so nothing is lost here.
+		_ = u.build(st)
 	}
 	return u.finish(st, err, sent, latency)
 }
