@@ -16,8 +16,9 @@ import (
 // 1ms whatever the latency.
 var generatorBound = []string{"dropped", "generator_cpu"}
 
-// serverBound are the indicators that name a server resource at its limit.
-var serverBound = []string{"server_limit", "server_at_limit"}
+// serverLimit is the indicator (gate's monitor findings) that names a
+// server resource at its limit.
+const serverLimit = "server_limit"
 
 // bounds judges the levels that bound a capacity search's answer, the last
 // pass at rate and the first failure at failedAt: the answer is
@@ -38,7 +39,7 @@ func bounds(levels []result.Level, rate, failedAt float64) (why, bound string) {
 			switch {
 			case slices.Contains(generatorBound, in.ID):
 				reasons = append(reasons, fmt.Sprintf("%s: %s", name, in.Message))
-			case !l.Pass && bound == "" && slices.Contains(serverBound, in.ID):
+			case !l.Pass && bound == "" && in.ID == serverLimit:
 				bound = fmt.Sprintf("%s: %s", name, in.Message)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stampede-load/stampede/internal/gate"
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
 )
@@ -48,5 +49,29 @@ func TestCriteriaAddsThePlansThresholds(t *testing.T) {
 	got := strings.Join(Criteria(p, []string{"error_rate < 1%", "p95 < 200ms"}), "; ")
 	if want := "error_rate < 1%; p95 < 200ms; p50 < 1us"; got != want {
 		t.Errorf("criteria %q, want %q", got, want)
+	}
+}
+
+// The server resource a capacity is bound by is the one gate's monitors
+// find at its limit: bounds reads the indicator gate produces, not a name
+// of its own (it listed server_at_limit, which nothing produces).
+func TestCapacityBoundByGatesServerLimit(t *testing.T) {
+	r := &result.Result{Run: result.RunInfo{DurationS: 10, Model: "open"}}
+	r.Series.IntervalS = 1
+	busy := result.MonitorSeries{Unit: "pct"}
+	for i := range 10 {
+		r.Series.T = append(r.Series.T, float64(i))
+		r.Series.Target = append(r.Series.Target, 100)
+		busy.T, busy.V = append(busy.T, float64(i)+0.5), append(busy.V, 97)
+	}
+	r.Monitors = map[string]result.MonitorSeries{"host.cpu.busy_pct": busy}
+	r.Indicators = gate.Indicators(r)
+	levels := []result.Level{
+		{Vary: plan.VaryRate, Value: 10, Pass: true, Result: &result.Result{}},
+		{Vary: plan.VaryRate, Value: 20, Result: r},
+	}
+	why, bound := bounds(levels, 10, 20)
+	if why != "" || !strings.HasPrefix(bound, "20/s: ") || !strings.Contains(bound, "host CPU was 97% busy") {
+		t.Errorf("undetermined %q, bound %q; want the failing level's server_limit finding (indicators %+v)", why, bound, r.Indicators)
 	}
 }

@@ -56,8 +56,8 @@ type Capacity struct {
 	// (SplitRefusal), so an undetermined capacity is not told to split.
 	CannotSplit string
 	// BoundBy names the server resource the monitors showed at its limit
-	// at the lowest failing rate (the server_limit or server_at_limit
-	// finding), when they showed one.
+	// at the lowest failing rate (the server_limit indicator), when they
+	// showed one.
 	BoundBy string
 	// Result covers the whole search; Result.Levels holds every level in
 	// the order it ran.
@@ -215,6 +215,14 @@ func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 			c.Stopped = fmt.Sprintf("bracketed within %.0f%%", o.Precision*100)
 		}
 	}
+	c.conclude(p, levels)
+	return c, err
+}
+
+// conclude draws the search's answer from the levels it ran, once its
+// bracket (Rate, FailedAt) is final: the whole result, the knee, what
+// bounds the answer and Little's law at it.
+func (c *Capacity) conclude(p *plan.Plan, levels []result.Level) {
 	if len(levels) > 0 {
 		c.Result = Combine(p, levels)
 	}
@@ -225,7 +233,6 @@ func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 			c.Little = LittleAt(l.Result, p)
 		}
 	}
-	return c, err
 }
 
 // FindKnee looks at the levels by offered rate: the first whose achieved

@@ -99,7 +99,7 @@ func TestCapacityFindsKnownCapacity(t *testing.T) {
 	p.Load.Grace = 500 * time.Millisecond
 	c, err := SearchCapacity(context.Background(), p, CapacityOptions{
 		Start: 50, Max: 2000, Budget: 40 * time.Second,
-		Options: Options{Hold: 1500 * time.Millisecond, SLO: []string{"error_rate < 1%"}},
+		Options: Options{Judge: judgeLevel, Hold: 1500 * time.Millisecond, SLO: []string{"error_rate < 1%"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func levelValues(ls []result.Level) []float64 {
 func TestSweepTableMatchesLevelResults(t *testing.T) {
 	url := startDemo(t, "pool=2,service=10ms,wait=30ms")
 	p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, users: 1}"))
-	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{1, 12}, Options{Hold: time.Second})
+	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{1, 12}, Options{Judge: judgeLevel, Hold: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestSweepTableMatchesLevelResults(t *testing.T) {
 func TestRampIsNotMeasured(t *testing.T) {
 	url := startDemo(t, "")
 	p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, rate: 1/s}"))
-	out, err := Run(context.Background(), p, plan.VaryRate, []float64{100}, Options{Ramp: time.Second, Hold: time.Second})
+	out, err := Run(context.Background(), p, plan.VaryRate, []float64{100}, Options{Judge: judgeLevel, Ramp: time.Second, Hold: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestGatesStopAtFirstFailure(t *testing.T) {
 	url := startDemo(t, "pool=2,service=10ms,wait=30ms")
 	p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, users: 1}"))
 	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{1, 12, 2}, Options{
-		Hold: time.Second, SLO: []string{"error_rate < 1%"}, StopAtFail: true,
+		Hold: time.Second, SLO: []string{"error_rate < 1%"}, StopAtFail: true, Judge: judgeLevel,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +336,7 @@ func TestIndicatorsHonest(t *testing.T) {
 		p := mustPlan(t, getPlan(url, "/elections/1/parties", "", "    - {duration: 1s, users: 1}"))
 		// 2 connections of 10ms serve 200 req/s: 4 and 16 users both get
 		// that, the 16 only wait longer.
-		out, err := Run(context.Background(), p, plan.VaryUsers, []float64{4, 16}, Options{Hold: 1500 * time.Millisecond})
+		out, err := Run(context.Background(), p, plan.VaryUsers, []float64{4, 16}, Options{Judge: judgeLevel, Hold: 1500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestIndicatorsHonest(t *testing.T) {
 		if in.Evidence["level_after"] != 16 || in.Evidence["p95_after_us"] <= in.Evidence["p95_before_us"] {
 			t.Errorf("evidence %v", in.Evidence)
 		}
-		healthy, err := Run(context.Background(), p, plan.VaryUsers, []float64{1, 2}, Options{Hold: time.Second})
+		healthy, err := Run(context.Background(), p, plan.VaryUsers, []float64{1, 2}, Options{Judge: judgeLevel, Hold: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -435,7 +435,7 @@ func TestLevelThatEndsDuringItsRamp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{10}, Options{Ramp: 5 * time.Second, Hold: time.Second, SLO: []string{"error_rate < 1%"}, StopAtFail: true})
+	out, err := Run(context.Background(), p, plan.VaryUsers, []float64{10}, Options{Judge: judgeLevel, Ramp: 5 * time.Second, Hold: time.Second, SLO: []string{"error_rate < 1%"}, StopAtFail: true})
 	if err != nil {
 		t.Fatal(err)
 	}

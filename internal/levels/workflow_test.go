@@ -134,7 +134,7 @@ func TestSweepSetupAndTeardownOncePerTest(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	p := mustPlan(t, fixturePlan(srv.URL))
-	out, err := Run(context.Background(), p, "users", []float64{1, 1, 1}, Options{Hold: 300 * time.Millisecond})
+	out, err := Run(context.Background(), p, "users", []float64{1, 1, 1}, Options{Judge: judgeLevel, Hold: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestGateFailingTearsDownOnce(t *testing.T) {
 	defer srv.Close()
 	p := mustPlan(t, fixturePlan(srv.URL))
 	out, err := Run(context.Background(), p, "users", []float64{1, 1, 1}, Options{
-		Hold: 300 * time.Millisecond, StopAtFail: true, SLO: []string{"requests > 1000000000"},
+		Hold: 300 * time.Millisecond, StopAtFail: true, SLO: []string{"requests > 1000000000"}, Judge: judgeLevel,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +171,7 @@ func TestInterruptedLevelsTearDownOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out, err := Run(ctx, p, "users", []float64{1, 1, 1}, Options{
+		Judge: judgeLevel,
 		// The interrupt comes as the second level's hold begins.
 		Hold: 300 * time.Millisecond,
 		Event: func(e Event) {

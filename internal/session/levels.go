@@ -50,6 +50,28 @@ type Levels struct {
 }
 
 func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error) {
+	o := e.hooked(c)
+	if e.Capacity != nil {
+		return e.searchCapacity(ctx, o, c)
+	}
+	outc, err := levels.Run(ctx, e.Plan, e.Vary, e.Values, o)
+	e.mu.Lock()
+	e.Outcome = outc
+	e.tearDownOver(outc != nil && outc.Result != nil, func() *result.Result { return outc.Result })
+	e.mu.Unlock()
+	if outc == nil || outc.Result == nil {
+		if err == nil {
+			err = errors.New("no level ran")
+		}
+		return nil, err
+	}
+	return outc.Result, err
+}
+
+// hooked is the levels' options with the session's verdict and signals,
+// and hooks that keep what ran for Snapshot around the caller's own
+// Level and Done.
+func (e *Levels) hooked(c Control) levels.Options {
 	o := e.Options
 	o.Run.OnPhase = e.set
 	o.Judge = LevelPass
@@ -62,8 +84,7 @@ func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error)
 		e.mu.Unlock()
 		e.loadOver(out.Result, c.Checkpoint)
 	}
-	event, level, doneLv := o.Event, o.Level, o.Done // the caller's, kept
-	o.Event = event
+	level, doneLv := o.Level, o.Done // the caller's, kept
 	o.Level = func(vary string, value float64, h *run.Handle) {
 		e.mu.Lock()
 		e.cur, e.h = result.Level{Vary: vary, Value: value}, h
@@ -81,40 +102,31 @@ func (e *Levels) Execute(ctx context.Context, c Control) (*result.Result, error)
 			doneLv(lv)
 		}
 	}
-	if e.Capacity != nil {
-		co := *e.Capacity
-		co.Options = o
-		co.Found = func(found *levels.Capacity) {
-			e.mu.Lock()
-			e.Found = found
-			e.mu.Unlock()
-			e.loadOver(found.Result, c.Checkpoint)
-		}
-		c, err := levels.SearchCapacity(ctx, e.Plan, co)
+	return o
+}
+
+// searchCapacity runs the capacity search with the levels' options o.
+func (e *Levels) searchCapacity(ctx context.Context, o levels.Options, c Control) (*result.Result, error) {
+	co := *e.Capacity
+	co.Options = o
+	co.Found = func(found *levels.Capacity) {
 		e.mu.Lock()
-		e.Found = c
-		e.tearDownOver(c != nil && c.Result != nil, func() *result.Result { return c.Result })
+		e.Found = found
 		e.mu.Unlock()
-		if c == nil || c.Result == nil {
-			if err == nil {
-				err = fmt.Errorf("no level could run within the budget of %v", co.Budget)
-			}
-			return nil, err
-		}
-		return c.Result, err
+		e.loadOver(found.Result, c.Checkpoint)
 	}
-	outc, err := levels.Run(ctx, e.Plan, e.Vary, e.Values, o)
+	found, err := levels.SearchCapacity(ctx, e.Plan, co)
 	e.mu.Lock()
-	e.Outcome = outc
-	e.tearDownOver(outc != nil && outc.Result != nil, func() *result.Result { return outc.Result })
+	e.Found = found
+	e.tearDownOver(found != nil && found.Result != nil, func() *result.Result { return found.Result })
 	e.mu.Unlock()
-	if outc == nil || outc.Result == nil {
+	if found == nil || found.Result == nil {
 		if err == nil {
-			err = errors.New("no level ran")
+			err = fmt.Errorf("no level could run within the budget of %v", co.Budget)
 		}
 		return nil, err
 	}
-	return outc.Result, err
+	return found.Result, err
 }
 
 // ForwardsSignals: a level run in other processes (levels.Options.Runner,

@@ -32,7 +32,12 @@ func (s *segmentSignals) pass(sig os.Signal) {
 	s.mu.Lock()
 	s.queue = append(s.queue, sig)
 	if s.proc != nil {
-		// A segment that has just exited cannot hear it, and needs not.
+		// The error is ignored: a segment that has just exited cannot hear
+		// it, and needs not (os.ErrProcessDone). The process is this
+		// one's own child, still waited for by exec, and the signals are
+		// the session's interrupts, so permission, a released process or
+		// an unknown signal cannot be why a send fails; and a segment
+		// that missed a second Ctrl-C still ends at its level's end.
 		_ = s.proc.Signal(sig)
 	}
 	s.mu.Unlock()
