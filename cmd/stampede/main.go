@@ -17,9 +17,6 @@ import (
 	"github.com/stampede-load/stampede/internal/session"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
-
 // Exit codes, documented in the README; the session owns them.
 const (
 	exitOK        = session.ExitOK
@@ -37,7 +34,7 @@ func main() {
 	pr := session.Process{
 		Stdout: os.Stdout, Stderr: os.Stderr,
 		LookupEnv: os.LookupEnv, Environ: os.Environ,
-		Notify: notify, Exit: os.Exit, SetGCPercent: debug.SetGCPercent, Version: version,
+		Notify: notify, Exit: os.Exit, SetGCPercent: debug.SetGCPercent, Version: buildVersion(),
 	}
 	os.Exit(mainCode(pr))
 }
@@ -120,7 +117,8 @@ interrupted, or a generator fault).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(pr), newValidateCmd(pr), newReportCmd(), newDemoCmd(pr), newVersionCmd())
+	root.AddCommand(newRunCmd(pr), newValidateCmd(pr), newReportCmd(), newDemoCmd(pr))
+	addVersion(root, pr.Version)
 	for _, mk := range extraCommands {
 		root.AddCommand(mk(pr))
 	}
@@ -149,16 +147,4 @@ interrupted, or a generator fault).`,
 		}
 	})
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), "stampede", version)
-			return nil
-		},
-	}
 }
