@@ -1,6 +1,7 @@
 package vu
 
 import (
+	"github.com/stampede-load/stampede/internal/jsonpath"
 	"net/http"
 	"strconv"
 
@@ -30,12 +31,12 @@ type answer struct {
 // reset forgets the previous answer's document.
 func (a *answer) reset() { a.doc, a.parsed = nil, false }
 
-// json is body decoded (decodeJSON), or false when it is not one JSON
+// json is body decoded (jsonpath.Decode), or false when it is not one JSON
 // document.
 func (a *answer) json(body []byte) (any, bool) {
 	if !a.parsed {
 		a.parsed = true
-		a.doc = decodeJSON(body)
+		a.doc = jsonpath.Decode(body)
 	}
 	return a.doc, a.doc != nil
 }
@@ -60,7 +61,7 @@ func (a *answer) value(c *plan.Capture, body []byte, h headerSource) (string, bo
 		}
 	case plan.CaptureJSON:
 		if doc, ok := a.json(body); ok {
-			return jsonAt(doc, c.JSONPath)
+			return jsonpath.At(doc, c.JSONPath)
 		}
 	}
 	return "", false

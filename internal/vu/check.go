@@ -2,6 +2,7 @@ package vu
 
 import (
 	"bytes"
+	"github.com/stampede-load/stampede/internal/jsonpath"
 	"strconv"
 
 	"github.com/stampede-load/stampede/internal/plan"
@@ -57,7 +58,7 @@ func (u *User) judge(st *Step) (sample.Class, []byte) {
 			u.msg = append(append(u.msg[:0], "body is not JSON"...), u.resp.CutNote()...)
 			return sample.Check, u.msg
 		}
-		got, ok := jsonAt(doc, je.Path)
+		got, ok := jsonpath.At(doc, je.Path)
 		if !ok {
 			u.msg = append(appendPath(append(u.msg[:0], "json "...), je.Path), ": not found"...)
 			return sample.Check, u.msg

@@ -39,17 +39,6 @@ load: {stages: [{duration: 1s, users: 1}]}
 	}
 }
 
-func TestDecodeJSONTakesOneDocument(t *testing.T) {
-	for _, bad := range []string{``, `{"a":1} {"b":2}`, `{"a":1`, `1 2`} {
-		if decodeJSON([]byte(bad)) != nil {
-			t.Errorf("%q decoded", bad)
-		}
-	}
-	if decodeJSON([]byte(" {\"a\": 1}\n")) == nil {
-		t.Error("a document with white space around it was refused")
-	}
-}
-
 // for_each over a captured list hands out its numbers exact: through
 // float64 the id went out as 1234567890123456768.
 func TestForEachItemsKeepNumbersExact(t *testing.T) {

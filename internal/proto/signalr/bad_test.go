@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/stampede-load/stampede/internal/jsonpath"
 	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/sample"
 )
@@ -422,7 +423,7 @@ func FuzzParseMessages(f *testing.F) {
 				t.Fatalf("message without a type accepted")
 			}
 			if err == nil && len(m.Arguments) > 0 {
-				ws.JSONAt(m.Arguments, []string{"0", "sentAt"})
+				jsonpath.Lookup(m.Arguments, []string{"0", "sentAt"})
 			}
 			return nil
 		})

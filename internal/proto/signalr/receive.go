@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stampede-load/stampede/internal/jsonpath"
 	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/sample"
 )
@@ -276,7 +277,7 @@ func (c *Conn) sentAt(args json.RawMessage) (time.Time, bool) {
 	if c.o.Protocol == MessagePack {
 		return msgpackTimeAt(args, c.o.TimestampPath)
 	}
-	v, ok := ws.JSONAt(args, c.o.TimestampPath)
+	v, ok := jsonpath.Lookup(args, c.o.TimestampPath)
 	if !ok {
 		return time.Time{}, false
 	}

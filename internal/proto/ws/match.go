@@ -3,16 +3,16 @@ package ws
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"regexp"
-	"strconv"
 
+	"github.com/stampede-load/stampede/internal/jsonpath"
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
 // Matcher selects an incoming message: the value at a dotted JSON path
-// equals a string (numbers, booleans and null compare by their JSON text),
+// equals a string (as a capture of it reads: numbers, booleans and null by
+// their JSON text as written, objects as compact JSON; internal/jsonpath),
 // or a regular expression matches the raw message. An empty Matcher
 // matches any message.
 type Matcher struct {
@@ -27,58 +27,10 @@ func (m *Matcher) Match(data []byte) bool {
 		return false
 	}
 	if len(m.Path) > 0 {
-		v, ok := JSONAt(data, m.Path)
+		v, ok := jsonpath.Lookup(data, m.Path)
 		return ok && v == m.Equals
 	}
 	return true
-}
-
-// JSONAt returns the value at path in a JSON document as the plan's
-// captures see it: strings unquoted, other values as JSON text.
-func JSONAt(data []byte, path []string) (string, bool) {
-	raw := json.RawMessage(data)
-	for _, p := range path {
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 {
-			return "", false
-		}
-		switch raw[0] {
-		case '{':
-			var m map[string]json.RawMessage
-			if json.Unmarshal(raw, &m) != nil {
-				return "", false
-			}
-			next, ok := m[p]
-			if !ok {
-				return "", false
-			}
-			raw = next
-		case '[':
-			i, err := strconv.Atoi(p)
-			if err != nil || i < 0 {
-				return "", false
-			}
-			var a []json.RawMessage
-			if json.Unmarshal(raw, &a) != nil || i >= len(a) {
-				return "", false
-			}
-			raw = a[i]
-		default:
-			return "", false
-		}
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
-		}
-		return s, true
-	}
-	if !json.Valid(raw) {
-		return "", false
-	}
-	return string(raw), true
 }
 
 // Waiter is a registered wait for a matching message. Registering before

@@ -398,27 +398,3 @@ func TestDialFailures(t *testing.T) {
 		}
 	}
 }
-
-func TestJSONAt(t *testing.T) {
-	doc := []byte(`{"a":{"b":[10,{"c":"x"}],"t":true,"n":null}}`)
-	cases := []struct {
-		path string
-		want string
-		ok   bool
-	}{
-		{"a.b.0", "10", true},    // number as JSON text
-		{"a.b.1.c", "x", true},   // string unquoted
-		{"a.t", "true", true},    // boolean as JSON text
-		{"a.n", "null", true},    // null is a value
-		{"a.b.2", "", false},     // index out of range
-		{"a.b.x", "", false},     // non-numeric index
-		{"a.missing", "", false}, // absent key
-		{"a.t.x", "", false},     // path through a scalar
-	}
-	for _, tc := range cases {
-		got, ok := JSONAt(doc, strings.Split(tc.path, "."))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%s: %q %v", tc.path, got, ok)
-		}
-	}
-}
