@@ -158,6 +158,9 @@ func Open(o Options) (*Session, error) {
 	if o.Out == "" {
 		return &Session{o: o}, nil
 	}
+	if err := checkResultPath(o.Out); err != nil {
+		return nil, Fail(ExitUsage, err)
+	}
 	out, err := result.Open(o.Out, max(o.Need, minNeed))
 	var se *result.SpaceError
 	switch {

@@ -1,0 +1,53 @@
+package session
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+// `-o csv=series.csv` is refused before anything is written, pointing to
+// --output; before, it saved the JSON result to a file of that name.
+func TestResultPathLikeAStreamRefused(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, kind := range streamKinds {
+		out := kind + "=series.out"
+		s, err := Open(Options{Out: out})
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%q) accepted a result file named like --output %s", out, out)
+		}
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != ExitUsage {
+			t.Errorf("Open(%q): %v, want a usage error", out, err)
+		}
+		if !strings.Contains(err.Error(), "--output "+out) {
+			t.Errorf("Open(%q): %q does not point to --output %s", out, err, out)
+		}
+		if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+			t.Errorf("Open(%q) left a file behind: %v", out, statErr)
+		}
+	}
+	// A name that is no stream kind, and the explicit ./ form, stay files.
+	for _, out := range []string{"json=a.json", "./csv=series.csv"} {
+		s, err := Open(Options{Out: out})
+		if err != nil {
+			t.Fatalf("Open(%q): %v", out, err)
+		}
+		s.Close()
+	}
+}
+
+// The kinds refused as result files are exactly those --output opens.
+func TestStreamKindsAreOutputKinds(t *testing.T) {
+	for _, kind := range streamKinds {
+		_, err := openStream(kind+"=", "test")
+		if err == nil || strings.Contains(err.Error(), "unknown kind") {
+			t.Errorf("openStream(%s=) = %v: a kind streamKinds lists must be known to --output", kind, err)
+		}
+	}
+	if _, err := openStream("nosuchkind=x", "test"); err == nil || !strings.Contains(err.Error(), "unknown kind") {
+		t.Errorf("openStream(nosuchkind=x) = %v, want unknown kind", err)
+	}
+}
