@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/profile"
 	"github.com/stampede-load/stampede/internal/proto/opname"
 	"github.com/stampede-load/stampede/internal/suggest"
 )
@@ -17,7 +18,7 @@ func (p *parser) checkPopulation(f map[string]kv) {
 	pl := p.plan
 	// After another problem a stage or scenario may be missing, and the
 	// plan is refused anyway.
-	if len(p.probs) > 0 || pl.Gates != nil || len(pl.Load.Stages) == 0 || maxStage(pl.Load.Stages) > 0 {
+	if len(p.probs) > 0 || pl.Gates != nil || len(pl.Load.Stages) == 0 || profile.MaxTarget(pl.Load.Stages) > 0 {
 		return
 	}
 	for _, s := range pl.Scenarios {
@@ -29,7 +30,7 @@ func (p *parser) checkPopulation(f map[string]kv) {
 	if pl.Load.Model == Open {
 		what, want = "rate: 0/s", "a rate above 0/s"
 	}
-	pos := pl.Load.Stages[0].Pos
+	pos := pl.stagePosAt(0)
 	if e, ok := f["load"]; ok {
 		pos = p.pos(e.k)
 	}
@@ -168,7 +169,7 @@ func (pl *Plan) PeakOf(processes int) Peak {
 	n := int64(max(processes, 1))
 	share := func(v int64) int64 { return (v + n - 1) / n }
 	var k Peak
-	peak := maxStage(pl.Load.Stages)
+	peak := profile.MaxTarget(pl.Load.Stages)
 	if pl.Load.Model == Open {
 		k.Rate = peak / float64(n)
 		k.HTTP = share(int64(pl.Load.MaxInFlight))
@@ -341,13 +342,22 @@ func (pl *Plan) peakStagePos() Pos {
 	if len(st) == 0 {
 		return Pos{File: pl.File}
 	}
-	m := maxStage(st)
-	for _, s := range st {
+	m := profile.MaxTarget(st)
+	for i, s := range st {
 		if s.From == m || s.To == m {
-			return s.Pos
+			return pl.stagePosAt(i)
 		}
 	}
-	return st[0].Pos
+	return pl.stagePosAt(0)
+}
+
+// stagePosAt is where stage i was written; stages the plan made (waves,
+// levels) were written nowhere.
+func (pl *Plan) stagePosAt(i int) Pos {
+	if i < len(pl.stagePos) {
+		return pl.stagePos[i]
+	}
+	return Pos{}
 }
 
 // fmtCount prints a count with thousands separators, as the reports do.

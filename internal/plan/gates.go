@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stampede-load/stampede/internal/profile"
 )
 
 // What a gate, sweep or capacity level varies.
@@ -135,7 +137,7 @@ func (pl *Plan) AtLevel(vary string, value float64, ramp, hold time.Duration) (*
 	q := *pl
 	q.Waves = nil
 	q.Load.Pace = pl.Load.Pace
-	peak := maxStage(pl.Load.Stages)
+	peak := profile.MaxTarget(pl.Load.Stages)
 	model := pl.Load.Model
 	switch vary {
 	case VaryUsers:
@@ -184,7 +186,7 @@ func (pl *Plan) AtLevel(vary string, value float64, ramp, hold time.Duration) (*
 		q.Load.MaxInFlight = 0
 	}
 	q.Load.Model = model
-	q.Load.Stages = nil
+	q.Load.Stages, q.stagePos = nil, nil
 	if ramp > 0 {
 		q.Load.Stages = append(q.Load.Stages, Stage{Duration: ramp, From: 0, To: peak})
 	}

@@ -1,6 +1,10 @@
 package plan
 
-import "time"
+import (
+	"time"
+
+	"github.com/stampede-load/stampede/internal/profile"
+)
 
 // Model is the load model.
 type Model uint8
@@ -22,14 +26,10 @@ func (m Model) String() string {
 
 // Stage is one segment of the load profile. In the closed model From and To
 // are user counts; in the open model they are arrivals per second. A stage
-// without a ramp has From == To.
-type Stage struct {
-	Duration time.Duration
-	From, To float64
-	// Steps > 0 ramps in that many equal jumps instead of linearly.
-	Steps int
-	Pos   Pos
-}
+// without a ramp has From == To. It is the profile's own type, so the load
+// maths (package profile) takes a plan's stages as they are; where the
+// first stage sits in the file is kept on the plan (stagesPos).
+type Stage = profile.Stage
 
 // Load is the load profile of a run.
 type Load struct {
@@ -51,10 +51,4 @@ type Load struct {
 }
 
 // Duration is the total length of all stages.
-func (l Load) Duration() time.Duration {
-	var d time.Duration
-	for _, s := range l.Stages {
-		d += s.Duration
-	}
-	return d
-}
+func (l Load) Duration() time.Duration { return profile.Duration(l.Stages) }

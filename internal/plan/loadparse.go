@@ -40,6 +40,7 @@ func (p *parser) load(n *yaml.Node) {
 			continue
 		}
 		l.Stages = append(l.Stages, st)
+		p.plan.stagePos = append(p.plan.stagePos, p.pos(deref(it)))
 	}
 	l.Model = model
 	if e, ok := f["pace"]; ok {
@@ -77,7 +78,7 @@ func (p *parser) load(n *yaml.Node) {
 // stage parses one stage and says which model it uses ("users" or "rate").
 func (p *parser) stage(n *yaml.Node) (Stage, string, bool) {
 	n = deref(n)
-	st := Stage{Pos: p.pos(n)}
+	var st Stage
 	if n.Kind != yaml.MappingNode {
 		p.errf(n, "bad stage: expected a mapping such as {duration: 1m, users: 10}, found %s", kindName(n))
 		return st, "", false

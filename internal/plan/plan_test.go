@@ -133,11 +133,14 @@ func TestScalection(t *testing.T) {
 		t.Errorf("think = %+v", think)
 	}
 	want := Load{Model: Closed, Grace: 5 * time.Second, Stages: []Stage{
-		{Duration: 3 * time.Minute, From: 0, To: 400, Steps: 4, Pos: Pos{p.File, 32, 7}},
-		{Duration: 2 * time.Minute, From: 400, To: 400, Pos: Pos{p.File, 33, 7}},
+		{Duration: 3 * time.Minute, From: 0, To: 400, Steps: 4},
+		{Duration: 2 * time.Minute, From: 400, To: 400},
 	}}
 	if !reflect.DeepEqual(p.Load, want) {
 		t.Errorf("load = %+v\nwant %+v", p.Load, want)
+	}
+	if want := []Pos{{p.File, 32, 7}, {p.File, 33, 7}}; !reflect.DeepEqual(p.stagePos, want) {
+		t.Errorf("stage positions = %+v, want %+v", p.stagePos, want)
 	}
 	if len(p.Thresholds) != 3 || p.Thresholds[2].Value != "POST vote: p99 < 2s" || p.Thresholds[0].Pos.Line != 34 {
 		t.Errorf("thresholds = %+v", p.Thresholds)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stampede-load/stampede/internal/profile"
 )
 
 // Tenant pools: "2,000 restaurants × their devices and customers" as one
@@ -30,7 +32,7 @@ type Wave struct {
 }
 
 // Duration is the length of the wave's own profile, without its offset.
-func (w Wave) Duration() time.Duration { return stagesDuration(w.Stages) }
+func (w Wave) Duration() time.Duration { return profile.Duration(w.Stages) }
 
 func init() {
 	scenarioExtensions = append(scenarioExtensions, scenarioExtension{key: "per_tenant", parse: (*parser).perTenant})
@@ -119,7 +121,7 @@ func (p *parser) finishTenants() {
 				// which TenantOf relies on to give each tenant exactly K.
 				s.Weight = s.PerTenant
 			}
-			pl.Load.Stages = scaleStages(pl.Load.Stages, float64(pl.PerTenantUsers()*pl.Tenants))
+			pl.Load.Stages = profile.Scale(pl.Load.Stages, float64(pl.PerTenantUsers()*pl.Tenants))
 		}
 	}
 	for _, ds := range pl.Data {
@@ -254,7 +256,7 @@ func (p *parser) finishWaves() {
 		return
 	}
 	shape := pl.Load.Stages
-	peak := maxStage(shape)
+	peak := profile.MaxTarget(shape)
 	acc, first := 0.0, 1
 	for i := range pl.Waves {
 		w := &pl.Waves[i]
@@ -270,9 +272,10 @@ func (p *parser) finishWaves() {
 		w.First, w.Last = first, last
 		first = last + 1
 		n := float64(w.Last - w.First + 1)
-		w.Stages = scaleStages(shape, peak*n/float64(pl.Tenants))
+		w.Stages = profile.Scale(shape, peak*n/float64(pl.Tenants))
 	}
 	pl.Load.Stages = WaveTotal(pl.Waves)
+	pl.stagePos = nil
 }
 
 // WaveTotal is the sum of the waves' shifted profiles as stages. Between
@@ -295,8 +298,8 @@ func WaveTotal(waves []Wave) []Stage {
 	total := func(t time.Duration) float64 {
 		v := 0.0
 		for _, w := range waves {
-			if t >= w.Offset && t < w.Offset+stagesDuration(w.Stages) {
-				v += TargetAt(w.Stages, t-w.Offset)
+			if t >= w.Offset && t < w.Offset+profile.Duration(w.Stages) {
+				v += profile.TargetAt(w.Stages, t-w.Offset)
 			}
 		}
 		return v
@@ -309,70 +312,6 @@ func WaveTotal(waves []Wave) []Stage {
 		}
 		out = append(out, Stage{Duration: c - prev, From: total(prev), To: total(c - 1)})
 		prev = c
-	}
-	return out
-}
-
-func stagesDuration(st []Stage) time.Duration {
-	var d time.Duration
-	for _, s := range st {
-		d += s.Duration
-	}
-	return d
-}
-
-// TargetAt is the stage value (users or arrivals/s) at elapsed time t.
-// After the last stage it returns the last stage's end value. It lives here,
-// not in package sched, because wave totals need it and sched imports plan;
-// sched.TargetAt calls it.
-func TargetAt(stages []Stage, t time.Duration) float64 {
-	for _, s := range stages {
-		if t < s.Duration {
-			return s.valueAt(t)
-		}
-		t -= s.Duration
-	}
-	if len(stages) == 0 {
-		return 0
-	}
-	return stages[len(stages)-1].To
-}
-
-// valueAt is the stage's value t into it.
-func (s Stage) valueAt(t time.Duration) float64 {
-	if s.From == s.To || s.Duration <= 0 {
-		return s.To
-	}
-	frac := float64(t) / float64(s.Duration)
-	if s.Steps > 0 {
-		// "0 -> 400 in 4 steps" holds 100, 200, 300, 400 for a quarter each,
-		// as Azure Load Testing's step ramps do.
-		k := math.Floor(frac * float64(s.Steps))
-		return s.From + (s.To-s.From)*(k+1)/float64(s.Steps)
-	}
-	return s.From + (s.To-s.From)*frac
-}
-
-func maxStage(st []Stage) float64 {
-	m := 0.0
-	for _, s := range st {
-		m = max(m, s.From, s.To)
-	}
-	return m
-}
-
-// scaleStages keeps the profile's shape and sets its peak to peak; a flat
-// zero profile becomes a flat peak.
-func scaleStages(st []Stage, peak float64) []Stage {
-	out := make([]Stage, len(st))
-	m := maxStage(st)
-	for i, s := range st {
-		if m == 0 {
-			s.From, s.To = peak, peak
-		} else {
-			s.From, s.To = s.From*peak/m, s.To*peak/m
-		}
-		out[i] = s
 	}
 	return out
 }

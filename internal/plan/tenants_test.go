@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/profile"
 )
 
 // parseWith parses src with in-memory files.
@@ -163,7 +165,7 @@ load:
 	if d := p.Load.Duration(); d != 30*time.Second {
 		t.Errorf("duration %v, want 30s (the last wave's end)", d)
 	}
-	at := func(d time.Duration) float64 { return TargetAt(p.Load.Stages, d) }
+	at := func(d time.Duration) float64 { return profile.TargetAt(p.Load.Stages, d) }
 	for _, c := range []struct {
 		t    time.Duration
 		want float64

@@ -59,6 +59,9 @@ type Plan struct {
 	SecretHeaders []string
 	// maxInFlightPos is where max_in_flight was written, if it was.
 	maxInFlightPos Pos
+	// stagePos is where each stage of the load was written, by index; nil
+	// once the stages are made rather than read (waves, levels).
+	stagePos []Pos
 }
 
 // Located is a string value with the place it was written.

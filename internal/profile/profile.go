@@ -69,6 +69,31 @@ func PeakUsers(stages []Stage) int64 {
 	return int64(math.Round(MaxTarget(stages)))
 }
 
+// Duration is the profile's length.
+func Duration(stages []Stage) time.Duration {
+	var d time.Duration
+	for _, s := range stages {
+		d += s.Duration
+	}
+	return d
+}
+
+// Scale keeps the profile's shape and sets its peak to peak; a flat zero
+// profile becomes a flat peak.
+func Scale(stages []Stage, peak float64) []Stage {
+	out := make([]Stage, len(stages))
+	m := MaxTarget(stages)
+	for i, s := range stages {
+		if m == 0 {
+			s.From, s.To = peak, peak
+		} else {
+			s.From, s.To = s.From*peak/m, s.To*peak/m
+		}
+		out[i] = s
+	}
+	return out
+}
+
 // PaceDelay is how long a paced user waits before iteration iter (from 0),
 // given the time elapsed since the user started. Iterations are due every
 // pace; a late user starts at once and does not try to catch up with a

@@ -158,9 +158,21 @@ func TestArrivalsBeforeInvertsTime(t *testing.T) {
 	}
 }
 
-// TestPeakUsersAndCount: the peak users are rounded as UsersAt rounds
-// them, and Count is how many arrivals have a due time.
-func TestPeakUsersAndCount(t *testing.T) {
+// TestShapeHelpers: a scaled profile keeps its shape at the new peak, a
+// flat zero one becomes flat at the peak; duration, peak users and the
+// arrival count follow the stages.
+func TestShapeHelpers(t *testing.T) {
+	st := []Stage{{Duration: time.Second, From: 0, To: 50}, {Duration: 3 * time.Second, From: 50, To: 20, Steps: 3}}
+	sc := Scale(st, 100)
+	if sc[0].To != 100 || sc[1].To != 40 || sc[1].Steps != 3 || st[0].To != 50 {
+		t.Errorf("Scale = %+v (input now %+v)", sc, st)
+	}
+	if flat := Scale([]Stage{{Duration: time.Second}}, 7); flat[0].From != 7 || flat[0].To != 7 {
+		t.Errorf("a flat zero profile scaled: %+v", flat)
+	}
+	if d := Duration(st); d != 4*time.Second {
+		t.Errorf("Duration = %v", d)
+	}
 	if p := PeakUsers([]Stage{{Duration: time.Second, From: 0, To: 2.5}}); p != 3 {
 		t.Errorf("PeakUsers = %d, want 3 (rounded as UsersAt rounds)", p)
 	}
