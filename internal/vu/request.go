@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"strings"
 
@@ -186,7 +185,7 @@ func (u *User) storeCookies(st *Step) {
 		return
 	}
 	if u.jar == nil {
-		u.jar, _ = cookiejar.New(nil)
+		u.jar = newJar() // cookiejar.go
 	}
 	if pu := u.requestURL(&u.req); pu != nil {
 		u.jar.SetCookies(pu, cs)
