@@ -183,14 +183,11 @@ func startConnections(r *runner) *connRunner {
 				continue
 			}
 			s := &slot{idx: idx, tenant: tenantOfSlot(sc.Connection, idx, r.plan.Tenants)}
-			s.env = &plan.Env{Tenant: s.tenant, VU: int64(idx + 1)}
+			s.env = r.prog.ConnectionEnv(i, int64(idx+1), s.tenant, connCaptures(p.spec))
 			if r.opts.Carry != nil {
 				// {{ vu }} is the device's slot, the same at every level;
 				// {{ iter }} goes on, so the pair never repeats.
 				r.opts.Carry.Counter(&s.iter)
-			}
-			if w := p.spec.WebSocket; w != nil && w.Captures > 0 {
-				s.env.Captures = make([]string, w.Captures)
 			}
 			p.slots = append(p.slots, s)
 		}
@@ -200,6 +197,15 @@ func startConnections(r *runner) *connRunner {
 	r.rec.TrackConnections = true
 	go cr.loop()
 	return cr
+}
+
+// connCaptures is the number of capture slots a connection's script
+// fills (SignalR calls capture nothing).
+func connCaptures(spec *plan.Connection) int {
+	if spec.WebSocket != nil {
+		return spec.WebSocket.Captures
+	}
+	return 0
 }
 
 // groupName is the report group of a protocol's steps.

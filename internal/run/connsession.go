@@ -2,9 +2,7 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/plan"
@@ -17,16 +15,6 @@ import (
 // A connection's session: it connects, runs its hub calls or WebSocket
 // steps up to a hold, and closes, on a goroutine the controller
 // (connections.go) hands its slot to.
-
-// url renders the slot's connection URL, joined to the target when it is
-// a path.
-func (p *population) url(t *plan.Template, s *slot) string {
-	u := t.String(s.env)
-	if strings.HasPrefix(u, "/") {
-		return p.base + u
-	}
-	return u
-}
 
 // connect opens the slot's connection and runs its calls or steps up to a
 // hold. Runs on a goroutine of its own.
@@ -43,7 +31,7 @@ func (p *population) connect(ctx context.Context, s *slot) {
 
 func (p *population) connectSignalR(ctx context.Context, s *slot) {
 	spec := p.spec.SignalR
-	c, err := signalr.Connect(ctx, p.url(spec.URL, s), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), p.sro)
+	c, err := signalr.Connect(ctx, vu.ConnectionURL(p.base, spec.URL, s.env), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), p.sro)
 	if err != nil {
 		p.failedAttempt(err)
 		p.retryLater(s)
@@ -69,24 +57,19 @@ func (p *population) connectSignalR(ctx context.Context, s *slot) {
 }
 
 func (p *population) call(ctx context.Context, c *signalr.Conn, call plan.HubCall, env *plan.Env) error {
-	var raw []json.RawMessage
-	if err := json.Unmarshal(call.Args.Append(nil, env), &raw); err != nil {
+	args, err := vu.HubArgs(&call, env)
+	if err != nil {
 		// The template renders valid JSON by construction; a bad one is
 		// still counted rather than dropped, with no latency: nothing
 		// was sent.
 		p.rec.Unsent(callOp(call), sample.Other, err)
 		return err
 	}
-	args := make([]any, len(raw))
-	for i, a := range raw {
-		args[i] = a
-	}
 	if call.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, call.Timeout)
 		defer cancel()
 	}
-	var err error
 	switch call.Mode {
 	case plan.HubSend:
 		err = c.Send(call.Method, args...)
@@ -161,7 +144,7 @@ func (p *population) closeWS(s *slot, code int, reason string, atEnd bool) {
 
 func (p *population) connectWS(ctx context.Context, s *slot) {
 	spec := p.spec.WebSocket
-	c, err := ws.Dial(ctx, p.url(spec.URL, s), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), p.wso, nil)
+	c, err := ws.Dial(ctx, vu.ConnectionURL(p.base, spec.URL, s.env), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), p.wso, nil)
 	if err != nil {
 		p.failedAttempt(err)
 		p.rec.RecordWS(ws.OpUpgrade, ws.Classify(err), 0, err)
@@ -207,7 +190,7 @@ func (p *population) runSteps(ctx context.Context, s *slot) {
 				typ = ws.Binary
 			}
 			t0 := time.Now()
-			err := s.wc.Send(typ, st.Body.Append(nil, s.env))
+			err := s.wc.Send(typ, vu.AppendSend(nil, st, s.env))
 			p.rec.RecordWS(ws.StepOp(st.Name), ws.Classify(err), time.Since(t0), err)
 			if err != nil {
 				p.failStep(s, false)
