@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -214,6 +215,36 @@ func TestEnginesResumeTLSAlike(t *testing.T) {
 		if st == nil || st.Handshakes != tot.Requests || st.Handshakes != srv.handshakes.Load() ||
 			st.Full != 4 || st.Resumed != st.Handshakes-4 || st.Resumed != srv.resume.Load() {
 			t.Errorf("%s: tls %+v for %d requests; server saw %d handshakes, %d resumed", engine, st, tot.Requests, srv.handshakes.Load(), srv.resume.Load())
+		}
+	}
+}
+
+// A body far larger than the socket takes at once goes out over TLS a
+// piece at a time on the loop (the next once the socket took the last,
+// each turn on the socket's writability) and arrives whole, in order,
+// with either engine.
+func TestEnginesSendBigBodiesOverTLSAlike(t *testing.T) {
+	needLoop(t)
+	const size = 4 << 20
+	for _, engine := range []string{EngineGoroutines, EngineLoop} {
+		var seen, whole atomic.Int64
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Add(1)
+			if b, _ := io.ReadAll(r.Body); len(b) == size && bytes.Count(b, []byte("x")) == size {
+				whole.Add(1)
+			}
+			io.WriteString(w, "ok")
+		}))
+		srv.StartTLS() // HTTP/1.1 only, as the loop speaks
+		res := runOn(t, `
+target: https://`+srv.Listener.Addr().String()+`
+http: {version: http/1.1}
+scenarios: {s: {steps: [{post: /, body: "`+strings.Repeat("x", size)+`", timeout: 60s}]}}
+load: {grace: 60s, stages: [{duration: 300ms, users: 2}]}
+`, engine, false)
+		srv.Close()
+		if tot := res.Totals; tot.Requests == 0 || tot.Failed != 0 || tot.Requests != seen.Load() || whole.Load() != seen.Load() {
+			t.Errorf("%s: %d requests (%d failed %v), server saw %d, %d whole", engine, tot.Requests, tot.Failed, tot.ByClass, seen.Load(), whole.Load())
 		}
 	}
 }
