@@ -16,13 +16,15 @@ import (
 // threshold, SLO and step check, the measured value in each case's
 // system-out and a failure message a person can act on.
 
+// junitSuites has no skipped count: the Jenkins JUnit schema
+// (xunit-plugin's junit-10.xsd) allows one on <testsuite> only, where each
+// suite gives its own.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
 	Time     string       `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
@@ -78,15 +80,15 @@ func JUnit(w io.Writer, r *result.Result) error {
 	// A gates or sweep result's own thresholds are its levels' SLOs again
 	// ("users 400: p95 < 1s"): the level suites say it once.
 	if len(r.Levels) == 0 {
-		doc.Suites = append(doc.Suites, runSuite(name, r, nil))
+		doc.Suites = append(doc.Suites, runSuite(name, "", r, nil))
 	}
 	for i := range r.Levels {
 		l := &r.Levels[i]
 		if l.Result == nil {
 			continue
 		}
-		label := fmt.Sprintf("%s level %d: %s %s", name, i+1, l.Vary, trimFloat(l.Value))
-		doc.Suites = append(doc.Suites, runSuite(label, l.Result, l))
+		level := fmt.Sprintf("level %d: %s %s", i+1, l.Vary, trimFloat(l.Value))
+		doc.Suites = append(doc.Suites, runSuite(name+" "+level, level, l.Result, l))
 	}
 	var total float64
 	for i := range doc.Suites {
@@ -94,7 +96,6 @@ func JUnit(w io.Writer, r *result.Result) error {
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
-		doc.Skipped += s.Skipped
 		t, _ := strconv.ParseFloat(s.Time, 64)
 		total += t
 	}
@@ -113,7 +114,10 @@ func JUnit(w io.Writer, r *result.Result) error {
 
 func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-func runSuite(name string, r *result.Result, l *result.Level) junitSuite {
+// runSuite is one run's suite; a level's cases get the level in their
+// class name, since Surefire and junit2html key a case by class name and
+// name and would merge the levels' same-named cases into one.
+func runSuite(name, level string, r *result.Result, l *result.Level) junitSuite {
 	s := junitSuite{Name: name, Time: secs(r.Run.DurationS)}
 	if !r.Run.Started.IsZero() {
 		s.Timestamp = r.Run.Started.UTC().Format("2006-01-02T15:04:05")
@@ -126,6 +130,9 @@ func runSuite(name string, r *result.Result, l *result.Level) junitSuite {
 		{"failed", strconv.FormatInt(r.Totals.Failed, 10)},
 	}
 	cls := "stampede." + classPart(r.Plan.Name)
+	if level != "" {
+		cls += "." + classPart(strings.ReplaceAll(level, ":", ""))
+	}
 	if r.Run.Partial {
 		// A cut-short run measured less than it was asked to: an error,
 		// not a failure of the system under test.
