@@ -1,0 +1,115 @@
+//go:build linux
+
+package evloop
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/vu"
+)
+
+// listedArrivals is a schedule of given due times, taken on the loop's
+// goroutine. It counts the waits the loop had to set a timer for (Next
+// answering a time still to come) and closes over after the last.
+type listedArrivals struct {
+	sc       *vu.Scenario
+	due      []time.Time
+	k        int
+	waits    int
+	dropped  int
+	overOnce sync.Once
+	over     chan struct{}
+}
+
+func (a *listedArrivals) Take(now time.Time) (*vu.Scenario, time.Time, bool) {
+	if a.k == len(a.due) || a.due[a.k].After(now) {
+		return nil, time.Time{}, false
+	}
+	a.k++
+	return a.sc, a.due[a.k-1], true
+}
+
+func (a *listedArrivals) Next() (time.Time, bool) {
+	if a.k == len(a.due) {
+		a.overOnce.Do(func() { close(a.over) })
+		return time.Time{}, false
+	}
+	if time.Until(a.due[a.k]) > 0 {
+		a.waits++
+	}
+	return a.due[a.k], true
+}
+
+func (a *listedArrivals) Drop(*vu.Scenario) { a.dropped++ }
+
+// runOpenLoop runs arrivals at due on one loop against srv until the last
+// was taken and every request answered, and returns the recorder.
+func runOpenLoop(t *testing.T, srv *fixedServer, arr *listedArrivals, slots int) *metrics.Recorder {
+	t.Helper()
+	p, err := plan.Parse("o.yaml", []byte(`
+target: http://`+srv.ln.Addr().String()+`
+scenarios: {s: {steps: [{get: /}]}}
+load: {stages: [{duration: 1h, users: 1}]}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := vu.Compile(p, p.Target, "stampede/test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := metrics.New(prog.Steps, 1)
+	arr.sc, arr.over = prog.ScenarioFor(0), make(chan struct{})
+	soft := make(chan struct{})
+	var wg sync.WaitGroup
+	var inflight, active atomic.Int64
+	var ids atomic.Int64
+	_, err = New(Config{Prog: prog, Rec: rec, Soft: soft,
+		Hold: func() { wg.Add(1) }, Release: wg.Done, Left: func() {}, InFlight: &inflight,
+		Open: &Open{
+			Loops:   []OpenLoop{{Arrivals: arr, Max: slots}},
+			NewUser: func(tr *Transport) *vu.User { return prog.NewUser(ids.Add(1), tr, rec) },
+			Active:  func(d int64) { active.Add(d) },
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-arr.over
+	// Every arrival was taken, each started (Active) before the last
+	// Next; the run stops once their iterations are over.
+	for active.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(soft)
+	wg.Wait()
+	return rec
+}
+
+// Arrivals due within a millisecond of one another start in one turn of
+// the loop, behind one setting of its timer: a pair 200 µs apart costs one
+// wait, where a wake-up per arrival cost two (the open model's cost was
+// its wake-ups). None is lost or dropped for it.
+func TestOpenLoopBatchesCloseArrivals(t *testing.T) {
+	srv := newFixedServer(t)
+	const pairs = 40
+	first := time.Now().Add(5 * time.Millisecond)
+	arr := &listedArrivals{}
+	for j := 0; j < pairs; j++ {
+		at := first.Add(time.Duration(j) * 5 * time.Millisecond)
+		arr.due = append(arr.due, at, at.Add(200*time.Microsecond))
+	}
+	rec := runOpenLoop(t, srv, arr, 2*pairs)
+	tot := rec.Snapshot().Totals
+	if tot.Requests != 2*pairs || tot.Failed != 0 || arr.dropped != 0 || srv.n.Load() != 2*pairs {
+		t.Errorf("recorded %d requests (%d failed), dropped %d, server answered %d; want %d each, none failed or dropped",
+			tot.Requests, tot.Failed, arr.dropped, srv.n.Load(), 2*pairs)
+	}
+	if arr.waits > pairs {
+		t.Errorf("the loop waited %d times for %d pairs of arrivals 200 µs apart: an arrival was not batched with its pair", arr.waits, pairs)
+	}
+}
