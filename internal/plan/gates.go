@@ -11,11 +11,11 @@ import (
 	"github.com/stampede-load/stampede/internal/profile"
 )
 
-// What a gate, sweep or capacity level varies.
+// What a gate, sweep or capacity level varies (profile's names).
 const (
-	VaryUsers   = "users"
-	VaryRate    = "rate"
-	VaryTenants = "tenants"
+	VaryUsers   = profile.VaryUsers
+	VaryRate    = profile.VaryRate
+	VaryTenants = profile.VaryTenants
 )
 
 // Gates are scaling gates run in order (a restaurant-ordering system: 50,

@@ -6,23 +6,15 @@ import (
 	"github.com/stampede-load/stampede/internal/profile"
 )
 
-// Model is the load model.
-type Model uint8
+// Model is the load model (profile's, so what draws or splits a profile
+// needs no plan).
+type Model = profile.Model
 
+// The load models.
 const (
-	// Closed runs a number of virtual users, each looping its scenario.
-	Closed Model = iota
-	// Open starts iterations at a given arrival rate, whether or not earlier
-	// ones finished.
-	Open
+	Closed = profile.Closed
+	Open   = profile.Open
 )
-
-func (m Model) String() string {
-	if m == Open {
-		return "open"
-	}
-	return "closed"
-}
 
 // Stage is one segment of the load profile. In the closed model From and To
 // are user counts; in the open model they are arrivals per second. A stage

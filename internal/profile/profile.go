@@ -11,6 +11,32 @@ import (
 	"time"
 )
 
+// Model is the load model.
+type Model uint8
+
+const (
+	// Closed runs a number of virtual users, each looping its scenario.
+	Closed Model = iota
+	// Open starts iterations at a given arrival rate, whether or not earlier
+	// ones finished.
+	Open
+)
+
+func (m Model) String() string {
+	if m == Open {
+		return "open"
+	}
+	return "closed"
+}
+
+// What a level of a gates, sweep or capacity run varies: the users of a
+// closed profile, the rate of an open one, or the tenants of a pool.
+const (
+	VaryUsers   = "users"
+	VaryRate    = "rate"
+	VaryTenants = "tenants"
+)
+
 // Stage is one part of a profile: the value goes from From to To over
 // Duration, linearly or, with Steps > 0, in that many equal jumps.
 type Stage struct {

@@ -96,7 +96,7 @@ func openStream(spec, version string) (output.Sink, error) {
 // planStages gives the dashboard, if one is open, the load a run plans.
 func (o *openOutputs) planStages(l plan.Load) {
 	if o.dash != nil {
-		o.dash.SetProfile(dashboard.StagesProfile(l))
+		o.dash.SetProfile(dashboard.StagesProfile(l.Model, l.Stages))
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/profile"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -60,7 +60,7 @@ func BenchmarkDashboardUpdate(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close(nil)
-			s.SetProfile(StagesProfile(plan.Load{Model: plan.Open, Stages: []plan.Stage{{Duration: time.Duration(secs) * time.Second, From: 20_000, To: 20_000}}}))
+			s.SetProfile(StagesProfile(profile.Open, []profile.Stage{{Duration: time.Duration(secs) * time.Second, From: 20_000, To: 20_000}}))
 			r := runSoFar(secs)
 			c := &http.Client{}
 			get := func(path string) int {

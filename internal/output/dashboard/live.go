@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/gate"
-	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/profile"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -25,20 +25,20 @@ type Profile struct {
 	Levels []float64 `json:"levels,omitempty"`
 }
 
-// StagesProfile is a run's planned profile, from its plan's stages: users
-// in the closed model, arrivals/s in the open one. A step ramp is drawn
-// as its stairs, since that is the load the run applies.
-func StagesProfile(l plan.Load) Profile {
-	p := Profile{Vary: plan.VaryUsers, T: []float64{}, V: []float64{}}
-	if l.Model == plan.Open {
-		p.Vary = plan.VaryRate
+// StagesProfile is a run's planned profile, from its plan's model and
+// stages: users in the closed model, arrivals/s in the open one. A step
+// ramp is drawn as its stairs, since that is the load the run applies.
+func StagesProfile(model profile.Model, stages []profile.Stage) Profile {
+	p := Profile{Vary: profile.VaryUsers, T: []float64{}, V: []float64{}}
+	if model == profile.Open {
+		p.Vary = profile.VaryRate
 	}
 	at := time.Duration(0)
 	add := func(t time.Duration, v float64) {
 		p.T = append(p.T, t.Seconds())
 		p.V = append(p.V, v)
 	}
-	for _, s := range l.Stages {
+	for _, s := range stages {
 		switch {
 		case s.Steps > 0 && s.From != s.To:
 			for k := 0; k < s.Steps; k++ {
@@ -115,9 +115,9 @@ func actual(r *result.Result, vary string, offset float64, into *series) float64
 	for i, t := range sr.T {
 		var v float64
 		switch {
-		case vary == plan.VaryRate && i < len(sr.Started):
+		case vary == profile.VaryRate && i < len(sr.Started):
 			v = float64(sr.Started[i]) / iv
-		case vary != plan.VaryRate && i < len(sr.Active):
+		case vary != profile.VaryRate && i < len(sr.Active):
 			v = float64(sr.Active[i])
 		default:
 			continue
@@ -138,11 +138,11 @@ func (s *Sink) liveState() *live {
 	if cur == nil {
 		return l
 	}
-	vary := plan.VaryUsers
+	vary := profile.VaryUsers
 	if prof != nil {
 		vary = prof.Vary
 	} else if cur.Run.Model == "open" {
-		vary = plan.VaryRate
+		vary = profile.VaryRate
 	}
 	if len(cur.Levels) == 0 {
 		actual(cur, vary, 0, &l.Actual)

@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/profile"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
 // TestStagesProfile: the planned profile spans every stage, a step ramp as
 // its stairs, in the model's unit.
 func TestStagesProfile(t *testing.T) {
-	p := StagesProfile(plan.Load{Model: plan.Open, Stages: []plan.Stage{
+	p := StagesProfile(profile.Open, []profile.Stage{
 		{Duration: 10 * time.Second, From: 0, To: 100},
 		{Duration: 20 * time.Second, From: 100, To: 300, Steps: 2},
 		{Duration: 5 * time.Second, From: 300, To: 300},
-	}})
-	if p.Vary != plan.VaryRate {
+	})
+	if p.Vary != profile.VaryRate {
 		t.Errorf("vary %q", p.Vary)
 	}
 	wantT := []float64{0, 10, 10, 20, 20, 30, 30, 35}
@@ -34,7 +34,7 @@ func TestStagesProfile(t *testing.T) {
 			t.Errorf("point %d: (%g, %g), want (%g, %g)", i, p.T[i], p.V[i], wantT[i], wantV[i])
 		}
 	}
-	if c := StagesProfile(plan.Load{Model: plan.Closed}); c.Vary != plan.VaryUsers || len(c.T) != 0 {
+	if c := StagesProfile(profile.Closed, nil); c.Vary != profile.VaryUsers || len(c.T) != 0 {
 		t.Errorf("closed, no stages: %+v", c)
 	}
 }
@@ -42,7 +42,7 @@ func TestStagesProfile(t *testing.T) {
 // TestLevelsProfile: each level ramps from zero then holds, one after
 // another, and the planned levels are listed.
 func TestLevelsProfile(t *testing.T) {
-	p := LevelsProfile(plan.VaryUsers, []float64{10, 20}, 2*time.Second, 5*time.Second)
+	p := LevelsProfile(profile.VaryUsers, []float64{10, 20}, 2*time.Second, 5*time.Second)
 	wantT := []float64{0, 2, 7, 7, 9, 14}
 	wantV := []float64{0, 10, 10, 0, 20, 20}
 	for i := range wantT {
@@ -64,7 +64,7 @@ func TestLiveLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(nil)
-	s.SetProfile(LevelsProfile(plan.VaryUsers, []float64{10, 20, 30}, 0, 2*time.Second))
+	s.SetProfile(LevelsProfile(profile.VaryUsers, []float64{10, 20, 30}, 0, 2*time.Second))
 	get := func() live {
 		t.Helper()
 		resp, err := http.Get(s.URL() + "/live")
@@ -92,8 +92,8 @@ func TestLiveLevels(t *testing.T) {
 	// Every request failed: the overload indicator fires on the snapshot.
 	top.Totals.Successful = 0
 	top.Levels = []result.Level{
-		{Vary: plan.VaryUsers, Value: 10, Pass: true, Result: lvRes(10, false)},
-		{Vary: plan.VaryUsers, Value: 20, Result: lvRes(20, true)},
+		{Vary: profile.VaryUsers, Value: 10, Pass: true, Result: lvRes(10, false)},
+		{Vary: profile.VaryUsers, Value: 20, Result: lvRes(20, true)},
 	}
 	s.Sample(top)
 	l := get()
