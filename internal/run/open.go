@@ -105,6 +105,7 @@ func (od *openDriver) runOpen() {
 	if precise != nil {
 		defer precise.close()
 	}
+	var batch openBatch
 	// A segment fires arrivals k ≡ index (mod count) of the one global
 	// schedule, at that schedule's times (segment.go).
 	for k := od.firstArrival(sch); ; k += od.seg().Step() {
@@ -119,10 +120,14 @@ func (od *openDriver) runOpen() {
 			k = od.dropOverdue(k, sch.Before(el-maxCatchUp), dropShard) - od.seg().Step()
 			continue
 		}
-		if !od.waitUntil(due, timer, precise) {
+		wake := batch.wake(due)
+		if !od.waitUntil(wake, timer, precise) {
 			return
 		}
-		a := arrival{sc: od.prog.ScenarioFor(k), intended: due}
+		if !wake.IsZero() {
+			batch.woke(time.Now())
+		}
+		a := arrival{sc: od.prog.ScenarioFor(k), intended: earlyAt(due)}
 		if w := idle.pop(); w != nil {
 			w.jobs <- a
 			continue
@@ -184,6 +189,39 @@ func (r *runner) dropOverdueStep(k, upto, step int64, sh *metrics.Shard) int64 {
 		sh.DroppedN(sc.FirstRequestStep(), (n-j+cycle-1)/cycle)
 	}
 	return k + n*step
+}
+
+// openBatchAhead is how early the dispatcher may start an arrival, with
+// the ones due before it, after one sleep.
+const openBatchAhead = time.Millisecond
+
+// openBatch is the dispatcher's one sleep for every arrival due within
+// openBatchAhead of its end, as the loops batch theirs (evloop's
+// batchAhead): a sleep per arrival was a wake-up per arrival, the open
+// model's cost.
+type openBatch struct{ end time.Time }
+
+// wake is when the dispatcher sleeps until before it starts an arrival
+// due at due: its due time, or none (zero) when the last sleep covers it.
+func (b *openBatch) wake(due time.Time) time.Time {
+	if due.After(b.end) {
+		return due
+	}
+	return time.Time{}
+}
+
+// woke starts a batch: arrivals due up to now+openBatchAhead need no
+// sleep of their own.
+func (b *openBatch) woke(now time.Time) { b.end = now.Add(openBatchAhead) }
+
+// earlyAt is when an arrival due at due and started now counts from: its
+// due time, or now when it starts early (openBatchAhead), so that its
+// latency is never shorter than its request took and its lag is none.
+func earlyAt(due time.Time) time.Time {
+	if now := time.Now(); now.Before(due) {
+		return now
+	}
+	return due
 }
 
 // preciseBelow is the wait under which the dispatcher sleeps on a timerfd
