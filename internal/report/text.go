@@ -36,6 +36,8 @@ var stepLabels = map[sample.Class]string{
 	sample.FDLimit:       "fd limit",
 	sample.Other:         "other",
 	sample.Refused:       "refused unprocessed",
+	sample.Protocol:      "protocol violations",
+	sample.ServerClose:   "closed by server",
 }
 
 // connLabels name connection failure kinds inside "Connection Errors: N (...)".

@@ -29,6 +29,8 @@ var classTitles = map[sample.Class]string{
 	sample.FDLimit:       "FD Limit",
 	sample.Other:         "Other",
 	sample.Refused:       "Refused (unprocessed)",
+	sample.Protocol:      "Protocol Violations",
+	sample.ServerClose:   "Closed by Server",
 }
 
 // classTitle names a class from a result file, including classes a newer

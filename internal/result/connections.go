@@ -56,10 +56,16 @@ type ConnScenario struct {
 	// TokenRenewals counts access tokens (Azure SignalR Service style
 	// redirects) renewed by negotiating again, before expiry or on a 401.
 	TokenRenewals int64 `json:"token_renewals,omitempty"`
-	MessagesIn    int64 `json:"messages_in"`
-	MessagesOut   int64 `json:"messages_out"`
-	BytesIn       int64 `json:"bytes_in"`
-	BytesOut      int64 `json:"bytes_out"`
+	// ServerCloses counts connections a SignalR Close message ended, by
+	// kind: graceful (no error) and error, and of those, allow_reconnect
+	// (the server invited the client back). StreamItems counts the items
+	// of the scenario's streams, by streamed method.
+	ServerCloses map[string]int64 `json:"server_closes,omitempty"`
+	StreamItems  map[string]int64 `json:"stream_items,omitempty"`
+	MessagesIn   int64            `json:"messages_in"`
+	MessagesOut  int64            `json:"messages_out"`
+	BytesIn      int64            `json:"bytes_in"`
+	BytesOut     int64            `json:"bytes_out"`
 }
 
 // AddCounts adds s's counters of events (attempts, opens, failures by
@@ -74,6 +80,8 @@ func (c *ConnScenario) AddCounts(s ConnScenario) {
 	c.Failed += s.Failed
 	c.ByClass = AddCounts(c.ByClass, s.ByClass)
 	c.Disconnects = AddCounts(c.Disconnects, s.Disconnects)
+	c.ServerCloses = AddCounts(c.ServerCloses, s.ServerCloses)
+	c.StreamItems = AddCounts(c.StreamItems, s.StreamItems)
 	c.Pushes = AddCounts(c.Pushes, s.Pushes)
 	c.OtherPushes += s.OtherPushes
 	c.Transports = AddCounts(c.Transports, s.Transports)

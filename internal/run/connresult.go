@@ -49,6 +49,7 @@ func (cr *connRunner) into(res *result.Result) {
 			cs.Reconnects, cs.ReconnectFailures = st.Reconnects.Load(), st.ReconnectFailures.Load()
 			cs.Recovered, cs.Duplicates, cs.Lost = st.Recovered.Load(), st.Duplicates.Load(), st.Lost.Load()
 			cs.TokenRenewals = st.TokenRenewals.Load()
+			cs.ServerCloses, cs.StreamItems = st.CloseCounts(), st.StreamItems()
 		} else {
 			counters, disc = &p.wsc, &p.disc
 		}

@@ -28,6 +28,12 @@ const (
 	// REFUSED_STREAM, or a GOAWAY below its stream). Last, so the indices
 	// of the classes before it stay as they were.
 	Refused
+	// Protocol is a server that broke its protocol (a SignalR message the
+	// official clients refuse): the server's fault, not the network's.
+	Protocol
+	// ServerClose is a connection the server ended gracefully (a SignalR
+	// Close without an error) while the scenario wanted it open.
+	ServerClose
 	NumClasses // not a class: the number of classes
 )
 
@@ -49,6 +55,8 @@ var names = [NumClasses]string{
 	FDLimit:       "fd_limit",
 	Other:         "other",
 	Refused:       "refused",
+	Protocol:      "protocol",
+	ServerClose:   "server_close",
 }
 
 // String returns the class's name as it appears in result files.

@@ -108,7 +108,7 @@ func TestNegotiateFailures(t *testing.T) {
 		{"503", answer(503, "text/plain", "down"), sample.ServerError, "negotiate: 503 Service Unavailable"},
 		{"404", answer(404, "", ""), sample.ClientError, "negotiate: 404 Not Found"},
 		{"error field", answer(200, "application/json", `{"error":"This connection is not allowed."}`), sample.Other, "negotiate: server error: This connection is not allowed."},
-		{"no id", answer(200, "application/json", `{"negotiateVersion":1,"availableTransports":[]}`), sample.Other, "neither connectionToken nor connectionId"},
+		{"no id", answer(200, "application/json", `{"negotiateVersion":1,"availableTransports":[]}`), sample.Protocol, "Missing required property 'connectionId'."},
 		{"long polling only", answer(200, "application/json",
 			`{"negotiateVersion":1,"connectionId":"a","connectionToken":"b","availableTransports":[{"transport":"LongPolling","transferFormats":["Text","Binary"]},{"transport":"ServerSentEvents","transferFormats":["Text"]}]}`),
 			sample.Other, "unsupported transport: server offers LongPolling(Text,Binary), ServerSentEvents(Text)"},
@@ -186,7 +186,7 @@ func TestHandshakeFailures(t *testing.T) {
 		{"not json", func(ctx context.Context, c *websocket.Conn, hs []byte) {
 			write(ctx, c, "hello\x1e")
 			drain(ctx, c)
-		}, sample.Other, "handshake: invalid handshake response"},
+		}, sample.Protocol, "handshake: invalid handshake response"},
 		{"closed", func(ctx context.Context, c *websocket.Conn, hs []byte) {
 			c.Close(websocket.StatusPolicyViolation, "go away")
 		}, sample.Other, "connection ended before the handshake answer"},
@@ -314,15 +314,15 @@ func TestBadMessages(t *testing.T) {
 		{"not json", func(ctx context.Context, c *websocket.Conn) {
 			write(ctx, c, "<html>\x1e")
 			drain(ctx, c)
-		}, ws.ProtocolError, sample.Other, "signalr: bad hub message \"<html>\""},
+		}, ws.ProtocolError, sample.Protocol, "signalr: bad hub message \"<html>\""},
 		{"close with error", func(ctx context.Context, c *websocket.Conn) {
 			write(ctx, c, `{"type":7,"error":"Server is shutting down.","allowReconnect":true}`+"\x1e")
 			drain(ctx, c)
-		}, ws.ServerClose, sample.Other, "signalr: server closed the connection: Server is shutting down."},
+		}, ws.ServerClose, sample.ServerError, "signalr: server closed the connection: Server is shutting down."},
 		{"close without error", func(ctx context.Context, c *websocket.Conn) {
 			write(ctx, c, `{"type":7}`+"\x1e")
 			drain(ctx, c)
-		}, ws.ServerClose, sample.ConnReset, "signalr: server sent Close"},
+		}, ws.ServerClose, sample.ServerClose, "signalr: server sent Close"},
 		{"tcp reset", func(ctx context.Context, c *websocket.Conn) {
 			c.CloseNow()
 		}, ws.NetworkReset, sample.ConnReset, "without a close frame"},

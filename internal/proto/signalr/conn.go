@@ -64,6 +64,9 @@ type Conn struct {
 	// sigDisc is a reason the hub protocol decided (Close message, bad
 	// record) before the socket went.
 	sigDisc *ws.Disconnect
+	// closeDisc is sigDisc when a Close message set it, so the end is
+	// counted by what the Close said.
+	closeDisc *ws.Disconnect
 	// endDisc is the final reason, set by Closed before the state ends.
 	endDisc *ws.Disconnect
 }
@@ -130,6 +133,19 @@ func (c *Conn) countEnd(d *ws.Disconnect) {
 		return
 	}
 	c.stat.Disconnects[d.Reason].Add(1)
+	c.mu.Lock()
+	byClose := d == c.closeDisc
+	c.mu.Unlock()
+	if byClose {
+		kind := CloseGraceful
+		if d.Class == sample.ServerError {
+			kind = CloseError
+		}
+		c.stat.ServerCloses[kind].Add(1)
+		if d.AllowReconnect {
+			c.stat.ServerCloses[CloseAllowReconnect].Add(1)
+		}
+	}
 }
 
 func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Conn, error) {

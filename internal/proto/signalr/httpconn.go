@@ -370,7 +370,7 @@ func (h *httpConn) pollAnswered(resp *http.Response, body []byte, rerr error, d 
 		if h.closing.Load() {
 			h.end(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
 		} else {
-			h.end(&ws.Disconnect{Reason: ws.ServerClose, Class: sample.ConnReset, Text: "server ended the long-polling connection (204 No Content)"})
+			h.end(&ws.Disconnect{Reason: ws.ServerClose, Class: sample.ServerClose, Text: "server ended the long-polling connection (204 No Content)"})
 		}
 		return false
 	case resp.StatusCode != http.StatusOK:

@@ -279,7 +279,7 @@ func TestServerInitiatedClose(t *testing.T) {
 	_, err = c.Invoke(ctx, "Bye")
 	<-c.Done()
 	d := c.Disconnect()
-	if d.Reason != 2 /* ServerClose */ || d.Class != sample.Other || !strings.Contains(d.Text, "restaurant closed") || !d.AllowReconnect {
+	if d.Reason != 2 /* ServerClose */ || d.Class != sample.ServerError || !strings.Contains(d.Text, "restaurant closed") || !d.AllowReconnect {
 		t.Errorf("disconnect %+v", d)
 	}
 	if err == nil || !strings.Contains(err.Error(), "restaurant closed") {

@@ -43,14 +43,16 @@ func SplitFrames(data []byte, max int64, fn func(msg []byte) error) (rest []byte
 			if i == len(data) {
 				return data, nil // the prefix itself is cut
 			}
-			if i == maxVarint {
-				return data, errBadLength
-			}
 			b := data[i]
 			n |= uint64(b&0x7f) << (7 * i)
 			i++
 			if b&0x80 == 0 {
 				break
+			}
+			if i == maxVarint {
+				// A fifth byte that promises a sixth: wrong now, so
+				// waiting for more data would only hide it.
+				return data, errBadLength
 			}
 		}
 		if n > math.MaxInt32 {
@@ -291,17 +293,32 @@ func (m *mpReader) str() (string, error) {
 	return m.d.DecodeString()
 }
 
-// headers skips the headers map (nothing here reads headers).
+// headers checks the headers map (string keys, string values, as the
+// .NET client reads them) and skips it: nothing here reads headers.
 func (m *mpReader) headers() error {
 	c, err := m.d.PeekCode()
 	if err != nil {
 		return err
 	}
-	if c != msgpcode.Nil && !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
-		return fmt.Errorf("expected the headers map, found code 0x%02x", c)
+	if c == msgpcode.Nil {
+		return m.d.DecodeNil()
 	}
-	_, err = m.raw()
-	return err
+	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
+		return violation("Reading map length for 'headers' failed.")
+	}
+	n, err := m.d.DecodeMapLen()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		if _, err := m.str(); err != nil {
+			return violation(fmt.Sprintf("Reading 'headers[%d].Key' as String failed.", i))
+		}
+		if _, err := m.str(); err != nil {
+			return violation(fmt.Sprintf("Reading 'headers[%d].Value' as String failed.", i))
+		}
+	}
+	return nil
 }
 
 // ParseMsgPack decodes one MessagePack hub message (without its length
@@ -310,7 +327,7 @@ func (m *mpReader) headers() error {
 func ParseMsgPack(b []byte) (Message, error) {
 	m, err := parseMsgPack(b)
 	if err != nil {
-		return m, fmt.Errorf("bad MessagePack hub message %s: %v", hexSnippet(b), err)
+		return m, fmt.Errorf("bad MessagePack hub message %s: %w", hexSnippet(b), err)
 	}
 	return m, nil
 }
@@ -386,7 +403,13 @@ func (p mpMessage) idAfterHeaders(k int) error {
 	}
 	var err error
 	if p.m.InvocationID, err = p.r.str(); err != nil {
-		return fmt.Errorf("invocationId: %v", err)
+		return violation("Reading 'invocationId' as String failed.")
+	}
+	if p.m.InvocationID == "" && p.m.Type != TypeInvocation {
+		// Only a fire-and-forget Invocation goes without an id (nil or
+		// "", which both clients read as none); every other type names
+		// the invocation it belongs to.
+		return violation("Missing required property 'invocationId'.")
 	}
 	return nil
 }
@@ -397,8 +420,8 @@ func (p mpMessage) invocation() error {
 		return err
 	}
 	var err error
-	if p.m.Target, err = p.r.str(); err != nil {
-		return fmt.Errorf("target: %v", err)
+	if p.m.Target, err = p.r.str(); err != nil || p.m.Target == "" {
+		return violation("Reading 'target' as String failed.")
 	}
 	c, err := p.r.d.PeekCode()
 	if err != nil {
@@ -439,11 +462,10 @@ func (p mpMessage) completion() error {
 		if err := p.need(5); err != nil {
 			return err
 		}
+		// An empty error stays empty: no error, as both official
+		// clients read it (and as JSON "error": "" reads).
 		if p.m.Error, err = p.r.str(); err != nil {
-			return fmt.Errorf("error: %v", err)
-		}
-		if p.m.Error == "" {
-			p.m.Error = "(empty error)"
+			return violation("Reading 'error' as String failed.")
 		}
 	case 2:
 	case 3:
@@ -493,9 +515,13 @@ func (p mpMessage) sequence() error {
 	if err := p.need(2); err != nil {
 		return err
 	}
+	// The decoder reads nil as 0; the .NET client refuses it.
+	if c, err := p.r.d.PeekCode(); err != nil || c == msgpcode.Nil {
+		return violation("Reading 'sequenceId' as Int64 failed.")
+	}
 	var err error
 	if p.m.SequenceID, err = p.r.d.DecodeInt64(); err != nil {
-		return fmt.Errorf("sequenceId: %v", err)
+		return violation("Reading 'sequenceId' as Int64 failed.")
 	}
 	return nil
 }

@@ -106,7 +106,7 @@ func TestMsgPackAgainstHub(t *testing.T) {
 	_, err = c.Invoke(ctx, "Bye")
 	<-c.Done()
 	d := c.Disconnect()
-	if d.Reason != ws.ServerClose || d.Class != sample.Other || !strings.Contains(d.Text, "restaurant closed") || !d.AllowReconnect {
+	if d.Reason != ws.ServerClose || d.Class != sample.ServerError || !strings.Contains(d.Text, "restaurant closed") || !d.AllowReconnect {
 		t.Errorf("disconnect %+v", d)
 	}
 	if err == nil {

@@ -39,7 +39,10 @@ type negotiateResponse struct {
 	// UseStatefulReconnect is the server granting what we asked for.
 	UseStatefulReconnect bool   `json:"useStatefulReconnect"`
 	Error                string `json:"error"`
-	AvailableTransports  []struct {
+	// ProtocolVersion is only in the answer of a classic ASP.NET SignalR
+	// (not Core) server, which speaks another protocol altogether.
+	ProtocolVersion     json.RawMessage `json:"ProtocolVersion"`
+	AvailableTransports []struct {
 		Transport       string   `json:"transport"`
 		TransferFormats []string `json:"transferFormats"`
 	} `json:"availableTransports"`
@@ -53,6 +56,26 @@ type endpoint struct {
 	token string // bearer token, from the plan or the last redirect
 	// nr is the final negotiate answer (nil when negotiate was skipped).
 	nr *negotiateResponse
+}
+
+// errClassicSignalR is the .NET client's answer to a classic ASP.NET
+// SignalR server, whose negotiate answer looks like a redirect to a
+// relative URL.
+const errClassicSignalR = "Detected a connection attempt to an ASP.NET SignalR Server. This client only supports connecting to an ASP.NET Core SignalR Server. See https://aka.ms/signalr-core-differences for details."
+
+// checkNegotiateIDs refuses a final negotiate answer the .NET client
+// refuses, in its words.
+func checkNegotiateIDs(nr *negotiateResponse) error {
+	refuse := func(msg string) error {
+		return &Error{Phase: "negotiate", Class: sample.Protocol, Msg: msg, Err: violation(msg)}
+	}
+	if nr.ConnectionID == "" {
+		return refuse("Missing required property 'connectionId'.")
+	}
+	if nr.NegotiateVersion >= 1 && nr.ConnectionToken == "" {
+		return refuse("Missing required property 'connectionToken'.")
+	}
+	return nil
 }
 
 // maxRedirects matches the JavaScript client's limit.
@@ -81,13 +104,13 @@ func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header
 			}
 			continue
 		}
+		if err := checkNegotiateIDs(nr); err != nil {
+			return ep, err
+		}
 		ep.cid = nr.ConnectionID
 		ep.id = nr.ConnectionID
-		if nr.NegotiateVersion >= 1 && nr.ConnectionToken != "" {
+		if nr.NegotiateVersion >= 1 {
 			ep.id = nr.ConnectionToken
-		}
-		if ep.id == "" {
-			return ep, &Error{Phase: "negotiate", Class: sample.Other, Msg: "answer has neither connectionToken nor connectionId"}
 		}
 		ep.nr = nr
 		return ep, nil
@@ -177,6 +200,9 @@ func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.He
 	var nr negotiateResponse
 	if err := json.Unmarshal(body, &nr); err != nil {
 		return nil, &Error{Phase: "negotiate", Class: sample.Other, Msg: "expected JSON, got " + snippet(body), Err: err}
+	}
+	if nr.ProtocolVersion != nil {
+		return nil, &Error{Phase: "negotiate", Class: sample.Protocol, Msg: errClassicSignalR, Err: violation(errClassicSignalR)}
 	}
 	return &nr, nil
 }

@@ -59,28 +59,44 @@ var errNoType = errors.New("no message type")
 // ParseMessage decodes one record (without its separator).
 func ParseMessage(rec []byte) (Message, error) {
 	var m Message
-	if err := json.Unmarshal(rec, &m); err != nil {
+	var w wireMessage
+	if err := json.Unmarshal(rec, &w); err != nil {
 		return m, fmt.Errorf("bad hub message %s: %v", snippet(rec), err)
 	}
-	if m.Type == 0 {
-		return m, fmt.Errorf("bad hub message %s: %w", snippet(rec), errNoType)
+	if err := fromWire(&w, &m); err != nil {
+		return Message{}, fmt.Errorf("bad hub message %s: %w", snippet(rec), err)
 	}
 	return m, nil
 }
 
 // ParseHandshake decodes the server's handshake answer: nil, or the error
-// it carries.
+// it carries. What the official clients refuse is refused: anything but an
+// object (.NET), an error that is not a string (.NET), a hub message in its
+// place (JavaScript). The refused record is quoted in the error, so a hub
+// message sent too early is not lost without a trace.
 func ParseHandshake(rec []byte) error {
 	var h struct {
-		Error *string `json:"error"`
+		Error json.RawMessage `json:"error"`
+		Type  json.RawMessage `json:"type"`
+	}
+	trimmed := bytes.TrimSpace(rec)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return fmt.Errorf("invalid handshake response %s: %w", snippet(rec), violation("Expected a JSON Object."))
 	}
 	if err := json.Unmarshal(rec, &h); err != nil {
-		return fmt.Errorf("invalid handshake response %s: %v", snippet(rec), err)
+		return fmt.Errorf("invalid handshake response %s: %w", snippet(rec), violation(err.Error()))
 	}
-	if h.Error != nil {
-		return &handshakeRefused{msg: *h.Error}
+	if h.Type != nil {
+		return fmt.Errorf("invalid handshake response %s: %w", snippet(rec), violation("Expected a handshake response from the server."))
 	}
-	return nil
+	if h.Error == nil {
+		return nil
+	}
+	var msg string
+	if h.Error[0] != '"' || json.Unmarshal(h.Error, &msg) != nil {
+		return fmt.Errorf("invalid handshake response %s: %w", snippet(rec), violation("Expected 'error' to be of type String."))
+	}
+	return &handshakeRefused{msg: msg}
 }
 
 type handshakeRefused struct{ msg string }

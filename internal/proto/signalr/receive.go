@@ -68,7 +68,7 @@ func (c *Conn) binary(data []byte) ([]byte, error) {
 	if err != nil {
 		var d *ws.Disconnect
 		if !errors.As(err, &d) {
-			err = &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: " + err.Error(), Err: err}
+			err = &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Protocol, Text: "signalr: " + err.Error(), Err: err}
 		}
 	}
 	return rest, err
@@ -131,11 +131,16 @@ func (c *Conn) record(rec []byte) error {
 		c.hs = nil
 		c.mu.Unlock()
 		if err != nil {
-			e := &Error{Phase: "handshake", Class: sample.Other, Msg: err.Error(), Err: err}
+			cl := sample.Protocol
+			var refused *handshakeRefused
+			if errors.As(err, &refused) {
+				cl = sample.Other
+			}
+			e := &Error{Phase: "handshake", Class: cl, Msg: err.Error(), Err: err}
 			if hs != nil {
 				hs <- e
 			}
-			return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "handshake: " + err.Error(), Err: err}
+			return &ws.Disconnect{Reason: ws.ProtocolError, Class: cl, Text: "handshake: " + err.Error(), Err: err}
 		}
 		if hs != nil {
 			hs <- nil
@@ -144,7 +149,7 @@ func (c *Conn) record(rec []byte) error {
 	}
 	m, err := ParseMessage(rec)
 	if err != nil {
-		return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: " + err.Error(), Err: err}
+		return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Protocol, Text: "signalr: " + err.Error(), Err: err}
 	}
 	return c.dispatch(&m)
 }
@@ -153,7 +158,7 @@ func (c *Conn) record(rec []byte) error {
 func (c *Conn) frame(b []byte) error {
 	m, err := ParseMsgPack(b)
 	if err != nil {
-		return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Other, Text: "signalr: " + err.Error(), Err: err}
+		return &ws.Disconnect{Reason: ws.ProtocolError, Class: sample.Protocol, Text: "signalr: " + err.Error(), Err: err}
 	}
 	return c.dispatch(&m)
 }
@@ -192,6 +197,9 @@ func (c *Conn) dispatch(m *Message) error {
 		c.mu.Unlock()
 		if cl != nil && cl.stream {
 			cl.nitems++
+			if c.stat != nil {
+				c.stat.countStreamItem(cl.method)
+			}
 			if cl.items != nil {
 				cl.items(c.asJSON(m.Item))
 			}
@@ -206,9 +214,12 @@ func (c *Conn) dispatch(m *Message) error {
 			close(cl.done)
 		}
 	case TypeClose:
-		d := &ws.Disconnect{Reason: ws.ServerClose, Class: sample.ConnReset, Text: "signalr: server sent Close", AllowReconnect: m.AllowReconnect}
+		// A Close without an error is the server ending the connection on
+		// purpose (not a reset); one with an error is the server's failure.
+		// An empty error is no error, as both official clients read it.
+		d := &ws.Disconnect{Reason: ws.ServerClose, Class: sample.ServerClose, Text: "signalr: server sent Close", AllowReconnect: m.AllowReconnect}
 		if m.Error != "" {
-			d.Class, d.Text = sample.Other, "signalr: server closed the connection: "+m.Error
+			d.Class, d.Text = sample.ServerError, "signalr: server closed the connection: "+m.Error
 		}
 		if m.AllowReconnect {
 			// The Errors table tells a server restarting for a deploy
@@ -217,6 +228,7 @@ func (c *Conn) dispatch(m *Message) error {
 		}
 		c.mu.Lock()
 		c.sigDisc = d
+		c.closeDisc = d
 		c.mu.Unlock()
 		return d
 	case TypePing, TypeAck, TypeSequence, TypeStreamInvocation, TypeCancelInvocation:

@@ -1,6 +1,7 @@
 package signalr
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,8 +57,63 @@ type Stats struct {
 	// TokenRenewals counts access tokens renewed by negotiating again
 	// before they expired or after a 401.
 	TokenRenewals atomic.Int64
+	// ServerCloses counts connections ended by a SignalR Close message,
+	// by kind (see CloseKind).
+	ServerCloses [numCloseKinds]atomic.Int64
 
-	pushes map[string]*PushStat // fixed at NewStats: read without locks
+	pushes      map[string]*PushStat // fixed at NewStats: read without locks
+	streamItems sync.Map             // method → *atomic.Int64
+}
+
+// CloseKind is what a server's Close message said. A graceful Close and
+// one with an error point at different faults (a deploy or an eviction,
+// a crashed hub), and allowReconnect says the server invites the client
+// back; the kinds count apart so a report can tell them apart.
+type CloseKind uint8
+
+const (
+	CloseGraceful       CloseKind = iota // no error
+	CloseError                           // an error text
+	CloseAllowReconnect                  // of either, those allowing reconnects
+	numCloseKinds
+)
+
+var closeKindNames = [numCloseKinds]string{"graceful", "error", "allow_reconnect"}
+
+// CloseCounts is ServerCloses by kind name, the kinds with a count only.
+func (s *Stats) CloseCounts() map[string]int64 {
+	var m map[string]int64
+	for k := range s.ServerCloses {
+		if n := s.ServerCloses[k].Load(); n > 0 {
+			if m == nil {
+				m = map[string]int64{}
+			}
+			m[closeKindNames[k]] = n
+		}
+	}
+	return m
+}
+
+// countStreamItem counts one item of a stream the scenario invoked.
+func (s *Stats) countStreamItem(method string) {
+	v, ok := s.streamItems.Load(method)
+	if !ok {
+		v, _ = s.streamItems.LoadOrStore(method, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
+// StreamItems is how many stream items arrived, by streamed method.
+func (s *Stats) StreamItems() map[string]int64 {
+	var m map[string]int64
+	s.streamItems.Range(func(k, v any) bool {
+		if m == nil {
+			m = map[string]int64{}
+		}
+		m[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return m
 }
 
 // PushStat counts server pushes to one target.
