@@ -31,6 +31,12 @@ func connections(b *bytes.Buffer, r *result.Result) {
 		if len(s.Disconnects) > 0 {
 			fmt.Fprintf(b, "    Disconnects: %s\n", connCounts(s.Disconnects))
 		}
+		if len(s.ServerCloses) > 0 {
+			fmt.Fprintf(b, "    Server Close messages: %s\n", connCounts(s.ServerCloses))
+		}
+		if len(s.StreamItems) > 0 {
+			fmt.Fprintf(b, "    Stream items: %s\n", connCounts(s.StreamItems))
+		}
 		if len(s.Pushes) > 0 || s.OtherPushes > 0 {
 			p := connCounts(s.Pushes)
 			if s.OtherPushes > 0 {
