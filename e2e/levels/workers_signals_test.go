@@ -164,6 +164,11 @@ func TestWorkersLevelSecondCtrlCReachesTheSegments(t *testing.T) {
 	// within this.
 	o := p.Wait(t, 30*time.Second)
 	firstLevelCutOff(t, o, out, "twice")
+	// The first Ctrl-C goes to the segments, and the user still hears once
+	// that a second one quits at once (before: nothing was said).
+	if n := strings.Count(o.Stderr, "(Ctrl-C again to quit now)"); n != 1 {
+		t.Errorf("the stop note appeared %d times, want once\n%s", n, o.Stderr)
+	}
 	for k := range 2 {
 		seg := e2etest.ReadResult(t, filepath.Join(out+".segments", fmt.Sprintf("level-0-seg-%d.json", k)))
 		if !strings.Contains(seg.Run.PartialReason, "twice") {

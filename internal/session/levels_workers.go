@@ -151,6 +151,10 @@ type LocalSegments struct {
 	// Seed, when set, is handed to every segment (STAMPEDE_SEED) as `run
 	// --workers` hands it: one draw for every level of the test.
 	Seed *uint64
+	// Stderr hears the stop note of the first signal passed on: the
+	// segments are quiet, so nobody else tells the user that a second
+	// Ctrl-C quits at once.
+	Stderr io.Writer
 }
 
 func (w LocalSegments) Count() int    { return w.Workers }
@@ -176,6 +180,7 @@ func (w LocalSegments) Run(ctx context.Context, l LevelCall, start time.Time) ([
 	forward(true)
 	defer forward(false)
 	var wg sync.WaitGroup
+	noted := false
 	for k := range w.Workers {
 		outs[k] = filepath.Join(w.Dir, fmt.Sprintf("level-%d-seg-%d.json", l.Index, k))
 		os.Remove(outs[k]) // a stale file must not pass for this level's
@@ -187,6 +192,10 @@ func (w LocalSegments) Run(ctx context.Context, l LevelCall, start time.Time) ([
 		}()
 	}
 	heard := passSignals(&wg, o.Signals, func(sig os.Signal) {
+		if w.Stderr != nil && !noted {
+			noted = true
+			fmt.Fprintln(w.Stderr, signalNote(sig, DefaultStopNote))
+		}
 		for _, s := range sigs {
 			s.pass(sig)
 		}

@@ -124,7 +124,7 @@ func (pr Process) levelRunner(l LevelSplit, p *plan.Plan, planFile, out string) 
 		return nil, Fail(ExitUsage, err)
 	}
 	w := LevelWorkers{Plan: p, Stderr: pr.Stderr, IDs: &result.IDsReached{},
-		Segments: LocalSegments{Bin: bin, PlanFile: planFile, Workers: l.Workers, Dir: dir, Args: l.Args, Seed: levelsSeed(p)}}
+		Segments: LocalSegments{Bin: bin, PlanFile: planFile, Workers: l.Workers, Dir: dir, Args: l.Args, Seed: levelsSeed(p), Stderr: pr.Stderr}}
 	return w.Runner, nil
 }
 

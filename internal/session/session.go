@@ -368,11 +368,7 @@ func (s *Session) interrupts(sigs <-chan os.Signal, fw *forwarding, done <-chan 
 		// Before the note and the cancel: a teardown that the cancel
 		// leads to says it starts (Run's phase watch).
 		s.stopping.Store(true)
-		note := s.stopNote(e)
-		if name := run.SignalName(sig); name != "Ctrl-C" {
-			note = name + " received; " + note
-		}
-		s.o.Note(note)
+		s.o.Note(signalNote(sig, s.stopNote(e)))
 		cancel(sig)
 	}
 	if !s.claimFinal() {
@@ -487,4 +483,13 @@ func (s *Session) lost(err error) error {
 	}
 	return fmt.Errorf("the result could not be saved to %s: %v\nThe last good checkpoint, a %s written at %s, is still in %s",
 		o.Path(), err, what, at.Format("15:04:05"), o.Path())
+}
+
+// signalNote is the stop note as the user hears it: a signal other than
+// Ctrl-C is named, so a SIGTERM from a supervisor is not taken for a key.
+func signalNote(sig os.Signal, note string) string {
+	if name := run.SignalName(sig); name != "Ctrl-C" {
+		return name + " received; " + note
+	}
+	return note
 }
