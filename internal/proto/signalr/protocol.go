@@ -59,9 +59,9 @@ var errNoType = errors.New("no message type")
 // ParseMessage decodes one record (without its separator).
 func ParseMessage(rec []byte) (Message, error) {
 	var m Message
-	var w wireMessage
-	if err := json.Unmarshal(rec, &w); err != nil {
-		return m, fmt.Errorf("bad hub message %s: %v", snippet(rec), err)
+	w := newWire()
+	if err := decodeWire(rec, &w); err != nil {
+		return m, fmt.Errorf("bad hub message %s: %w", snippet(rec), err)
 	}
 	if err := fromWire(&w, &m); err != nil {
 		return Message{}, fmt.Errorf("bad hub message %s: %w", snippet(rec), err)

@@ -1,10 +1,11 @@
 package signalr
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
+	"math"
+	"strings"
 )
 
 // ProtocolViolation is server input the official clients refuse. Reason
@@ -17,64 +18,80 @@ func (e *ProtocolViolation) Error() string { return e.Reason }
 
 func violation(reason string) error { return &ProtocolViolation{Reason: reason} }
 
-// wireMessage is a JSON hub message with every field kept raw: a field
-// that is absent stays nil, one that is null is "null", so the checks
-// below tell the two apart as the official parsers do.
+// wireMessage is a JSON hub message as decoded before its checks. A field
+// that is absent (or null) keeps the sentinel newWire put there, so the
+// checks tell missing fields from empty ones as the official parsers do,
+// without a pointer or a copy per field.
 type wireMessage struct {
-	Type           json.RawMessage `json:"type"`
-	InvocationID   json.RawMessage `json:"invocationId"`
-	Target         json.RawMessage `json:"target"`
-	Arguments      json.RawMessage `json:"arguments"`
-	Item           json.RawMessage `json:"item"`
-	Result         json.RawMessage `json:"result"`
-	Error          json.RawMessage `json:"error"`
-	AllowReconnect json.RawMessage `json:"allowReconnect"`
-	SequenceID     json.RawMessage `json:"sequenceId"`
-	Headers        json.RawMessage `json:"headers"`
+	Type           int                        `json:"type"`
+	InvocationID   string                     `json:"invocationId"`
+	Target         string                     `json:"target"`
+	Arguments      json.RawMessage            `json:"arguments"`
+	Item           json.RawMessage            `json:"item"`
+	Result         json.RawMessage            `json:"result"`
+	Error          string                     `json:"error"`
+	AllowReconnect bool                       `json:"allowReconnect"`
+	SequenceID     int64                      `json:"sequenceId"`
+	Headers        map[string]json.RawMessage `json:"headers"`
 }
 
-var null = []byte("null")
+// absent marks a string field the record did not set (or set to null):
+// a server would have to send this exact NUL-led string to forge it.
+const absent = "\x00\ufffdabsent"
 
-func present(raw json.RawMessage) bool { return raw != nil && !bytes.Equal(raw, null) }
+const (
+	noType     = math.MinInt
+	noSequence = math.MinInt64
+)
 
-// jsonString reads an optional string field: absent or null is "".
-func jsonString(raw json.RawMessage, name string) (string, error) {
-	if !present(raw) {
-		return "", nil
-	}
-	var s string
-	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", violation("Expected '" + name + "' to be of type String.")
-	}
-	return s, nil
+func newWire() wireMessage {
+	return wireMessage{Type: noType, InvocationID: absent, Target: absent, Error: absent, SequenceID: noSequence}
 }
 
-// requiredString reads a string field the message type must carry.
-func requiredString(raw json.RawMessage, name string) (string, error) {
-	if raw == nil {
-		return "", violation("Missing required property '" + name + "'.")
+// decodeWire decodes a record; a field of the wrong JSON type is refused
+// in the .NET client's words.
+func decodeWire(rec []byte, w *wireMessage) error {
+	err := json.Unmarshal(rec, w)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		field := te.Field
+		if i := strings.IndexByte(field, '.'); i >= 0 {
+			field = field[:i]
+		}
+		kind := "String"
+		switch field {
+		case "type", "sequenceId":
+			kind = "Integer"
+		case "allowReconnect":
+			kind = "Boolean"
+		case "headers":
+			kind = "Object"
+		}
+		return violation("Expected '" + field + "' to be of type " + kind + ".")
 	}
-	return jsonString(raw, name)
+	return err
+}
+
+// orEmpty is a string field's value, "" when absent.
+func orEmpty(s string) string {
+	if s == absent {
+		return ""
+	}
+	return s
 }
 
 // fromWire checks a decoded record against the rules of the .NET
 // JsonHubProtocol (its messages) and the JavaScript client (empty ids
 // and targets), then fills m.
 func fromWire(w *wireMessage, m *Message) error {
-	if w.Type == nil {
+	if w.Type == noType {
 		return violation("Missing required property 'type'.")
 	}
-	typ, err := strconv.ParseInt(string(w.Type), 10, 32)
-	if err != nil {
-		return violation("Expected 'type' to be of type Integer.")
-	}
-	if typ <= 0 {
+	if w.Type <= 0 {
 		return errNoType
 	}
-	m.Type = int(typ)
-	if m.InvocationID, err = jsonString(w.InvocationID, "invocationId"); err != nil {
-		return err
-	}
+	m.Type = w.Type
+	m.InvocationID = orEmpty(w.InvocationID)
 	if err := wireHeaders(w.Headers, m); err != nil {
 		return err
 	}
@@ -88,9 +105,12 @@ func fromWire(w *wireMessage, m *Message) error {
 	case TypeCancelInvocation:
 		return needID(w, m, "CancelInvocation")
 	case TypeClose:
-		return wireClose(w, m)
+		m.Error, m.AllowReconnect = orEmpty(w.Error), w.AllowReconnect
 	case TypeAck, TypeSequence:
-		return wireSequence(w, m)
+		if w.SequenceID == noSequence {
+			return violation("Missing required property 'sequenceId'.")
+		}
+		m.SequenceID = w.SequenceID
 	}
 	return nil
 }
@@ -98,8 +118,8 @@ func fromWire(w *wireMessage, m *Message) error {
 // needID: the types that name an invocation must carry a non-empty id
 // (the JavaScript client refuses "" as well as a missing one).
 func needID(w *wireMessage, m *Message, kind string) error {
-	if _, err := requiredString(w.InvocationID, "invocationId"); err != nil {
-		return err
+	if w.InvocationID == absent {
+		return violation("Missing required property 'invocationId'.")
 	}
 	if m.InvocationID == "" {
 		return violation("Invalid payload for " + kind + " message.")
@@ -114,16 +134,16 @@ func wireInvocation(w *wireMessage, m *Message) error {
 		if err := needID(w, m, kind); err != nil {
 			return err
 		}
-	} else if present(w.InvocationID) && m.InvocationID == "" {
+	} else if w.InvocationID == "" {
 		return violation("Invalid payload for Invocation message.")
 	}
-	var err error
-	if m.Target, err = requiredString(w.Target, "target"); err != nil {
-		return err
+	if w.Target == absent {
+		return violation("Missing required property 'target'.")
 	}
-	if m.Target == "" {
+	if w.Target == "" {
 		return violation("Invalid payload for " + kind + " message.")
 	}
+	m.Target = w.Target
 	if w.Arguments == nil {
 		return violation("Missing required property 'arguments'.")
 	}
@@ -151,50 +171,17 @@ func wireCompletion(w *wireMessage, m *Message) error {
 	if err := needID(w, m, "Completion"); err != nil {
 		return err
 	}
-	var err error
-	if m.Error, err = jsonString(w.Error, "error"); err != nil {
-		return err
-	}
-	if present(w.Error) && w.Result != nil {
+	if w.Error != absent && w.Result != nil {
 		return violation("The 'error' and 'result' properties are mutually exclusive.")
 	}
-	m.Result = w.Result
-	return nil
-}
-
-func wireClose(w *wireMessage, m *Message) error {
-	var err error
-	if m.Error, err = jsonString(w.Error, "error"); err != nil {
-		return err
-	}
-	if present(w.AllowReconnect) {
-		if err := json.Unmarshal(w.AllowReconnect, &m.AllowReconnect); err != nil {
-			return violation("Expected 'allowReconnect' to be of type Boolean.")
-		}
-	}
-	return nil
-}
-
-func wireSequence(w *wireMessage, m *Message) error {
-	if w.SequenceID == nil {
-		return violation("Missing required property 'sequenceId'.")
-	}
-	n, err := strconv.ParseInt(string(w.SequenceID), 10, 64)
-	if err != nil {
-		return violation("Expected 'sequenceId' to be of type Integer.")
-	}
-	m.SequenceID = n
+	m.Error, m.Result = orEmpty(w.Error), w.Result
 	return nil
 }
 
 // wireHeaders: headers, when sent, map names to strings.
-func wireHeaders(raw json.RawMessage, m *Message) error {
-	if !present(raw) {
+func wireHeaders(h map[string]json.RawMessage, m *Message) error {
+	if h == nil {
 		return nil
-	}
-	var h map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &h) != nil {
-		return violation("Expected 'headers' to be of type Object.")
 	}
 	m.Headers = make(map[string]string, len(h))
 	for k, v := range h {
