@@ -148,6 +148,10 @@ func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 	return c, err
 }
 
+// minJudgedArrivals is the fewest arrivals a level's hold must offer for
+// the search to go lower when no rate has met the SLOs yet.
+const minJudgedArrivals = 10
+
 func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capacity, error) {
 	began := time.Now()
 	// A level costs its ramp, its hold and up to the grace period for
@@ -194,6 +198,13 @@ func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 	}
 	for err == nil && c.Stopped == "" && c.FailedAt > 0 && (c.FailedAt-c.Rate)/c.FailedAt > o.Precision {
 		mid := (c.Rate + c.FailedAt) / 2
+		if c.Rate == 0 && mid*o.Hold.Seconds() < minJudgedArrivals {
+			// Nothing has passed yet: halving on toward zero would hold
+			// level after level too sparse to judge until the budget ran out.
+			c.Stopped = fmt.Sprintf("no rate met the SLOs, down to %g/s (a lower rate sends fewer than %d requests in a %v hold)",
+				c.FailedAt, minJudgedArrivals, o.Hold)
+			break
+		}
 		// Rates are whole arrivals per second where that loses nothing.
 		if mid >= 100 {
 			mid = math.Round(mid)

@@ -90,3 +90,31 @@ func TestKneeLineReads(t *testing.T) {
 		t.Errorf("knee line:\n%s", out.String())
 	}
 }
+
+// A search whose every level fails stops once a level's hold would offer
+// too few requests to judge, and says so. Before, it halved the rate on
+// toward zero (down to 0.0000006/s, 24 levels each held in full) until the
+// budget ran out.
+func TestCapacityEveryLevelFailsStopsAtAJudgeableRate(t *testing.T) {
+	p := mustPlan(t, getPlan("http://127.0.0.1:9", "/", "", "    - {duration: 1s, users: 1}"))
+	tried := 0
+	failAll := func(_ context.Context, vary string, v float64, _, _ int, _ Options) (result.Level, error) {
+		tried++
+		r := &result.Result{}
+		r.Run.DurationS = 10
+		return result.Level{Vary: vary, Value: v, Result: r}, nil
+	}
+	c, err := SearchCapacity(context.Background(), p, CapacityOptions{Start: 10, Max: 40, Budget: time.Hour,
+		Options: Options{Hold: 10 * time.Second, Runner: failAll, SLO: []string{"error_rate < 1%"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10/s fails, then 5/s and 2.5/s and 1.25/s (12.5 requests in 10 s);
+	// 0.625/s would send 6.
+	if tried != 4 || c.Rate != 0 || c.FailedAt != 1.25 {
+		t.Fatalf("%d levels, rate %g, failed at %g: want 4 levels, none passing, the lowest failing 1.25/s", tried, c.Rate, c.FailedAt)
+	}
+	if !strings.Contains(c.Stopped, "no rate met the SLOs, down to 1.25/s") {
+		t.Errorf("stopped: %q", c.Stopped)
+	}
+}
