@@ -19,20 +19,9 @@ import (
 // zones).
 
 // Wave is one group of tenants whose load follows the plan's stage profile
-// shifted by Offset.
-type Wave struct {
-	Share  float64
-	Offset time.Duration
-	// First and Last are the group's tenant ids, inclusive.
-	First, Last int
-	// Stages is the group's own profile, unshifted: the plan's profile
-	// scaled to the group's share of the users.
-	Stages []Stage
-	Pos    Pos
-}
-
-// Duration is the length of the wave's own profile, without its offset.
-func (w Wave) Duration() time.Duration { return profile.Duration(w.Stages) }
+// shifted by Offset (profile's type; where the first wave was written is
+// kept on the plan, wavesPos).
+type Wave = profile.Wave
 
 func init() {
 	scenarioExtensions = append(scenarioExtensions, scenarioExtension{key: "per_tenant", parse: (*parser).perTenant})
@@ -67,7 +56,10 @@ func (p *parser) waves(n *yaml.Node) {
 		p.errf(n, "no waves: expected a list such as [{share: 0.5, offset: 0s}, {share: 0.5, offset: 2m}]")
 	}
 	for _, it := range items {
-		w := Wave{Pos: p.pos(deref(it))}
+		if len(p.plan.Waves) == 0 {
+			p.plan.wavesPos = p.pos(deref(it))
+		}
+		var w Wave
 		f := p.fields(it, "wave", []string{"share", "offset"})
 		if e, ok := f["share"]; ok {
 			if s, ok := p.text(e.v, "share"); ok {
@@ -151,14 +143,7 @@ func (pl *Plan) PerTenantUsers() int {
 // share a tenant, and the scenario order (weights = per_tenant) repeats with
 // the same period, so each tenant gets exactly K users of each scenario.
 func (pl *Plan) TenantOf(id int64) int {
-	if pl.Tenants <= 0 || id <= 0 {
-		return 0
-	}
-	k := id - 1
-	if b := int64(pl.PerTenantUsers()); b > 0 {
-		k /= b
-	}
-	return int(k%int64(pl.Tenants)) + 1
+	return profile.TenantOf(id, pl.Tenants, pl.PerTenantUsers())
 }
 
 // partition groups the rows by tenant id and checks the column.
@@ -240,7 +225,7 @@ func missingMsg(ds *DataSource, count int, missing []int) string {
 func (p *parser) finishWaves() {
 	pl := p.plan
 	if pl.Load.Model == Open && len(pl.Load.Stages) > 0 {
-		p.errAt(pl.Waves[0].Pos, "waves shift groups of users in time, so they need users stages (closed model), not rate")
+		p.errAt(pl.wavesPos, "waves shift groups of users in time, so they need users stages (closed model), not rate")
 		return
 	}
 	sum := 0.0
@@ -248,11 +233,11 @@ func (p *parser) finishWaves() {
 		sum += w.Share
 	}
 	if math.Abs(sum-1) > 0.001 {
-		p.errAt(pl.Waves[0].Pos, "wave shares add up to %g: expected them to add up to 1, so every tenant is in one wave", sum)
+		p.errAt(pl.wavesPos, "wave shares add up to %g: expected them to add up to 1, so every tenant is in one wave", sum)
 		return
 	}
 	if len(pl.Waves) > pl.Tenants {
-		p.errAt(pl.Waves[0].Pos, "%d waves for %d tenants: expected at most one wave per tenant", len(pl.Waves), pl.Tenants)
+		p.errAt(pl.wavesPos, "%d waves for %d tenants: expected at most one wave per tenant", len(pl.Waves), pl.Tenants)
 		return
 	}
 	shape := pl.Load.Stages
@@ -284,15 +269,7 @@ func (p *parser) finishWaves() {
 func WaveTotal(waves []Wave) []Stage {
 	var cuts []time.Duration
 	for _, w := range waves {
-		at := w.Offset
-		cuts = append(cuts, at)
-		for _, s := range w.Stages {
-			for k := 1; k < s.Steps; k++ {
-				cuts = append(cuts, at+s.Duration*time.Duration(k)/time.Duration(s.Steps))
-			}
-			at += s.Duration
-			cuts = append(cuts, at)
-		}
+		cuts = profile.Bounds(append(cuts, w.Offset), w.Stages, w.Offset)
 	}
 	sort.Slice(cuts, func(i, j int) bool { return cuts[i] < cuts[j] })
 	total := func(t time.Duration) float64 {

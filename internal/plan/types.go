@@ -62,6 +62,8 @@ type Plan struct {
 	// stagePos is where each stage of the load was written, by index; nil
 	// once the stages are made rather than read (waves, levels).
 	stagePos []Pos
+	// wavesPos is where the first tenant wave was written.
+	wavesPos Pos
 }
 
 // Located is a string value with the place it was written.

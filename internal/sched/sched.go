@@ -28,12 +28,6 @@ func MaxTarget(stages []profile.Stage) float64 {
 	return profile.MaxTarget(stages)
 }
 
-// PeakUsers is the most users a closed-model profile runs at once, as
-// UsersAt rounds them.
-func PeakUsers(stages []profile.Stage) int64 {
-	return profile.PeakUsers(stages)
-}
-
 // Arrivals is the open-model schedule (profile.Arrivals).
 type Arrivals = profile.Arrivals
 

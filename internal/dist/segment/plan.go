@@ -7,8 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stampede-load/stampede/internal/plan"
-	"github.com/stampede-load/stampede/internal/sched"
+	"github.com/stampede-load/stampede/internal/profile"
 )
 
 // PlanShare is one segment's part of every integer quantity of a plan. The
@@ -18,7 +17,7 @@ import (
 // check the parts sum to the whole.
 type PlanShare struct {
 	Segment Segment
-	Model   plan.Model
+	Model   profile.Model
 	// Stages holds the segment's users at each stage's start and end
 	// (closed model: its stripe of the whole's users, Stripe), or the
 	// number of the stage's arrivals it fires (open model, in To; From is
@@ -81,93 +80,105 @@ type WaveShare struct {
 	FirstID, LastID int64
 }
 
-// ArrivalCount is the number of arrivals the open-model profile makes:
-// how many k have a due time.
-func ArrivalCount(stages []plan.Stage) int64 {
-	return sched.NewArrivals(stages).Count()
-}
-
 // PeakUsers is the most users the closed-model profile runs at once, as
-// sched.UsersAt rounds them.
-func PeakUsers(stages []plan.Stage) int64 {
-	return sched.PeakUsers(stages)
+// profile.UsersAt rounds them.
+func PeakUsers(stages []profile.Stage) int64 {
+	return profile.PeakUsers(stages)
 }
 
-// Of computes s's part of p.
-func Of(p *plan.Plan, s Segment) PlanShare {
+// Test is a test to split; *plan.Plan is one. Only its quantities are
+// read, so the split's arithmetic needs no plan (nor what a plan links).
+type Test interface {
+	Quantities() profile.Quantities
+}
+
+// Of computes s's part of the test p.
+func Of(p Test, s Segment) PlanShare {
 	s = s.Norm()
-	ps := PlanShare{Segment: s, Model: p.Load.Model}
-	if p.Load.Model == plan.Open {
-		// Arrivals per stage: the global indexes due in the stage, striped.
-		a := sched.NewArrivals(p.Load.Stages)
-		count := ArrivalCount(p.Load.Stages)
-		var k, at int64
-		for i, st := range p.Load.Stages {
-			at += int64(st.Duration)
-			if i == len(p.Load.Stages)-1 {
-				at = math.MaxInt64 // the last stage takes what is left
-			}
-			// The first arrival due at or after the stage's end.
-			end := k + int64(sort.Search(int(count-k), func(j int) bool {
-				t, ok := a.Time(k + int64(j))
-				return !ok || int64(t) >= at
-			}))
-			ps.Stages = append(ps.Stages, StageShare{To: s.Stripe(end) - s.Stripe(k)})
-			k = end
-		}
-		ps.Arrivals = s.Stripe(ArrivalCount(p.Load.Stages))
-		ps.MaxInFlight = s.Share(int64(p.Load.MaxInFlight))
+	q := p.Quantities()
+	ps := PlanShare{Segment: s, Model: q.Model}
+	if q.Model == profile.Open {
+		ps.Stages, ps.Arrivals = arrivalShares(q.Stages, s)
+		ps.MaxInFlight = s.Share(int64(q.MaxInFlight))
 	} else {
-		// Users are striped (package doc): the segment runs the first
-		// Stripe(v) of its stripe whenever the whole runs v.
-		for _, st := range p.Load.Stages {
-			ps.Stages = append(ps.Stages, StageShare{
-				From: s.Stripe(int64(math.Round(st.From))),
-				To:   s.Stripe(int64(math.Round(st.To))),
-			})
-		}
-		ps.PeakUsers = s.Stripe(PeakUsers(p.Load.Stages))
-		if len(p.Waves) > 0 {
-			ps.Waves, ps.TenantUsers = waveShares(p, s)
-			ps.Stages, ps.PeakUsers = waveStages(p, s)
-		} else if p.Tenants > 0 {
-			ps.TenantUsers = make([]int64, p.Tenants)
-			for j := int64(1); j <= ps.PeakUsers; j++ {
-				if t := p.TenantOf(s.UserID(j)); t > 0 {
-					ps.TenantUsers[t-1]++
-				}
-			}
-		}
+		closedShares(&ps, q, s)
 	}
-	if c := int64(p.HTTP.MaxConnsPerHost); c > 0 {
+	if c := int64(q.MaxConnsPerHost); c > 0 {
 		ps.MaxConnsPerHost = max(1, s.Share(c))
 	}
-	for _, ds := range p.Data {
-		n := int64(ds.FileRows()) // Rows may be a segment's share already
-		if ds.Pick == plan.PickUnique {
+	for _, r := range q.Rows {
+		n := int64(r.N)
+		if r.Unique {
 			n = s.Stripe(n)
 		}
 		ps.Rows = append(ps.Rows, n)
 	}
-	for _, sc := range p.Scenarios {
-		if sc.Connection != nil {
-			// Each population is striped on its own, so the segment's part
-			// is the sum of its stripes, not a share of the total.
-			ps.Connections += s.Stripe(int64(sc.Connection.Count(max(p.Tenants, 1))))
-		}
+	for _, c := range q.Connections {
+		// Each population is striped on its own, so the segment's part
+		// is the sum of its stripes, not a share of the total.
+		ps.Connections += s.Stripe(int64(c))
 	}
 	return ps
 }
 
+// arrivalShares is how many arrivals of each open-model stage s fires,
+// and of the whole profile.
+func arrivalShares(stages []profile.Stage, s Segment) ([]StageShare, int64) {
+	// Arrivals per stage: the global indexes due in the stage, striped.
+	a := profile.NewArrivals(stages)
+	count := a.Count()
+	var out []StageShare
+	var k, at int64
+	for i, st := range stages {
+		at += int64(st.Duration)
+		if i == len(stages)-1 {
+			at = math.MaxInt64 // the last stage takes what is left
+		}
+		// The first arrival due at or after the stage's end.
+		end := k + int64(sort.Search(int(count-k), func(j int) bool {
+			t, ok := a.Time(k + int64(j))
+			return !ok || int64(t) >= at
+		}))
+		out = append(out, StageShare{To: s.Stripe(end) - s.Stripe(k)})
+		k = end
+	}
+	return out, s.Stripe(count)
+}
+
+// closedShares fills in s's users of a closed-model test: by stage, at the
+// peak, per tenant and per wave.
+func closedShares(ps *PlanShare, q profile.Quantities, s Segment) {
+	// Users are striped (package doc): the segment runs the first
+	// Stripe(v) of its stripe whenever the whole runs v.
+	for _, st := range q.Stages {
+		ps.Stages = append(ps.Stages, StageShare{
+			From: s.Stripe(int64(math.Round(st.From))),
+			To:   s.Stripe(int64(math.Round(st.To))),
+		})
+	}
+	ps.PeakUsers = s.Stripe(PeakUsers(q.Stages))
+	if len(q.Waves) > 0 {
+		ps.Waves, ps.TenantUsers = waveShares(q, s)
+		ps.Stages, ps.PeakUsers = waveStages(q, s)
+	} else if q.Tenants > 0 {
+		ps.TenantUsers = make([]int64, q.Tenants)
+		for j := int64(1); j <= ps.PeakUsers; j++ {
+			if t := profile.TenantOf(s.UserID(j), q.Tenants, q.PerTenant); t > 0 {
+				ps.TenantUsers[t-1]++
+			}
+		}
+	}
+}
+
 // waveShares is s's part of every wave, and its peak users per tenant.
-func waveShares(p *plan.Plan, s Segment) ([]WaveShare, []int64) {
-	wu := NewWaves(p)
+func waveShares(q profile.Quantities, s Segment) ([]WaveShare, []int64) {
+	wu := newWaves(q)
 	var tenants []int64
-	if p.Tenants > 0 {
-		tenants = make([]int64, p.Tenants)
+	if q.Tenants > 0 {
+		tenants = make([]int64, q.Tenants)
 	}
 	out := make([]WaveShare, wu.Len())
-	for g, wv := range p.Waves {
+	for g, wv := range q.Waves {
 		ws := WaveShare{Offset: wv.Offset, First: wv.First, Last: wv.Last, PeakUsers: s.Stripe(wu.Peak(g))}
 		if ws.PeakUsers > 0 {
 			ws.FirstID, _ = wu.User(s, g, 1)
@@ -190,9 +201,9 @@ func waveShares(p *plan.Plan, s Segment) ([]WaveShare, []int64) {
 }
 
 // waveStages is what s runs of all waves together at each start and end
-// of the plan's stages (the waves' sum, plan.WaveTotal), and the most of it.
-func waveStages(p *plan.Plan, s Segment) ([]StageShare, int64) {
-	wu := NewWaves(p)
+// of the test's stages (the waves' sum, plan.WaveTotal), and the most of it.
+func waveStages(q profile.Quantities, s Segment) ([]StageShare, int64) {
+	wu := newWaves(q)
 	at := func(el time.Duration) int64 {
 		var n int64
 		for g := 0; g < wu.Len(); g++ {
@@ -203,7 +214,7 @@ func waveStages(p *plan.Plan, s Segment) ([]StageShare, int64) {
 	var out []StageShare
 	var peak int64
 	var start time.Duration
-	for _, st := range p.Load.Stages {
+	for _, st := range q.Stages {
 		ss := StageShare{From: at(start), To: at(start + st.Duration - 1)}
 		peak = max(peak, ss.From, ss.To)
 		out = append(out, ss)
@@ -217,7 +228,7 @@ func waveStages(p *plan.Plan, s Segment) ([]StageShare, int64) {
 func (ps PlanShare) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "segment %s:", ps.Segment)
-	if ps.Model == plan.Open {
+	if ps.Model == profile.Open {
 		fmt.Fprintf(&b, " %d arrivals", ps.Arrivals)
 		if len(ps.Stages) > 1 {
 			parts := make([]string, len(ps.Stages))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/profile"
 	"github.com/stampede-load/stampede/internal/sched"
 )
 
@@ -338,7 +339,7 @@ func TestArrivalsStripedSumToWhole(t *testing.T) {
 	for trial := 0; trial < 100; trial++ {
 		stages := randStages(r, true)
 		n := 1 + r.IntN(8)
-		whole := ArrivalCount(stages)
+		whole := profile.NewArrivals(stages).Count()
 		global := sched.NewArrivals(stages)
 		var sum int64
 		for i := 0; i < n; i++ {

@@ -3,8 +3,7 @@ package segment
 import (
 	"time"
 
-	"github.com/stampede-load/stampede/internal/plan"
-	"github.com/stampede-load/stampede/internal/sched"
+	"github.com/stampede-load/stampede/internal/profile"
 )
 
 // Waves numbers the users of a plan whose tenant pool is split into waves
@@ -36,17 +35,19 @@ import (
 //
 // One process is segment 0/1 of the same rule.
 type Waves struct {
-	waves     []plan.Wave
+	waves     []profile.Wave
 	peak      []int64
 	base      []int64
 	total     int64
 	perTenant int64
 }
 
-// NewWaves numbers p's waves; it is empty for a plan without waves.
-func NewWaves(p *plan.Plan) *Waves {
-	w := &Waves{waves: p.Waves, perTenant: int64(max(1, p.PerTenantUsers()))}
-	for _, wv := range p.Waves {
+// NewWaves numbers p's waves; it is empty for a test without waves.
+func NewWaves(p Test) *Waves { return newWaves(p.Quantities()) }
+
+func newWaves(q profile.Quantities) *Waves {
+	w := &Waves{waves: q.Waves, perTenant: int64(max(1, q.PerTenant))}
+	for _, wv := range q.Waves {
 		pk := PeakUsers(wv.Stages)
 		w.base = append(w.base, w.total)
 		w.peak = append(w.peak, pk)
@@ -68,12 +69,12 @@ func (w *Waves) UsersAt(g int, el time.Duration) int { return WaveUsersAt(w.wave
 // WaveUsersAt is the users wave wv runs in the whole test at el on the
 // run's clock. A wave that has ended runs none, where the profile alone
 // would hold its last value.
-func WaveUsersAt(wv plan.Wave, el time.Duration) int {
+func WaveUsersAt(wv profile.Wave, el time.Duration) int {
 	at := el - wv.Offset
 	if at < 0 || at >= wv.Duration() {
 		return 0
 	}
-	return sched.UsersAt(wv.Stages, at)
+	return profile.UsersAt(wv.Stages, at)
 }
 
 // PeakTime is the first instant at which the waves together run the most
@@ -85,16 +86,11 @@ func (w *Waves) PeakTime() time.Duration {
 	var end time.Duration
 	var marks []time.Duration
 	for _, wv := range w.waves {
-		at := wv.Offset
-		marks = append(marks, at)
-		for _, st := range wv.Stages {
-			for k := 1; k <= max(st.Steps, 1); k++ {
-				b := at + st.Duration*time.Duration(k)/time.Duration(max(st.Steps, 1))
-				marks = append(marks, b-1, b)
-			}
-			at += st.Duration
+		marks = append(marks, wv.Offset)
+		for _, b := range profile.Bounds(nil, wv.Stages, wv.Offset) {
+			marks = append(marks, b-1, b)
 		}
-		end = max(end, at)
+		end = max(end, wv.Offset+wv.Duration())
 	}
 	for t := time.Duration(0); t < end; t += 10 * time.Millisecond {
 		marks = append(marks, t)
