@@ -122,6 +122,7 @@ interrupted, or a generator fault).`,
 	for _, mk := range extraCommands {
 		root.AddCommand(mk(pr))
 	}
+	registerValueCompletion(root) // completion.go
 	// A CPU profile of the generator is how speed work starts; it is a
 	// hidden flag because users rarely need it.
 	var profile string
