@@ -36,6 +36,9 @@ type RunRequest struct {
 // result. It prints the summary and says where the result is; the error
 // carries the exit code.
 func (pr Process) Run(r RunRequest) error {
+	if err := checkEngineFlag(r.Engine); err != nil {
+		return err
+	}
 	if r.Split.Workers > 0 {
 		return pr.runWorkers(r)
 	}
@@ -138,4 +141,14 @@ func defaultOut(p *plan.Plan, now time.Time) string {
 // a gates result is not taken for a single run's.
 func levelsOut(p *plan.Plan, kind string, now time.Time) string {
 	return strings.TrimSuffix(defaultOut(p, now), now.Format("20060102-150405")+".json") + kind + "-" + now.Format("20060102-150405") + ".json"
+}
+
+// checkEngineFlag refuses an --engine value no engine has as the usage
+// error it is, before a plan is read or a file made.
+func checkEngineFlag(choice string) error {
+	switch choice {
+	case "", run.EngineAuto, run.EngineLoop, run.EngineGoroutines:
+		return nil
+	}
+	return Fail(ExitUsage, fmt.Errorf("--engine %q: expected auto, loop or goroutines", choice))
 }

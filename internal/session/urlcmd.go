@@ -32,6 +32,9 @@ type URLRequest struct {
 // URL is the one-line load test, in the spirit of wrk and hey: it builds
 // a plan in memory so the measurement rules are exactly those of run.
 func (pr Process) URL(r URLRequest) error {
+	if err := checkEngineFlag(r.Engine); err != nil {
+		return err
+	}
 	src, err := urlPlan(r.URL, r.Conns, r.Duration, r.Rate, r.Method, r.Headers, r.Body, r.Timeout, r.Open)
 	if err != nil {
 		return Fail(ExitUsage, err)
