@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/stampede-load/stampede/internal/plan/lang"
 )
 
 // tmplMode says how text lands in the request, which decides how literal
@@ -170,7 +172,7 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 	}
 	// Anything else that parses is an expression (expr.go), checked here
 	// at load.
-	if !isExprSyntax(expr) {
+	if !lang.IsSyntax(expr) {
 		return "bad template reference " + shown + ": " + refHelp
 	}
 	e, msg, _ := compileExpr(expr, sc, false)

@@ -3,6 +3,8 @@ package plan
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stampede-load/stampede/internal/plan/lang"
 )
 
 // uuid() and choice() draw from the evaluating user's generator, so a
@@ -38,7 +40,7 @@ func TestExprDrawsFromUsersGenerator(t *testing.T) {
 	e, _, _ := compileExpr(`uuid()`, sc, false)
 	v, _ := e.Eval(&Env{Rand: rand.New(rand.NewPCG(3, 1))})
 	r := rand.New(rand.NewPCG(3, 1))
-	if want := string(appendUUID(nil, r.Uint64(), r.Uint64())); v != want {
+	if want := string(lang.AppendUUID(nil, r.Uint64(), r.Uint64())); v != want {
 		t.Errorf("uuid() = %v, want %s", v, want)
 	}
 	// The hidden argument leaves the arity checks as they were.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/stampede-load/stampede/internal/plan/lang"
 )
 
 // zeroEnv lets a caller render a template that needs no user state (a static
@@ -46,7 +48,7 @@ func (t *Template) Append(dst []byte, env *Env) []byte {
 		case PartIteration:
 			dst = strconv.AppendInt(dst, env.Iter, 10)
 		case PartUUID:
-			dst = appendUUID(dst, uint64Of(env), uint64Of(env))
+			dst = lang.AppendUUID(dst, uint64Of(env), uint64Of(env))
 		case PartRandInt:
 			dst = strconv.AppendInt(dst, randInt(env, p.Min, p.Max), 10)
 		case PartUnixMilli:
@@ -97,24 +99,6 @@ func randInt(env *Env, lo, hi int64) int64 {
 }
 
 const hexDigits = "0123456789abcdef"
-
-// appendUUID formats 128 random bits as a version 4, variant 1 UUID.
-func appendUUID(dst []byte, hi, lo uint64) []byte {
-	hi = hi&^(0xf<<12) | 0x4<<12 // version 4
-	lo = lo&^(0x3<<62) | 0x2<<62 // variant 10xx
-	var b [16]byte
-	for i := 0; i < 8; i++ {
-		b[i] = byte(hi >> (56 - 8*i))
-		b[8+i] = byte(lo >> (56 - 8*i))
-	}
-	for i, c := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			dst = append(dst, '-')
-		}
-		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
-	}
-	return dst
-}
 
 func appendEscaped(dst []byte, s string, e Escape) []byte {
 	switch e {

@@ -2,14 +2,13 @@ package plan
 
 import (
 	"bytes"
-	"errors"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/grafana/sobek"
-	jsparser "github.com/grafana/sobek/parser"
 	"gopkg.in/yaml.v3"
+
+	"github.com/stampede-load/stampede/internal/plan/lang"
 )
 
 // StepScript is a step that runs a JavaScript function (script.go). Its
@@ -22,7 +21,7 @@ const StepScript StepKind = 16
 type Script struct {
 	// Source is the function body as written.
 	Source  string
-	Program *sobek.Program
+	Program *lang.Program
 	// Captures are the capture slots the script reads by name: those of
 	// earlier steps and its own sets.
 	Captures map[string]int
@@ -124,31 +123,12 @@ func (p *parser) scriptStep(n *yaml.Node, sc *scope) *Step {
 // compileScript compiles a function body in strict mode (a misspelt
 // variable is then an error, not a new global). On failure it returns
 // where in the body the error is, as 1-based line and column.
-func compileScript(file, body string) (*sobek.Program, [2]int, string) {
-	src := scriptPrefix + body + "\n})"
-	ast, err := jsparser.ParseFile(nil, file, src, 0)
-	if err != nil {
-		var list jsparser.ErrorList
-		var one *jsparser.Error
-		switch {
-		case errors.As(err, &list) && len(list) > 0:
-			one = list[0]
-		case errors.As(err, &one):
-		default:
-			return nil, [2]int{}, err.Error()
-		}
-		return nil, [2]int{one.Position.Line - 1, one.Position.Column}, one.Message
+func compileScript(file, body string) (*lang.Program, [2]int, string) {
+	prog, at, msg := lang.CompileScript(file, scriptPrefix+body+"\n})")
+	if at != ([2]int{}) {
+		at[0]-- // the body starts on the wrapper's second line
 	}
-	prog, err := sobek.CompileAST(ast, true)
-	if err != nil {
-		var se *sobek.CompilerSyntaxError
-		if errors.As(err, &se) && se.File != nil {
-			at := se.File.Position(se.Offset)
-			return nil, [2]int{at.Line - 1, at.Column}, se.Message
-		}
-		return nil, [2]int{}, err.Error()
-	}
-	return prog, [2]int{}, ""
+	return prog, at, msg
 }
 
 // scriptStart finds where a script's text begins in the plan.
