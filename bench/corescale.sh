@@ -14,7 +14,7 @@
 # report of itself.
 #
 #   CORES="1 2 4 8" SECS=5 ROUNDS=1 bench/corescale.sh
-#   NGINX=/path/nginx WRK=/path/wrk STAMPEDE=/path/stampede bench/corescale.sh
+#   NGINX_BIN=/path/nginx WRK=/path/wrk STAMPEDE=/path/stampede bench/corescale.sh
 #   BEFORE=/path/older-stampede ...  # adds that binary's closed model to
 #                                    # the same rounds (before/after a change)
 #   NGX_FIRST=1 NGX_WORKERS=1 CORES=1  # nginx on CPU 1, generator on CPU 0
@@ -22,7 +22,7 @@
 set -euo pipefail
 CORES=${CORES:-"1 2 4 8"}; SECS=${SECS:-5}; RATE=${RATE:-20000}
 PORT=${PORT:-8460}; SPORT=${SPORT:-8461}
-NGINX=${NGINX:-nginx}; WRK=${WRK:-wrk}
+NGINX_BIN=${NGINX_BIN:-nginx}; WRK=${WRK:-wrk}
 NCPU=$(nproc)
 NGX_FIRST=${NGX_FIRST:-$((NCPU / 2))}
 NGX_WORKERS=${NGX_WORKERS:-$((NCPU - NGX_FIRST))}
@@ -59,7 +59,7 @@ http {
     server { listen 127.0.0.1:$SPORT; location / { stub_status; } }
 }
 CONF
-taskset -c "$NGX_FIRST-$((NCPU - 1))" "$NGINX" -p "$W/" -c "$W/nginx.conf" -e "$W/error.log" &
+taskset -c "$NGX_FIRST-$((NCPU - 1))" "$NGINX_BIN" -p "$W/" -c "$W/nginx.conf" -e "$W/error.log" &
 NGINX_PID=$!
 served() {
   python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode().split("\n")[2].split()[2])' \
