@@ -251,6 +251,13 @@ func errorBreakdown(b *bytes.Buffer, byClass map[string]int64) {
 	if n := c(sample.Refused); n > 0 {
 		line("Refused:", n, " (unprocessed: REFUSED_STREAM or GOAWAY)")
 	}
+	// Likewise the connection-protocol outcomes of SignalR populations.
+	if n := c(sample.Protocol); n > 0 {
+		line("Protocol Errors:", n, " (the server broke the protocol)")
+	}
+	if n := c(sample.ServerClose); n > 0 {
+		line("Server Closes:", n, " (the server closed the connection)")
+	}
 	// Classes this version does not know (a newer writer's) still count as
 	// failures, so they show under Other rather than vanish from the sum.
 	other := c(sample.Other)
