@@ -91,9 +91,11 @@ type OpenLoop struct {
 // Arrivals is an open run's schedule (a loop's share of it), taken by the loop on its own
 // goroutine.
 type Arrivals interface {
-	// Take returns the next arrival due by now (ok false: none is),
-	// having counted as dropped those too far behind to start.
-	Take(now time.Time) (sc *vu.Scenario, due time.Time, ok bool)
+	// Take returns the next arrival due by horizon (ok false: none is),
+	// having counted as dropped those too far behind now to start. A
+	// horizon past now starts arrivals a little early, batched; never one
+	// before the run's start.
+	Take(now, horizon time.Time) (sc *vu.Scenario, due time.Time, ok bool)
 	// Next is when the next arrival is due (ok false: the schedule is
 	// over).
 	Next() (due time.Time, ok bool)

@@ -25,12 +25,12 @@ func (l *loop) arrive() {
 	for n := 0; n < maxArrivalsPerTurn; n++ {
 		// An arrival the loop comes to more than a second late is
 		// dropped in bulk (Take), as the goroutine dispatcher's are.
-		sc, due, ok := l.arr.Take(horizon)
+		sc, due, ok := l.arr.Take(now, horizon)
 		if !ok {
 			l.armNext()
 			return
 		}
-		l.start(sc, due, now)
+		l.start(sc, due)
 		// A slot whose iteration ended at once (a refused connection)
 		// is free for the next arrival of the batch, as a goroutine
 		// worker that finished is.
@@ -68,9 +68,8 @@ const batchAhead = time.Millisecond
 // maxArrivalsPerTurn bounds the arrivals one turn of the loop starts.
 const maxArrivalsPerTurn = 256
 
-// start runs an arrival's iteration on a slot, as openWorker does; now
-// is the turn's time, after which an arrival started early is due.
-func (l *loop) start(sc *vu.Scenario, due, now time.Time) {
+// start runs an arrival's iteration on a slot, as openWorker does.
+func (l *loop) start(sc *vu.Scenario, due time.Time) {
 	var c *conn
 	if n := len(l.idle); n > 0 {
 		c = l.idle[n-1]
@@ -90,7 +89,10 @@ func (l *loop) start(sc *vu.Scenario, due, now time.Time) {
 	c.sc = l.e.scens[sc]
 	c.pc = 0
 	l.open.Active(1)
-	if due.After(now) {
+	// The clock is read per start, not once per turn: the starts before
+	// this one in a busy turn may have taken it past due, and an arrival
+	// sent late counts from its due time, lateness included.
+	if now := time.Now(); due.After(now) {
 		// Started early (batchAhead): its latency counts from its send,
 		// which is when the request began, and it was not late.
 		c.from = time.Time{}

@@ -24,10 +24,17 @@ type listedArrivals struct {
 	dropped  int
 	overOnce sync.Once
 	over     chan struct{}
+	// beforeTake, when set, runs as Take is asked for arrival a.k, with
+	// the turn's horizon: it may move that arrival's due time and keep the
+	// turn busy.
+	beforeTake func(a *listedArrivals, horizon time.Time)
 }
 
-func (a *listedArrivals) Take(now time.Time) (*vu.Scenario, time.Time, bool) {
-	if a.k == len(a.due) || a.due[a.k].After(now) {
+func (a *listedArrivals) Take(_, horizon time.Time) (*vu.Scenario, time.Time, bool) {
+	if a.beforeTake != nil && a.k < len(a.due) {
+		a.beforeTake(a, horizon)
+	}
+	if a.k == len(a.due) || a.due[a.k].After(horizon) {
 		return nil, time.Time{}, false
 	}
 	a.k++
@@ -111,5 +118,35 @@ func TestOpenLoopBatchesCloseArrivals(t *testing.T) {
 	}
 	if arr.waits > pairs {
 		t.Errorf("the loop waited %d times for %d pairs of arrivals 200 µs apart: an arrival was not batched with its pair", arr.waits, pairs)
+	}
+}
+
+// An arrival started in a turn that its earlier starts kept busy past the
+// arrival's due time was sent late, and its latency counts from its due
+// time, lateness included. Before, the turn read the clock once: an
+// arrival due within the batch's millisecond counted from its send as if
+// early, though sent 5 ms late (recorded 322 µs).
+func TestOpenLoopLateInABusyTurnCountsItsLateness(t *testing.T) {
+	srv := newFixedServer(t)
+	first := time.Now().Add(5 * time.Millisecond)
+	arr := &listedArrivals{due: []time.Time{first, {}}}
+	arr.beforeTake = func(a *listedArrivals, horizon time.Time) {
+		if a.k == 1 && a.due[1].IsZero() {
+			// Due within this turn's batch, half a millisecond before its
+			// horizon; then the turn is kept busy past it.
+			a.due[1] = horizon.Add(-500 * time.Microsecond)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	rec := runOpenLoop(t, srv, arr, 2)
+	snap := rec.Snapshot()
+	if snap.Totals.Requests != 2 {
+		t.Fatalf("recorded %d requests, want 2", snap.Totals.Requests)
+	}
+	// Both latencies are at least 4.5 ms: the first's answer waits for
+	// the busy turn, the second was sent 4.5 ms after its due time. Lower
+	// bounds, which a slower machine only raises.
+	if least := time.Duration(snap.Totals.LatencyAll.MinUS) * time.Microsecond; least < 4500*time.Microsecond {
+		t.Errorf("smallest latency %v: the arrival sent 4.5 ms late lost its lateness", least)
 	}
 }

@@ -186,19 +186,25 @@ type openArrivals struct {
 	closed bool
 }
 
-func (a *openArrivals) Take(now time.Time) (*vu.Scenario, time.Time, bool) {
+func (a *openArrivals) Take(now, horizon time.Time) (*vu.Scenario, time.Time, bool) {
 	r := a.r
+	if now.Before(r.start) {
+		horizon = now // nothing starts before the run does, not even batched
+	}
 	for {
 		at, ok := a.sch.Time(a.k)
 		if !ok {
 			return nil, time.Time{}, false
 		}
+		// Lateness is judged at now, as the goroutine dispatcher judges
+		// it: the horizon's batch must not drop an arrival a millisecond
+		// sooner.
 		el := now.Sub(r.start)
 		if el-at > maxCatchUp {
 			a.k = r.dropOverdueStep(a.k, a.sch.Before(el-maxCatchUp), a.step, a.shard)
 			continue
 		}
-		if at > el {
+		if at > horizon.Sub(r.start) {
 			return nil, time.Time{}, false
 		}
 		sc := r.prog.ScenarioFor(a.k)
