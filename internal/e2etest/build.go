@@ -47,7 +47,9 @@ func sharedBinary(root string) (string, error) {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return "", fmt.Errorf("locking %s: %v", lock.Name(), err)
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	// Closing the lock file releases the lock too, so a failed unlock
+	// cannot hold the next build up.
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
 
 	bin := filepath.Join(cache, key, "stampede")
 	if _, err := os.Stat(bin); err == nil {

@@ -160,7 +160,8 @@ func Start(t testing.TB, dir string, env []string, args ...string) *Proc {
 	return p
 }
 
-func (p *Proc) kill() { syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+// kill ends the process group; a group already gone is what it wants.
+func (p *Proc) kill() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
 
 // Stderr is what the process has written to stderr so far, for a test
 // that waits on what it says before acting.
@@ -184,7 +185,7 @@ func (p *Proc) Wait(t testing.TB, limit time.Duration) Outcome {
 	select {
 	case <-p.done:
 	case <-timer.C:
-		p.cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump helps
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump helps; a process already gone has none
 		time.Sleep(200 * time.Millisecond)
 		p.kill()
 		<-p.done
