@@ -351,13 +351,13 @@ func (pl *Plan) peakStagePos() Pos {
 	return pl.stagePosAt(0)
 }
 
-// stagePosAt is where stage i was written; stages the plan made (waves,
-// levels) were written nowhere.
+// stagePosAt is where stage i was written; for stages the plan made
+// (waves, levels), where what made them was written.
 func (pl *Plan) stagePosAt(i int) Pos {
 	if i < len(pl.stagePos) {
 		return pl.stagePos[i]
 	}
-	return Pos{}
+	return pl.madePos
 }
 
 // fmtCount prints a count with thousands separators, as the reports do.

@@ -30,3 +30,25 @@ load: {stages: [{duration: 1s, rate: 3000000/s}]}
 		t.Errorf("advice for 3,000,000/s: %v", err)
 	}
 }
+
+// A fit error about stages the plan made from waves names where the waves
+// were written: before, it began ":1:1:", naming no file, line or column.
+func TestFitErrorOfWavesNamesTheWaves(t *testing.T) {
+	p := mustParse(t, `target: http://127.0.0.1:1
+tenants:
+  count: 10
+  waves: [{share: 0.5, offset: 0s}, {share: 0.5, offset: 1s}]
+scenarios:
+  s: {steps: [{get: /}]}
+load:
+  stages:
+    - {duration: 1s, users: 500000}
+`, nil)
+	err := p.CheckFit(1, 256)
+	if err == nil {
+		t.Fatal("500,000 users fit 256 open files")
+	}
+	if !strings.Contains(err.Error(), ":4:") {
+		t.Errorf("%v: want the line of waves:, 4", err)
+	}
+}

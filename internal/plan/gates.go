@@ -187,6 +187,9 @@ func (pl *Plan) AtLevel(vary string, value float64, ramp, hold time.Duration) (*
 	}
 	q.Load.Model = model
 	q.Load.Stages, q.stagePos = nil, nil
+	if pl.Gates != nil {
+		q.madePos = pl.Gates.Pos
+	}
 	if ramp > 0 {
 		q.Load.Stages = append(q.Load.Stages, Stage{Duration: ramp, From: 0, To: peak})
 	}

@@ -260,7 +260,7 @@ func (p *parser) finishWaves() {
 		w.Stages = profile.Scale(shape, peak*n/float64(pl.Tenants))
 	}
 	pl.Load.Stages = WaveTotal(pl.Waves)
-	pl.stagePos = nil
+	pl.stagePos, pl.madePos = nil, pl.wavesPos
 }
 
 // WaveTotal is the sum of the waves' shifted profiles as stages. Between

@@ -64,6 +64,9 @@ type Plan struct {
 	stagePos []Pos
 	// wavesPos is where the first tenant wave was written.
 	wavesPos Pos
+	// madePos stands for the stages the plan made itself (waves, a gate's
+	// level), which were written nowhere: where what made them was.
+	madePos Pos
 }
 
 // Located is a string value with the place it was written.
