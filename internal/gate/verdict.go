@@ -1,10 +1,6 @@
 package gate
 
-import (
-	"strconv"
-
-	"github.com/stampede-load/stampede/internal/result"
-)
+import "github.com/stampede-load/stampede/internal/result"
 
 // Verdict is what a finished command says about its run, through its exit
 // code: every command that judges a run (run, merge, sweep, gates,
@@ -21,18 +17,6 @@ const (
 	// Fail, since thresholds judged on part of a run judge the wrong thing.
 	Incomplete
 )
-
-func (v Verdict) String() string {
-	switch v {
-	case Pass:
-		return "pass"
-	case Fail:
-		return "fail"
-	case Incomplete:
-		return "incomplete"
-	}
-	return "Verdict(" + strconv.Itoa(int(v)) + ")"
-}
 
 // Outcome is what a verdict is drawn from.
 type Outcome struct {

@@ -128,12 +128,6 @@ func (hc *h1conn) peek() peekState {
 	return hc.peeked
 }
 
-// NewH1 returns an empty client with a run of its own (tests).
-func NewH1() *H1 {
-	sh := NewShared(Options{})
-	return &H1{ud: &userDial{sh: sh, dialer: &net.Dialer{}}, alpn: alpnH1}
-}
-
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 	writers = sync.Pool{New: func() any {

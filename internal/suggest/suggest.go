@@ -52,12 +52,6 @@ func Closest(s string, cands []string) string {
 	return best
 }
 
-// Distance is the edit distance between a and b in characters, counting a
-// swap of neighbours as one edit (optimal string alignment).
-func Distance(a, b string) int {
-	return distance([]rune(a), []rune(b), true)
-}
-
 // distance is the Levenshtein distance, and with swaps also counts a swap
 // of neighbours as one edit. It keeps three rows, not the whole table.
 func distance[T byte | rune](a, b []T, swaps bool) int {
