@@ -2,7 +2,6 @@ package plan
 
 import (
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -188,7 +187,7 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 func (sc *scope) varRef(b *builder, name string, esc Escape) string {
 	v, ok := sc.vars[name]
 	if !ok {
-		return "unknown var " + q(name) + ": " + available("the plan defines", "the plan has no vars", keys(sc.vars))
+		return lang.UnknownVar(name, sc.vars)
 	}
 	b.lit(string(appendEscaped(nil, v, esc)))
 	return ""
@@ -199,7 +198,7 @@ func (sc *scope) dataRef(b *builder, ref, shown string, esc Escape) string {
 	src, col, _ := strings.Cut(ref, ".")
 	ds, ok := sc.data[src]
 	if !ok {
-		return "unknown data source " + q(src) + ": " + available("the plan defines", "the plan has no data sources", keys(sc.data))
+		return lang.UnknownData(src, sc.data)
 	}
 	if col == "" {
 		return "bad data reference " + shown + ": expected data." + src + ".COLUMN"
@@ -273,18 +272,3 @@ func isIdent(s string) bool {
 	return true
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func available(some, none string, names []string) string {
-	if len(names) == 0 {
-		return none
-	}
-	return some + " " + strings.Join(names, ", ")
-}

@@ -361,11 +361,11 @@ func (c *exprChecker) member(n *ast.MemberNode) {
 	switch id.Value {
 	case "vars":
 		if _, ok := sc.Vars[prop.Value]; !ok {
-			c.msg, c.off = "unknown var "+q(prop.Value)+": "+available("the plan defines", "the plan has no vars", keys(sc.Vars)), n.Location().From
+			c.msg, c.off = UnknownVar(prop.Value, sc.Vars), n.Location().From
 		}
 	case "data":
 		if ds, ok := sc.Data[prop.Value]; !ok {
-			c.msg, c.off = "unknown data source "+q(prop.Value)+": "+available("the plan defines", "the plan has no data sources", keys(sc.Data)), n.Location().From
+			c.msg, c.off = UnknownData(prop.Value, sc.Data), n.Location().From
 		} else if sc.DataUsed != nil {
 			sc.DataUsed[ds.Index] = true
 		}

@@ -20,6 +20,18 @@ func q(s string) string {
 	return strconv.Quote(s)
 }
 
+// UnknownVar is the error of a var the plan does not define, in a
+// template and in an expression alike.
+func UnknownVar[V any](name string, vars map[string]V) string {
+	return "unknown var " + q(name) + ": " + available("the plan defines", "the plan has no vars", keys(vars))
+}
+
+// UnknownData is the error of a data source the plan does not define, in
+// a template and in an expression alike.
+func UnknownData[V any](name string, data map[string]V) string {
+	return "unknown data source " + q(name) + ": " + available("the plan defines", "the plan has no data sources", keys(data))
+}
+
 func keys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
