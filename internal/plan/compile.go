@@ -271,4 +271,3 @@ func isIdent(s string) bool {
 	}
 	return true
 }
-
