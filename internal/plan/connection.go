@@ -240,6 +240,15 @@ func (p *parser) finishConnection(s *Scenario, f map[string]kv) {
 	}
 }
 
+// noteRelative records a URL written as a path, which needs the plan's
+// target in front of it (the first one's text is kept for the message).
+func (p *parser) noteRelative(u string, raw *yaml.Node) {
+	if p.relative == nil {
+		p.relativeURL = u
+	}
+	p.relative = append(p.relative, p.pos(raw))
+}
+
 // connURL compiles a connection URL: a path (joined to the target) or an
 // absolute URL with one of schemes.
 func (p *parser) connURL(n *yaml.Node, sc *scope, schemes []string) *Template {
@@ -251,10 +260,7 @@ func (p *parser) connURL(n *yaml.Node, sc *scope, schemes []string) *Template {
 	lu := strings.ToLower(u)
 	switch {
 	case strings.HasPrefix(u, "/"):
-		if p.relative == nil {
-			p.relativeURL = u
-		}
-		p.relative = append(p.relative, p.pos(raw))
+		p.noteRelative(u, raw)
 	default:
 		good := false
 		for _, s := range schemes {

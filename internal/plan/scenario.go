@@ -172,10 +172,7 @@ func (p *parser) requestURL(raw *yaml.Node, sc *scope) *Template {
 	lu := strings.ToLower(u)
 	switch {
 	case strings.HasPrefix(u, "/"):
-		if p.relative == nil {
-			p.relativeURL = u
-		}
-		p.relative = append(p.relative, p.pos(raw))
+		p.noteRelative(u, raw)
 	case (strings.HasPrefix(lu, "http://") || strings.HasPrefix(lu, "https://")) && hasUserinfo(u):
 		p.errf(raw, "bad URL: user:password@ in a step URL is not sent; put the credentials in target (sent as Basic authentication to the target only) or set an Authorization header")
 		return nil
