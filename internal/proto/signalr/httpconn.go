@@ -484,6 +484,10 @@ func (h *httpConn) Close(int, string) error {
 		cancel()
 	}
 	h.end(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
+	// The poll may have ended the connection first (its answer to our
+	// Close): end then returned at once, so wait until that end recorded
+	// its reason, or Disconnect could still be nil after Close.
+	<-h.done
 	return nil
 }
 
