@@ -51,13 +51,20 @@ func loopIneligible(p *plan.Plan, prog *vu.Program) string {
 	return evloop.AddrIneligible(prog.LoopAddr())
 }
 
+// CheckEngineName refuses an engine name no engine has ("" is auto).
+func CheckEngineName(choice string) error {
+	switch choice {
+	case "", EngineAuto, EngineLoop, EngineGoroutines:
+		return nil
+	}
+	return fmt.Errorf("engine %q: expected auto, loop or goroutines", choice)
+}
+
 // checkEngine resolves the engine choice: auto takes the loop where it
 // can run, and a forced loop it cannot run is an error that says why.
 func checkEngine(p *plan.Plan, prog *vu.Program, choice string) error {
-	switch choice {
-	case "", EngineAuto, EngineLoop, EngineGoroutines:
-	default:
-		return fmt.Errorf("engine %q: want auto, loop or goroutines", choice)
+	if err := CheckEngineName(choice); err != nil {
+		return err
 	}
 	if choice == EngineLoop {
 		if why := loopIneligible(p, prog); why != "" {

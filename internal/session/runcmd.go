@@ -146,9 +146,8 @@ func levelsOut(p *plan.Plan, kind string, now time.Time) string {
 // checkEngineFlag refuses an --engine value no engine has as the usage
 // error it is, before a plan is read or a file made.
 func checkEngineFlag(choice string) error {
-	switch choice {
-	case "", run.EngineAuto, run.EngineLoop, run.EngineGoroutines:
-		return nil
+	if err := run.CheckEngineName(choice); err != nil {
+		return Fail(ExitUsage, fmt.Errorf("--%w", err))
 	}
-	return Fail(ExitUsage, fmt.Errorf("--engine %q: expected auto, loop or goroutines", choice))
+	return nil
 }
