@@ -187,7 +187,7 @@ func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.He
 		if len(body) > 0 {
 			msg += ": " + string(metrics.AppendBody(nil, body, []byte(resp.Header.Get("Content-Type"))))
 		}
-		return nil, &Error{Phase: "negotiate", Class: cl, Msg: msg}
+		return nil, &Error{Phase: "negotiate", Class: cl, Msg: msg, Err: retryAfterOf(resp.Header, time.Now())}
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	trimmed := bytes.TrimSpace(body)
