@@ -64,5 +64,10 @@ done
 
 (cd "$out" && sum ./*.tar.gz | sed 's| \./| |' >SHA256SUMS)
 echo "wrote $out/SHA256SUMS"
+# The one-command install (curl ... | sh) for this release: install.sh
+# with the version written in, published beside the archives.
+sed "s/__STAMPEDE_VERSION__}/$version}/" scripts/install.sh >"$out/install.sh"
+grep -qF -- "version=\${STAMPEDE_VERSION:-$version}" "$out/install.sh" || { echo "release: install.sh not stamped with $version" >&2; exit 1; }
+echo "wrote $out/install.sh"
 echo "the image for this version (stampede k8s --image ...):"
 echo "  docker build --build-arg VERSION=$version -t ghcr.io/stampede-load/stampede:$version ."
