@@ -38,6 +38,8 @@ var stepLabels = map[sample.Class]string{
 	sample.Refused:       "refused unprocessed",
 	sample.Protocol:      "protocol violations",
 	sample.ServerClose:   "closed by server",
+	sample.Redirects:     "redirect failures",
+	sample.Proxy:         "proxy failures",
 }
 
 // connLabels name connection failure kinds inside "Connection Errors: N (...)".
@@ -257,6 +259,12 @@ func errorBreakdown(b *bytes.Buffer, byClass map[string]int64) {
 	}
 	if n := c(sample.ServerClose); n > 0 {
 		line("Server Closes:", n, " (the server closed the connection)")
+	}
+	if n := c(sample.Redirects); n > 0 {
+		line("Redirects:", n, " (a loop, too many hops, or a 3xx not followed)")
+	}
+	if n := c(sample.Proxy); n > 0 {
+		line("Proxy:", n, " (the proxy refused: 407 or CONNECT not 2xx)")
 	}
 	// Classes this version does not know (a newer writer's) still count as
 	// failures, so they show under Other rather than vanish from the sum.

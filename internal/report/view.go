@@ -31,6 +31,8 @@ var classTitles = map[sample.Class]string{
 	sample.Refused:       "Refused (unprocessed)",
 	sample.Protocol:      "Protocol Violations",
 	sample.ServerClose:   "Closed by Server",
+	sample.Redirects:     "Redirect Failures",
+	sample.Proxy:         "Proxy Failures",
 }
 
 // classTitle names a class from a result file, including classes a newer

@@ -34,6 +34,14 @@ const (
 	// ServerClose is a connection the server ended gracefully (a SignalR
 	// Close without an error) while the scenario wanted it open.
 	ServerClose
+	// Redirects is a request whose redirects did not end: a loop, more
+	// hops than its limit, a Location that cannot be followed, or a 3xx
+	// the event-loop engine cannot follow.
+	Redirects
+	// Proxy is a request the proxy refused: 407 (proxy authentication),
+	// any other answer to CONNECT than 2xx, or a proxy setting that cannot
+	// be used.
+	Proxy
 	NumClasses // not a class: the number of classes
 )
 
@@ -57,6 +65,8 @@ var names = [NumClasses]string{
 	Refused:       "refused",
 	Protocol:      "protocol",
 	ServerClose:   "server_close",
+	Redirects:     "redirects",
+	Proxy:         "proxy",
 }
 
 // String returns the class's name as it appears in result files.
