@@ -1,0 +1,168 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"regexp"
+)
+
+// SchemaID is the $id of the plan schema: where an editor that meets the
+// modeline with a URL would fetch it from.
+const SchemaID = "https://github.com/stampede-load/stampede/raw/main/docs/reference/stampede.schema.json"
+
+// Schema returns the JSON Schema (draft 2020-12) of a plan, indented, for
+// editors (VS Code's YAML extension completes and checks a plan with it).
+// Each section's keys are the ones the parser accepts and each key's
+// description is keyDocs' line; docs/schema_test.go fails when a key the
+// parser accepts is missing here, or the committed schema file drifts.
+func Schema() []byte {
+	root := (&schemaBuilder{keys: map[string][]string{}}).root()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(root); err != nil {
+		panic("plan: the schema does not encode: " + err.Error()) // maps of strings and slices always encode
+	}
+	return b.Bytes()
+}
+
+// schemaBuilder builds the schema and records each section's keys.
+type schemaBuilder struct {
+	keys map[string][]string
+}
+
+func (b *schemaBuilder) root() obj {
+	root := b.section("(top level)", "a stampede test plan", []prop{
+		{"name", scalar()},
+		{"target", str()},
+		{"defaults", b.defaultsSchema()},
+		{"tls", b.tlsSchema()},
+		{"vars", mapOf(anyValue())},
+		{"data", mapOf(b.dataSchema())},
+		{"tenants", b.tenantsSchema()},
+		{"scenarios", b.scenariosSchema()},
+		{"load", b.loadSchema()},
+		{"thresholds", listOf(str())},
+		{"http", b.httpSchema()},
+		{"gates", b.gatesSchema()},
+		{"monitors", listOf(b.monitorSchema())},
+		{"secret_headers", listOf(str())},
+		{"seed", intish()},
+		{"setup", b.stepsSchema()},
+		{"teardown", b.stepsSchema()},
+	}, "scenarios", "load")
+	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	root["$id"] = SchemaID
+	root["title"] = "stampede plan"
+	root["$defs"] = obj{"step": b.stepSchema()}
+	return root
+}
+
+// obj is one JSON Schema node.
+type obj = map[string]any
+
+// prop is one key of a section and the schema of its value.
+type prop struct {
+	key    string
+	schema obj
+}
+
+// envRef matches a value that holds an ${ENV} reference: the parser expands
+// it before reading the value, so any type is right once it is expanded.
+const envRef = `\$\{[^}]+\}`
+
+// durationRE is what time.ParseDuration accepts, with the parser's own
+// rule that only 0 may go without a unit.
+const durationRE = `(0|([0-9]*\.?[0-9]+(ns|us|µs|μs|ms|s|m|h))+)`
+
+func str() obj     { return obj{"type": "string"} }
+func boolish() obj { return withEnv(obj{"type": "boolean"}) }
+func anyValue() obj {
+	return obj{}
+}
+
+// scalar is a single YAML value: the parser reads its text, whatever YAML
+// typed it as.
+func scalar() obj { return obj{"type": []string{"string", "number", "boolean"}} }
+
+// intish is a whole number, written as one or as a string of one.
+func intish() obj {
+	return obj{"type": []string{"integer", "string"}, "pattern": `^\s*[0-9]+\s*$|` + envRef}
+}
+
+func duration() obj {
+	return obj{"anyOf": []obj{{"type": "string", "pattern": `^\s*` + durationRE + `\s*$|` + envRef}, {"const": 0}}}
+}
+
+// durationOr is a duration or one of some words (off, run).
+func durationOr(words ...string) obj {
+	return obj{"anyOf": []obj{duration(), {"enum": words}}}
+}
+
+func enum(values ...string) obj { return withEnv(obj{"enum": values}) }
+
+// withEnv lets s also be a string holding an ${ENV} reference.
+func withEnv(s obj) obj {
+	return obj{"anyOf": []obj{s, {"type": "string", "pattern": envRef}}}
+}
+
+func listOf(items obj) obj { return obj{"type": "array", "items": items} }
+
+// oneOrList is a single value or a list of them.
+func oneOrList(item obj) obj { return obj{"anyOf": []obj{item, listOf(item)}} }
+
+func mapOf(values obj) obj { return obj{"type": "object", "additionalProperties": values} }
+
+func headers() obj { return mapOf(scalar()) }
+
+// section is a mapping of a fixed set of keys: any other key is an error,
+// as it is to the parser. path names the section in keyDocs.
+func (b *schemaBuilder) section(path, desc string, props []prop, required ...string) obj {
+	ps := obj{}
+	_, seen := b.keys[path]
+	for _, p := range props {
+		if !seen {
+			b.keys[path] = append(b.keys[path], p.key)
+		}
+		s := p.schema
+		if d, ok := keyDocs[path+" "+p.key]; ok {
+			s = describe(s, d)
+		}
+		ps[p.key] = s
+	}
+	s := obj{"type": "object", "properties": ps, "additionalProperties": false}
+	if desc != "" {
+		s["description"] = desc
+	}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+var mdLink = regexp.MustCompile(`\s*\(\[[^\]]*\]\([^)]*\)\)|\[([^\]]*)\]\([^)]*\)`)
+
+// describe gives s the description d, its Markdown links dropped (they
+// point into the docs, not anywhere an editor can open).
+func describe(s obj, d string) obj {
+	out := maps.Clone(s)
+	out["description"] = mdLink.ReplaceAllString(d, "$1")
+	return out
+}
+
+// SchemaKeys returns the keys the schema gives each section, by the
+// section paths of the plan-keys reference, for the test that holds the
+// schema to the keys the parser accepts.
+func SchemaKeys() map[string][]string {
+	b := &schemaBuilder{keys: map[string][]string{}}
+	b.root()
+	return b.keys
+}
+
+// KeyDocs returns a copy of each plan key's one-line description, by the
+// plan-keys reference's section path and key.
+func KeyDocs() map[string]string {
+	return maps.Clone(keyDocs)
+}

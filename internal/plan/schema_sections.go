@@ -1,0 +1,170 @@
+package plan
+
+// The schema of each plan section. Paths are the plan-keys reference's, so
+// keyDocs gives each key its description.
+
+// users is a number of users or a ramp "0 -> 400".
+const usersRE = `^\s*[0-9]+\s*(->\s*[0-9]+\s*)?$|` + envRef
+
+// rateRE is arrivals per second, minute or hour, or a ramp of them.
+const rateRE = `^\s*[0-9]*\.?[0-9]+\s*(/\s*(s|m|h))?\s*(->\s*[0-9]*\.?[0-9]+\s*(/\s*(s|m|h))?\s*)?$|` + envRef
+
+// thinkRangeRE is a uniform pause, "1s..3s".
+const thinkRangeRE = `^\s*` + durationRE + `\s*\.\.\s*` + durationRE + `\s*$`
+
+func (b *schemaBuilder) defaultsSchema() obj {
+	return b.section("defaults", "", []prop{{"headers", headers()}, {"timeout", duration()}})
+}
+
+func (b *schemaBuilder) tlsSchema() obj {
+	return b.section("tls", "", []prop{
+		{"ca_file", str()}, {"cert_file", str()}, {"key_file", str()},
+		{"insecure", boolish()}, {"server_name", str()},
+	})
+}
+
+func (b *schemaBuilder) httpSchema() obj {
+	return b.section("http", "", []prop{
+		{"source_addresses", oneOrList(str())},
+		{"connection", enum("keep-alive", "per-iteration", "per-request")},
+		{"max_connections_per_host", intish()},
+		{"max_header_bytes", scalar()},
+		{"max_kept_body_bytes", scalar()},
+		{"version", enum("auto", "http/1.1", "h2", "h2c")},
+		{"h2_connections", enum("per-user", "shared")},
+		{"redirects", intish()},
+		{"proxy", str()},
+	})
+}
+
+func (b *schemaBuilder) dataSchema() obj {
+	return b.section("data.NAME", "a CSV data source", []prop{
+		{"file", str()}, {"pick", enum("sequential", "unique", "random")}, {"by_tenant", str()},
+	}, "file")
+}
+
+func (b *schemaBuilder) tenantsSchema() obj {
+	wave := b.section("tenants.waves[]", "", []prop{{"share", scalar()}, {"offset", duration()}})
+	return b.section("tenants", "", []prop{{"count", intish()}, {"waves", listOf(wave)}}, "count")
+}
+
+func (b *schemaBuilder) scenariosSchema() obj {
+	sc := b.section("scenarios.NAME", "a scenario: request steps, or one persistent connection", []prop{
+		{"weight", scalar()},
+		{"steps", b.stepsSchema()},
+		{"websocket", b.websocketSchema()},
+		{"signalr", b.signalrSchema()},
+		{"users", intish()},
+		{"per_tenant", intish()},
+		{"once", b.stepsSchema()},
+		{"renew_on", oneOrList(intish())},
+	})
+	return mapOf(sc)
+}
+
+func (b *schemaBuilder) loadSchema() obj {
+	stage := b.section("load.stages[]", "", []prop{
+		{"duration", duration()},
+		{"users", obj{"type": []string{"integer", "string"}, "pattern": usersRE}},
+		{"rate", obj{"type": []string{"number", "string"}, "pattern": rateRE}},
+		{"steps", intish()},
+	}, "duration")
+	return b.section("load", "", []prop{
+		{"stages", listOf(stage)},
+		{"pace", b.pauseSchema()},
+		{"max_in_flight", intish()},
+		{"grace", duration()},
+	}, "stages")
+}
+
+// pauseSchema is a think or pace value: fixed, uniform or a distribution.
+func (b *schemaBuilder) pauseSchema() obj {
+	dist := b.section("steps[].think / load.pace (distribution)", "", []prop{
+		{"exponential", duration()}, {"normal", duration()}, {"lognormal", duration()},
+		{"sd", duration()}, {"max", duration()},
+	})
+	return obj{"anyOf": []obj{duration(), {"type": "string", "pattern": thinkRangeRE}, dist}}
+}
+
+func (b *schemaBuilder) gatesSchema() obj {
+	return b.section("gates", "", []prop{
+		{"vary", enum("users", "rate", "tenants")},
+		{"levels", listOf(scalar())},
+		{"hold", duration()},
+		{"ramp", duration()},
+		{"slo", listOf(str())},
+	}, "vary", "levels", "hold", "slo")
+}
+
+func (b *schemaBuilder) monitorSchema() obj {
+	kinds := []string{"postgres", "redis", "prometheus", "process", "host"}
+	props := make([]prop, 0, len(kinds)+6)
+	for _, k := range kinds {
+		props = append(props, prop{k, scalar()})
+	}
+	props = append(props,
+		prop{"name", str()}, prop{"required", boolish()}, prop{"interval", duration()},
+		prop{"timeout", duration()}, prop{"select", oneOrList(str())}, prop{"queries", mapOf(str())})
+	m := b.section("monitors[]", "a server monitor: one kind key", props)
+	any := make([]obj, len(kinds))
+	for i, k := range kinds {
+		any[i] = obj{"required": []string{k}}
+	}
+	m["anyOf"] = any
+	// A bare kind (- host) is a monitor with that kind's defaults.
+	return obj{"anyOf": []obj{{"enum": kinds}, m}}
+}
+
+func (b *schemaBuilder) websocketSchema() obj {
+	send := b.section("websocket.steps[].send", "", []prop{{"text", scalar()}, {"json", anyValue()}, {"binary", str()}})
+	wait := b.section("websocket.steps[].wait", "", []prop{
+		{"json", str()}, {"equals", anyValue()}, {"regex", str()}, {"timeout", duration()}, {"capture", b.captureSchema()},
+	})
+	closeStep := b.section("websocket.steps[].close", "", []prop{{"code", intish()}, {"reason", str()}})
+	step := b.section("websocket.steps[]", "one step of the connection's script", []prop{
+		{"name", str()},
+		{"send", obj{"anyOf": []obj{scalar(), send}}},
+		{"wait", wait},
+		{"hold", durationOr("run")},
+		{"close", obj{"anyOf": []obj{{"type": "null"}, closeStep}}},
+	})
+	return b.section("scenarios.NAME.websocket", "", []prop{
+		{"url", str()},
+		{"subprotocols", oneOrList(str())},
+		{"headers", headers()},
+		{"connect_timeout", duration()},
+		{"keep_alive", durationOr("off", "false", "never")},
+		{"server_timeout", durationOr("off", "false", "never")},
+		{"steps", listOf(step)},
+		{"reconnect", duration()},
+	}, "url")
+}
+
+func (b *schemaBuilder) signalrSchema() obj {
+	call := b.section("signalr.invoke[]", "", []prop{
+		{"method", str()}, {"invoke", str()}, {"send", str()}, {"stream", str()},
+		{"args", listOf(anyValue())}, {"timeout", duration()},
+	})
+	s := b.section("scenarios.NAME.signalr", "", []prop{
+		{"url", str()},
+		{"access_token", scalar()},
+		{"headers", headers()},
+		{"skip_negotiate", boolish()},
+		{"keep_alive", durationOr("off", "false", "never")},
+		{"server_timeout", durationOr("off", "false", "never")},
+		{"handshake_timeout", duration()},
+		{"negotiate_timeout", duration()},
+		{"invoke", listOf(call)},
+		{"listen", oneOrList(str())},
+		{"timestamp", scalar()},
+		{"hold", durationOr("run")},
+		{"reconnect", duration()},
+		{"protocol", enum(signalrProtocols...)},
+		{"transport", enum(signalrTransports...)},
+		{"stateful_reconnect", boolish()},
+		{"urls", listOf(str())},
+		{"spread", enum(spreads...)},
+	})
+	s["anyOf"] = []obj{{"required": []string{"url"}}, {"required": []string{"urls"}}}
+	return s
+}

@@ -1,0 +1,93 @@
+package plan
+
+// The schema of a scenario's steps. Steps nest (control steps hold steps),
+// so a list of steps refers to the one step definition in $defs.
+
+const stepRef = "#/$defs/step"
+
+func (b *schemaBuilder) stepsSchema() obj {
+	return listOf(obj{"$ref": stepRef})
+}
+
+// stepSchema is one step: a request, a think, a script or a control step.
+// Each kind is a closed set of keys told apart by the key it must have.
+func (b *schemaBuilder) stepSchema() obj {
+	return obj{
+		"description": "a step: a request (get, post, ...), think, script, or a control step (if, repeat, for_each, choose)",
+		"anyOf": []obj{
+			b.requestStepSchema(),
+			b.section("steps[] (think step)", "", []prop{{"think", b.pauseSchema()}}, "think"),
+			b.section("steps[] (script step)", "", []prop{
+				{"script", str()}, {"name", str()}, {"group", str()}, {"sets", listOf(str())},
+			}, "script"),
+			b.controlStepSchema(),
+		},
+	}
+}
+
+func (b *schemaBuilder) requestStepSchema() obj {
+	props := make([]prop, 0, len(methods)+20)
+	for _, m := range methods {
+		props = append(props, prop{m, str()})
+	}
+	props = append(props,
+		prop{"name", str()},
+		prop{"group", str()},
+		prop{"headers", headers()},
+		prop{"query", mapOf(scalar())},
+		prop{"json", anyValue()},
+		prop{"form", mapOf(scalar())},
+		prop{"body", scalar()},
+		prop{"timeout", duration()},
+		prop{"redirects", intish()},
+		prop{"capture", mapOf(b.captureSchema())},
+		prop{"expect", b.expectSchema()},
+		prop{"body_file", str()},
+		prop{"multipart", mapOf(obj{"anyOf": []obj{scalar(), b.multipartSchema()}})},
+		prop{"gzip", boolish()},
+		prop{"if", scalar()},
+	)
+	s := b.section("scenarios.NAME.steps[] (request step)", "a request step: one method key with its URL", props)
+	one := make([]obj, len(methods))
+	for i, m := range methods {
+		one[i] = obj{"required": []string{m}}
+	}
+	s["oneOf"] = one
+	return s
+}
+
+func (b *schemaBuilder) captureSchema() obj {
+	return b.section("steps[].capture.NAME", "a value taken from the answer", []prop{
+		{"json", str()}, {"regex", str()}, {"header", str()}, {"secret", boolish()},
+	})
+}
+
+func (b *schemaBuilder) expectSchema() obj {
+	return b.section("steps[].expect", "", []prop{
+		{"status", oneOrList(obj{"type": []string{"integer", "string"}, "pattern": `^\s*([1-5][0-9]{2}|[1-5]xx)\s*$|` + envRef})},
+		{"body_contains", scalar()},
+		{"json", mapOf(anyValue())},
+	})
+}
+
+func (b *schemaBuilder) multipartSchema() obj {
+	return b.section("steps[].multipart.FIELD", "", []prop{
+		{"value", scalar()}, {"file", str()}, {"content_type", str()}, {"filename", str()},
+	})
+}
+
+func (b *schemaBuilder) controlStepSchema() obj {
+	s := b.section("steps[] (control step)", "a control step", []prop{
+		{"if", scalar()},
+		{"else", b.stepsSchema()},
+		{"repeat", intish()},
+		{"for_each", scalar()},
+		{"as", str()},
+		{"choose", listOf(b.section("steps[].choose[]", "", []prop{
+			{"weight", scalar()}, {"steps", b.stepsSchema()},
+		}, "steps"))},
+		{"steps", b.stepsSchema()},
+	})
+	s["anyOf"] = []obj{{"required": []string{"if"}}, {"required": []string{"repeat"}}, {"required": []string{"for_each"}}, {"required": []string{"choose"}}}
+	return s
+}
