@@ -32,6 +32,9 @@ func Classify(err error) sample.Class {
 	if isTLS(err) {
 		return sample.TLS
 	}
+	if errors.Is(err, ErrProxy) {
+		return sample.Proxy
+	}
 	if errors.Is(err, ErrRefused) {
 		return sample.Refused
 	}

@@ -111,15 +111,25 @@ func (u *userDial) dial(ctx context.Context, ep *Endpoint, deadline time.Time, a
 		d = *u.dialer
 	}
 	d.Deadline = deadline
-	nc, err := d.DialContext(ctx, "tcp", ep.Addr)
-	if err != nil {
-		if limits != nil {
-			limits.release(ep.Addr)
+	route, addr := u.sh.route(ep), ep.Addr // proxy.go
+	if route != nil {
+		if route.err != nil {
+			return nil, "", u.release(route.err, ep)
 		}
-		return nil, "", err
+		addr = route.addr
+	}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, "", u.release(route.dialError(err), ep)
 	}
 	if limits != nil {
 		nc = &slotConn{Conn: nc, limits: limits, addr: ep.Addr}
+	}
+	if route != nil && tunnels(ep, alpn) {
+		if err := route.connect(nc, ep, deadline); err != nil {
+			nc.Close()
+			return nil, "", err
+		}
 	}
 	if ep.Scheme != "https" {
 		return nc, "", nil
@@ -130,6 +140,15 @@ func (u *userDial) dial(ctx context.Context, ep *Endpoint, deadline time.Time, a
 		return nil, "", err
 	}
 	return tc, tc.ConnectionState().NegotiatedProtocol, nil
+}
+
+// release gives back the connection slot a failed dial to ep took, and
+// returns err.
+func (u *userDial) release(err error, ep *Endpoint) error {
+	if u.sh.limits != nil {
+		u.sh.limits.release(ep.Addr)
+	}
+	return err
 }
 
 // slotConn gives back its max_connections_per_host slot when closed.

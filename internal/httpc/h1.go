@@ -84,6 +84,8 @@ type h1conn struct {
 	// idle, as time since clockBase (0: no such look stands): a reuse soon
 	// after needs no look of its own.
 	lookedAt time.Duration
+	// proxy is set on a plain-http connection to a proxy (proxy.go).
+	proxy *proxyRoute
 }
 
 // clockBase turns clock readings into durations, so a connection keeps 8
@@ -219,6 +221,10 @@ func (c *H1) conn(ep *Endpoint, sent, deadline time.Time) (*h1conn, error) {
 		return nil, err
 	}
 	hc := &h1conn{ep: ep, nc: nc}
+	if ep.Scheme == "http" {
+		// Through a proxy, a plain-http request goes in absolute form.
+		hc.proxy = c.ud.sh.route(ep)
+	}
 	if hc.tc, _ = nc.(*tls.Conn); hc.tc != nil {
 		hc.rec, _ = hc.tc.NetConn().(*recConn)
 		hc.tin = &tlsIn{tc: hc.tc, rec: hc.rec}
@@ -301,7 +307,7 @@ func (c *H1) exchange(hc *h1conn, req *Request, resp *Response, deadline time.Ti
 		return ErrInterrupted
 	}
 	ob := writers.Get().(*outBuf)
-	ob.b = appendHead(ob.b[:0], req)
+	ob.b = appendHeadVia(ob.b[:0], req, hc.proxy)
 	// A small body goes in the head's write; a big one is written from
 	// where it is, so no pooled buffer grows to its size and stays so.
 	big := len(req.Body) > separateBodyOver
@@ -320,6 +326,9 @@ func (c *H1) exchange(hc *h1conn, req *Request, resp *Response, deadline time.Ti
 	hc.borrowReader()
 	maxHeader, maxKept := c.limitsOrDefault()
 	closeAfter, err := readResponse(hc.br, req, resp, maxHeader, maxKept)
+	if err == nil && hc.proxy != nil && resp.Status == 407 {
+		err = errProxyAuth(hc.proxy)
+	}
 	tail := 0
 	if err == nil {
 		// A kept connection must carry no deadline: a passed one (this

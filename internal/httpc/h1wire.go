@@ -103,9 +103,17 @@ func AppendRequest(b []byte, req *Request) []byte {
 const separateBodyOver = 16 << 10
 
 // appendHead appends the request line and headers, up to the blank line.
-func appendHead(b []byte, req *Request) []byte {
+func appendHead(b []byte, req *Request) []byte { return appendHeadVia(b, req, nil) }
+
+// appendHeadVia is appendHead for a request to a proxy when px is set:
+// the target in absolute form, and the proxy's credentials.
+func appendHeadVia(b []byte, req *Request, px *proxyRoute) []byte {
 	b = append(b, req.Method...)
 	b = append(b, ' ')
+	if px != nil {
+		b = append(b, "http://"...)
+		b = append(b, req.Endpoint.Host...)
+	}
 	if len(req.PathQuery) == 0 {
 		b = append(b, '/')
 	}
@@ -113,6 +121,11 @@ func appendHead(b []byte, req *Request) []byte {
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, req.Endpoint.Host...)
 	b = append(b, "\r\n"...)
+	if px != nil && px.auth != "" {
+		b = append(b, "Proxy-Authorization: "...)
+		b = append(b, px.auth...)
+		b = append(b, "\r\n"...)
+	}
 	for _, f := range req.Header {
 		b = append(b, f.Name...)
 		b = append(b, ": "...)

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -147,6 +148,9 @@ type Options struct {
 	// H2Shared multiplexes the users' HTTP/2 streams over shared
 	// connections (h2shared.go) instead of one connection per user.
 	H2Shared bool
+	// Proxy, when set, says which proxy a request to scheme://host goes
+	// through (nil: direct), asked once per endpoint (proxy.go).
+	Proxy func(scheme, host string) (*url.URL, error)
 }
 
 // protocol is o.Protocol with the old H2C flag folded in.
@@ -175,6 +179,9 @@ type Shared struct {
 	// dialers are the plain-HTTP users' dialers, one per source address
 	// (or one), handed out in turn.
 	dialers []*net.Dialer
+	// routes are the endpoints' proxy routes (*Endpoint → *proxyRoute,
+	// nil for direct), proxy.go.
+	routes sync.Map
 }
 
 // NewShared builds the shared part of the transports.

@@ -54,6 +54,13 @@ type HTTPOptions struct {
 	// SETTINGS_MAX_CONCURRENT_STREAMS each, max_connections_per_host of
 	// them), instead of one connection per user (per-user, the default).
 	H2Shared bool
+	// Redirects is http.redirects, the redirects a request follows (nil:
+	// DefaultRedirects; RedirectLimit reads it with the step's own).
+	Redirects *int
+	// ProxySetting is http.proxy as written ("", none or a URL); Proxy is
+	// the run's proxy once the environment is read too (nil: none).
+	ProxySetting string
+	Proxy        *Proxy
 }
 
 // maxSizeOption keeps a size option's value where an int holds it on every
@@ -68,8 +75,16 @@ func init() {
 }
 
 func (p *parser) httpOptions(n *yaml.Node) {
-	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host", "max_header_bytes", "max_kept_body_bytes", "version", "h2_connections"})
+	f := p.fields(n, "http", []string{"source_addresses", "connection", "max_connections_per_host", "max_header_bytes", "max_kept_body_bytes", "version", "h2_connections", "redirects", "proxy"})
 	o := &p.plan.HTTP
+	if e, ok := f["redirects"]; ok {
+		if v, ok := p.redirects(e.v); ok {
+			o.Redirects = &v
+		}
+	}
+	if e, ok := f["proxy"]; ok {
+		p.proxySetting(e.v) // proxy.go
+	}
 	if e, ok := f["version"]; ok {
 		o.Version = p.httpVersion(e.v) // h2c.go
 		o.H2C = o.Version == VersionH2C

@@ -28,7 +28,7 @@ const (
 var (
 	topKeys      = []string{"name", "target", "defaults", "tls", "vars", "data", "tenants", "scenarios", "load", "thresholds"}
 	methods      = []string{"get", "post", "put", "patch", "delete", "head"}
-	requestKeys  = append(append([]string{}, methods...), "name", "group", "headers", "query", "json", "form", "body", "timeout", "capture", "expect")
+	requestKeys  = append(append([]string{}, methods...), "name", "group", "headers", "query", "json", "form", "body", "timeout", "redirects", "capture", "expect")
 	bodyKeys     = []string{"json", "form", "body"}
 	reservedHelp = "tenant, vu, iter, uuid, now_ms, rand_int, vars and data"
 )
@@ -106,6 +106,7 @@ func parseOpts(file string, src []byte, lookup func(string) (string, bool), open
 		return nil, &Error{Problems: []Problem{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: "empty plan: expected a mapping with at least scenarios and load"}}}
 	}
 	p.root(doc.Content[0])
+	p.resolveProxy(lookup) // proxy.go
 	if len(p.probs) > 0 {
 		sortProblems(p.probs)
 		return nil, &Error{Problems: p.probs}

@@ -140,6 +140,11 @@ func (p *parser) request(n *yaml.Node, sc *scope) *Step {
 			st.Timeout = d
 		}
 	}
+	if e, ok := f["redirects"]; ok {
+		if v, ok := p.redirects(e.v); ok {
+			st.Redirects = &v
+		}
+	}
 	p.stepHeaders(st, f, sc)
 	if e, ok := f["query"]; ok {
 		list, _ := p.mapping(e.v, "query")

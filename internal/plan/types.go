@@ -182,8 +182,11 @@ type Step struct {
 	StaticBody []byte
 	Gzip       bool
 	Timeout    time.Duration
-	Captures   []Capture
-	Expect     Expect
+	// Redirects is the step's redirects key (nil: the plan's;
+	// HTTPOptions.RedirectLimit).
+	Redirects *int
+	Captures  []Capture
+	Expect    Expect
 
 	// Think steps.
 	ThinkMin, ThinkMax time.Duration

@@ -151,10 +151,12 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		o.Carry.Adopt(prog)
 	}
 	prog.SetSegment(o.Segment.Norm().Index, o.Segment.Norm().Count)
-	if err := checkEngine(p, prog, o.Engine); err != nil { // engine.go
+	if err := checkEngine(prog, o.Engine); err != nil { // engine.go
 		return nil, err
 	}
-	if !o.SkipPreflight {
+	// A target behind a proxy may not be reachable without it: its first
+	// requests, through the proxy, say what a direct dial could not.
+	if !o.SkipPreflight && !p.HTTP.Proxy.ProxiedURL(base) {
 		if err := preflight(base, o.TLS); err != nil {
 			return nil, err
 		}
@@ -257,6 +259,7 @@ func newShared(p *plan.Plan, o Options) *httpc.Shared {
 		MaxKeptBody:       p.HTTP.MaxKeptBodyBytes,
 		Protocol:          protocolOf(p.HTTP.Version),
 		H2Shared:          p.HTTP.H2Shared,
+		Proxy:             p.HTTP.Proxy.Func(),
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/sample"
 )
 
 // This file is what the event-loop engine (internal/evloop) needs of a
@@ -83,6 +84,13 @@ func (u *User) LoopDone(st *Step, err error, sent time.Time, latency time.Durati
 		// which the loop never runs (stepNeeds: FeatDynamicOrigin): its
 		// steps' origins are fixed, so nothing is lost here.
 		_ = u.build(st)
+	}
+	if err == nil && isRedirect(&u.resp) && u.prog.Plan.HTTP.RedirectLimit(st.Step) > 0 {
+		// The loop sends each step's bytes and no others: a redirect it
+		// would follow is a request it cannot send, so the answer is not
+		// taken for the step's.
+		u.failed(st, sample.Redirects, loopRedirectMsg(&u.resp), nil, sent, latency)
+		return false
 	}
 	return u.finish(st, err, sent, latency)
 }

@@ -41,6 +41,20 @@ const (
 	// FeatHTTPSNegotiated: https:// under http.version auto or h2, where
 	// the server may choose HTTP/2 by ALPN.
 	FeatHTTPSNegotiated
+	// FeatProxy: requests that go through a proxy (HTTP_PROXY and the
+	// like, or http.proxy).
+	FeatProxy
+	// FeatNoRequests: a plan whose scenarios send no request (only
+	// connections): a driver of HTTP users has nothing to run.
+	FeatNoRequests
+	// FeatPace and FeatWaves: users paced to an iteration rate, and load
+	// in waves, which only goroutine users follow.
+	FeatPace
+	FeatWaves
+	// FeatAnyAddress: a target host that does not resolve to exactly one
+	// address, where a driver that resolves once per run would dial one
+	// of several, or none (Driver.CheckAddr tells).
+	FeatAnyAddress
 	numFeatures
 )
 
@@ -66,6 +80,11 @@ var needText = [numFeatures]string{
 	FeatTemplatedHeader: "a header is templated",
 	FeatManyEndpoints:   "a second endpoint",
 	FeatHTTPSNegotiated: "https:// without http.version http/1.1 (ALPN may choose h2)",
+	FeatProxy:           "its requests go through a proxy",
+	FeatNoRequests:      "the plan sends no requests",
+	FeatPace:            "users are paced",
+	FeatWaves:           "the plan has waves",
+	FeatAnyAddress:      "its host does not resolve to one address",
 }
 
 func (f Feature) String() string { return needText[f] }
@@ -89,17 +108,49 @@ func (s FeatureSet) Has(f Feature) bool { return s&(1<<f) != 0 }
 func (s FeatureSet) Without(f Feature) FeatureSet { return s &^ (1 << f) }
 
 // Need is a feature a program needs and where it first does ("" for the
-// whole plan, else the scenario and step).
+// whole plan, else the scenario and step); Detail, when set, says it in
+// the words of the check that found it (a host's addresses).
 type Need struct {
 	Feature Feature
 	Where   string
+	Detail  string
 }
 
 func (n Need) String() string {
-	if n.Where == "" {
-		return n.Feature.String()
+	what := n.Feature.String()
+	if n.Detail != "" {
+		what = n.Detail
 	}
-	return n.Where + n.Feature.String()
+	return n.Where + what
+}
+
+// Driver is a driver as the choice between drivers sees it: the features
+// it supports here (none where it cannot run at all: Absent says why), and
+// for FeatAnyAddress, which only the target's name can tell, its check of
+// the address ("" when it can dial it).
+type Driver struct {
+	Supports  FeatureSet
+	Absent    string
+	CheckAddr func(addr string) string
+}
+
+// Refusal says why d cannot run p's users ("" when it can): its absence,
+// else the first need it lacks, else the address check, asked last as it
+// may resolve a name. It is the one rule of which driver runs a plan.
+func (p *Program) Refusal(d Driver) string {
+	if d.Supports == 0 && d.Absent != "" {
+		return d.Absent
+	}
+	if why := p.Unsupported(d.Supports); why != "" {
+		return why
+	}
+	if d.Supports.Has(FeatAnyAddress) || d.CheckAddr == nil {
+		return ""
+	}
+	if why := d.CheckAddr(p.LoopAddr()); why != "" {
+		return Need{Feature: FeatAnyAddress, Detail: why}.String()
+	}
+	return ""
 }
 
 // Unsupported says why a driver supporting s cannot run p's users: the
@@ -121,14 +172,15 @@ func (p *Program) Needs() []Need {
 	need := func(f Feature, where string) {
 		if !seen.Has(f) {
 			seen |= NewFeatureSet(f)
-			out = append(out, Need{f, where})
+			out = append(out, Need{Feature: f, Where: where})
 		}
 	}
 	h := p.Plan.HTTP
 	for _, x := range []struct {
 		f  Feature
 		on bool
-	}{{FeatH2C, h.H2C}, {FeatSourceAddresses, len(h.SourceAddresses) > 0},
+	}{{FeatNoRequests, !p.HasRequests()}, {FeatPace, p.Plan.Load.Pace > 0}, {FeatWaves, len(p.Plan.Waves) > 0},
+		{FeatH2C, h.H2C}, {FeatSourceAddresses, len(h.SourceAddresses) > 0},
 		{FeatConnCap, h.MaxConnsPerHost > 0}, {FeatNoKeepAlive, h.Reuse != plan.ReuseKeepAlive}} {
 		if x.on {
 			need(x.f, "")
@@ -156,6 +208,9 @@ func (p *Program) Needs() []Need {
 			}
 			if st.endpoint.Scheme == "https" && h.Version != plan.VersionHTTP1 {
 				need(FeatHTTPSNegotiated, stepWhere)
+			}
+			if h.Proxy.Proxied(st.endpoint.Scheme, st.endpoint.Host) {
+				need(FeatProxy, stepWhere)
 			}
 			if ep == nil {
 				ep = st.endpoint

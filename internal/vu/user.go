@@ -32,8 +32,9 @@ type User struct {
 	spans   [][2]int
 	jar     *cookiejar.Jar
 	dynEP   map[string]*httpc.Endpoint
-	body    bodyState   // body.go
-	script  scriptState // script.go
+	redir   *redirectState // redirect.go
+	body    bodyState      // body.go
+	script  scriptState    // script.go
 
 	// ans is the answer being judged, as captures and checks read it
 	// (capture.go).
@@ -458,6 +459,9 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 	u.inFlight.Add(1)
 	err := u.tr.RoundTrip(&u.req, &u.resp)
 	u.inFlight.Add(-1)
+	if err == nil && isRedirect(&u.resp) {
+		return u.redirected(st, from, sent) // redirect.go
+	}
 	return u.finish(st, err, sent, time.Since(from))
 }
 

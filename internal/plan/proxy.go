@@ -1,0 +1,149 @@
+package plan
+
+import (
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/http/httpproxy"
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultRedirects is how many redirects a request follows when neither
+// the plan nor the step says: k6's default, and more than any login flow
+// needs.
+const DefaultRedirects = 10
+
+// Proxy is where a run's requests go when a proxy stands between the
+// generator and the target: from HTTP_PROXY, HTTPS_PROXY and NO_PROXY (or
+// their lower-case forms), or from the plan's http.proxy, which replaces
+// the first two. Which requests it takes is golang.org/x/net's rule, the
+// one Go's own clients follow: NO_PROXY's hosts and domains, and loopback
+// targets, go direct.
+type Proxy struct {
+	// Config is what the rule reads; FromPlan says http.proxy set it.
+	Config   httpproxy.Config
+	FromPlan bool
+	fn       func(*url.URL) (*url.URL, error)
+}
+
+// For is the proxy a request to scheme://host goes through (nil: direct).
+// An error is a proxy setting that cannot be read.
+func (p *Proxy) For(scheme, host string) (*url.URL, error) {
+	if p == nil {
+		return nil, nil
+	}
+	return p.fn(&url.URL{Scheme: scheme, Host: host})
+}
+
+// Func is For as the transports take it (nil when there is no proxy).
+func (p *Proxy) Func() func(scheme, host string) (*url.URL, error) {
+	if p == nil {
+		return nil
+	}
+	return p.For
+}
+
+// Proxied reports whether a request to scheme://host goes through a proxy
+// (an unreadable setting counts: the request then fails on it).
+func (p *Proxy) Proxied(scheme, host string) bool {
+	u, err := p.For(scheme, host)
+	return u != nil || err != nil
+}
+
+// ProxiedURL is Proxied for a URL such as the target.
+func (p *Proxy) ProxiedURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return p != nil && err == nil && p.Proxied(u.Scheme, u.Host)
+}
+
+func newProxy(c httpproxy.Config, fromPlan bool) *Proxy {
+	if c.HTTPProxy == "" && c.HTTPSProxy == "" {
+		return nil
+	}
+	return &Proxy{Config: c, FromPlan: fromPlan, fn: c.ProxyFunc()}
+}
+
+// proxyFromEnv reads the proxy variables as curl and Go do: upper case
+// first, then lower case (REQUEST_METHOD, CGI's sign that HTTP_PROXY came
+// from a request header, is not looked at: stampede is no CGI program).
+func proxyFromEnv(lookup func(string) (string, bool)) httpproxy.Config {
+	get := func(names ...string) string {
+		if lookup == nil {
+			return ""
+		}
+		for _, n := range names {
+			if v, ok := lookup(n); ok && v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	return httpproxy.Config{
+		HTTPProxy:  get("HTTP_PROXY", "http_proxy"),
+		HTTPSProxy: get("HTTPS_PROXY", "https_proxy"),
+		NoProxy:    get("NO_PROXY", "no_proxy"),
+	}
+}
+
+// resolveProxy settles the run's proxy once the plan is read: http.proxy
+// (a URL, or none) over the environment's.
+func (p *parser) resolveProxy(lookup func(string) (string, bool)) {
+	o := &p.plan.HTTP
+	env := proxyFromEnv(lookup)
+	switch o.ProxySetting {
+	case "":
+		o.Proxy = newProxy(env, false)
+	case "none":
+		o.Proxy = nil
+	default:
+		o.Proxy = newProxy(httpproxy.Config{HTTPProxy: o.ProxySetting, HTTPSProxy: o.ProxySetting, NoProxy: env.NoProxy}, true)
+	}
+}
+
+// proxySetting reads http.proxy: an http:// URL (user:password@ sends
+// Proxy-Authorization) or none.
+func (p *parser) proxySetting(n *yaml.Node) {
+	s, ok := p.text(n, "proxy")
+	if !ok {
+		return
+	}
+	if s == "none" {
+		p.plan.HTTP.ProxySetting = s
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		p.errf(n, "bad proxy %s: expected an http:// proxy URL such as http://proxy.example:3128 (user:password@ for proxy auth), or none", q(redactURL(s)))
+		return
+	}
+	p.plan.HTTP.ProxySetting = s
+}
+
+// redactURL hides a URL's password, for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, has := u.User.Password(); !has {
+		return s
+	}
+	return strings.Replace(u.String(), u.User.String()+"@", u.User.Username()+":xxxxx@", 1)
+}
+
+// redirects reads a redirect limit: a whole number of hops, 0 for none.
+func (p *parser) redirects(n *yaml.Node) (int, bool) {
+	return p.intMin(n, "redirects", 0)
+}
+
+// RedirectLimit is how many redirects a request of st follows: the step's
+// redirects, else the plan's http.redirects, else DefaultRedirects.
+func (o *HTTPOptions) RedirectLimit(st *Step) int {
+	switch {
+	case st != nil && st.Redirects != nil:
+		return *st.Redirects
+	case o.Redirects != nil:
+		return *o.Redirects
+	}
+	return DefaultRedirects
+}
