@@ -163,7 +163,7 @@ func (b *schemaBuilder) signalrSchema() obj {
 		{"transport", enum(signalrTransports...)},
 		{"stateful_reconnect", boolish()},
 		{"urls", listOf(str())},
-		{"spread", enum(spreads...)},
+		{"spread", enum("round_robin", "tenant")},
 	})
 	s["anyOf"] = []obj{{"required": []string{"url"}}, {"required": []string{"urls"}}}
 	return s
