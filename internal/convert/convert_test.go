@@ -325,8 +325,9 @@ func TestCurl(t *testing.T) {
 		}
 	}
 	// A header typed for curl is the user's: kept, as curl sends it.
-	if !strings.Contains(text, "User-Agent: Mozilla") || len(s.Notes) != 1 {
-		t.Errorf("user agent dropped or no -k note (%v):\n%s", s.Notes, text)
+	// The notes: -k's, and --compressed's (curl30_test.go).
+	if !strings.Contains(text, "User-Agent: Mozilla") || len(s.Notes) != 2 {
+		t.Errorf("user agent dropped or no -k and --compressed notes (%v):\n%s", s.Notes, text)
 	}
 
 	out, _, err = Curl(`curl -u ann:pw -G -d q=a+b -d page=2 http://h.test/search`, Options{})

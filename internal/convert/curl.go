@@ -48,7 +48,7 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 	o.NoCorrelate = true
 	out, s, err := build([]*exchange{c.x}, o)
 	s.Notes = append(s.Notes, c.notes...)
-	return out, s, err
+	return c.restoreEnvRefs(out, &s), s, err
 }
 
 // curlCmd is a curl command line read into the one exchange it sends.
@@ -65,6 +65,9 @@ type curlCmd struct {
 	notes    []string
 	basic    string // curl -u USER:PASSWORD
 	hasBasic bool
+	// envRefs are the ${NAME} references the URL's shell variables
+	// became, by placeholder number (curlenv.go).
+	envRefs []string
 }
 
 // apply takes one curl option (name "" is a bare URL).
@@ -101,8 +104,9 @@ func (c *curlCmd) apply(name, v string) error {
 	case "cookie":
 		if strings.Contains(v, "=") {
 			// Given on the command line, a cookie is the user's choice,
-			// not one a server set that a jar would hold.
-			x.headers = append(x.headers, kv{"Cookie", v})
+			// not one a server set that a jar would hold: every user
+			// sends it (render's header comment says so).
+			x.headers = append(x.headers, kv{"Cookie", envRefs(v)})
 		} else {
 			c.notes = append(c.notes, fmt.Sprintf("curl -b %s: cookies read from a file are left out; each user's jar holds the cookies servers set", v))
 		}
@@ -122,6 +126,10 @@ func (c *curlCmd) apply(name, v string) error {
 		c.head = true
 	case "insecure":
 		c.notes = append(c.notes, "curl -k: add tls: {insecure: true} to the plan to skip certificate checks")
+	case "compressed":
+		c.compressed()
+	case "max-time":
+		return c.maxTime(v)
 	case "location":
 		c.notes = append(c.notes, "curl -L: the plan does not follow redirects; a 3xx answer counts as a success")
 	}
@@ -147,10 +155,10 @@ func (c *curlCmd) header(v string) error {
 		// none of curl's anyway.
 		return nil
 	}
-	hv = strings.TrimSpace(hv)
-	if secretHeader(strings.TrimSpace(n)) {
-		hv = envRefs(hv)
-	}
+	// A shell variable in any header ($OPENAI_API_KEY in api-key) is read
+	// from the environment at run time, as the shell would have, and its
+	// value is never written into the plan.
+	hv = envRefs(strings.TrimSpace(hv))
 	c.x.headers = append(c.x.headers, kv{strings.TrimSpace(n), hv})
 	return nil
 }
@@ -190,6 +198,7 @@ func (c *curlCmd) setURL() error {
 	if c.rawURL == "" {
 		return fmt.Errorf("no URL in the curl command")
 	}
+	c.urlEnvRefs()
 	if !strings.Contains(c.rawURL, "://") {
 		c.rawURL = "http://" + c.rawURL
 	}

@@ -3,7 +3,6 @@ package convert
 import (
 	"net/url"
 	"regexp"
-	"strings"
 )
 
 // shellRefRE is a shell variable as a copied command line holds it
@@ -64,14 +63,4 @@ func bearerHeader(token string) (value, comment string) {
 		return "Bearer " + ref, ""
 	}
 	return "Bearer ${" + tokenEnv + "}", "curl was given a bearer token: it is not written here. Set " + tokenEnv + " to it before running this plan."
-}
-
-// secretHeader reports whether a header carries credentials, whose shell
-// variables become environment references.
-func secretHeader(name string) bool {
-	switch strings.ToLower(name) {
-	case "authorization", "proxy-authorization", "cookie":
-		return true
-	}
-	return false
 }

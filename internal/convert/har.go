@@ -91,6 +91,8 @@ type exchange struct {
 	// fromCurl: the headers were typed (or copied) for this one request,
 	// so a Cookie among them is the user's, not a jar's.
 	fromCurl bool
+	// timeout is curl's --max-time: the step's timeout (0: the default).
+	timeout time.Duration
 }
 
 type kv struct{ name, value string }

@@ -105,7 +105,7 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 	if len(left) > 0 {
 		head.WriteString("; left out: " + strings.Join(left, ", "))
 	}
-	head.WriteString(".\n# Cookies are left to each user's jar. Check the load below before a real run.\n")
+	head.WriteString(".\n# " + cookieComment(steps) + " Check the load below before a real run.\n")
 	for _, c := range o.Comments {
 		head.WriteString("# " + c + "\n")
 	}
@@ -127,6 +127,18 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 	vars := mapping(str("stampede_lbrace"), str("{{"))
 	doc.Content = append(doc.Content[:4:4], append([]*yaml.Node{str("vars"), vars}, doc.Content[4:]...)...)
 	return encode()
+}
+
+// cookieComment says where the plan's cookies come from: each user's jar,
+// and for a curl command's -b or Cookie header, that header too, which
+// every user sends as given.
+func cookieComment(steps []*step) string {
+	for _, st := range steps {
+		if st.x.fromCurl && st.hasHeader("Cookie") {
+			return "The Cookie header is the curl command's own, sent as given by every user; cookies the server sets go to each user's jar."
+		}
+	}
+	return "Cookies are left to each user's jar."
 }
 
 // thinkGap is the time the user spent between the end of one request and
@@ -154,6 +166,9 @@ func (st *step) node() *yaml.Node {
 		n.Content = append(n.Content, str("headers"), h)
 	}
 	st.bodyNode(n)
+	if x.timeout > 0 {
+		n.Content = append(n.Content, str("timeout"), str(durText(x.timeout)))
+	}
 	if x.status >= 300 && x.status <= 399 && x.status != 304 {
 		// A redirect is answered as recorded: the plan sends the request
 		// it led to as a step of its own, as the browser did. A 304 was

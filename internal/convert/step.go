@@ -197,9 +197,9 @@ func (st *step) addHeader(h kv, s *Summary) {
 	if scheme, tok, ok := strings.Cut(h.value, " "); ok && strings.EqualFold(h.name, "Authorization") && !strings.EqualFold(scheme, "Basic") {
 		f.prefix, f.value = scheme+" ", tok
 	}
-	if x.fromCurl && secretHeader(h.name) && strings.Contains(h.value, "${") {
-		// curl's credentials became ${ENV} references (curlauth.go): plan
-		// text, not a recorded value to escape.
+	if x.fromCurl && strings.Contains(h.value, "${") {
+		// curl's shell variables became ${ENV} references (curlauth.go):
+		// plan text, not a recorded value to escape.
 		f.prefix, f.value, f.tmpl = "", h.value, strings.ReplaceAll(h.value, "{{", lbraceRef)
 	}
 	st.headers = append(st.headers, hdr{h.name, f})
