@@ -36,6 +36,9 @@ type Options struct {
 	// to set before running it). Both are set by Curl.
 	TargetUserinfo string
 	Comments       []string
+	// websockets are a HAR's WebSocket connections, made scenarios of
+	// their own (harws.go).
+	websockets []*wsRecording
 }
 
 // Summary says what a conversion kept and left out, for the user.
@@ -53,10 +56,11 @@ type Summary struct {
 
 // HAR converts a HAR file's contents to a plan.
 func HAR(data []byte, o Options) ([]byte, Summary, error) {
-	xs, notes, err := parseHAR(data)
+	xs, ws, notes, err := parseHAR(data)
 	if err != nil {
 		return nil, Summary{}, err
 	}
+	o.websockets = ws
 	plan, s, err := build(xs, o)
 	s.Notes = append(notes, s.Notes...)
 	return plan, s, err
@@ -120,7 +124,7 @@ func build(xs []*exchange, o Options) ([]byte, Summary, error) {
 				break
 			}
 		}
-		if main == "" {
+		if main == "" && len(xs) > 0 {
 			main = xs[0].u.Host
 		}
 	}
@@ -151,11 +155,11 @@ func build(xs []*exchange, o Options) ([]byte, Summary, error) {
 		}
 		kept = append(kept, x)
 	}
-	if len(kept) == 0 {
+	if len(kept) == 0 && len(o.websockets) == 0 {
 		return nil, s, fmt.Errorf("nothing to convert: all %d requests were static assets (%d), third-party (%d) or not sendable (%d); --keep-static or --keep-third-party keep them", s.Total, s.Static, s.ThirdParty, s.Other)
 	}
 	if scheme == "" {
-		scheme = kept[0].u.Scheme
+		scheme, main = keptScheme(kept, o.websockets, main)
 	}
 	s.Kept = len(kept)
 	// The target is plan text: recorded parts escaped, curl's user:password

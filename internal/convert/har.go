@@ -6,6 +6,7 @@
 package convert
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,8 @@ type harEntry struct {
 	} `json:"response"`
 	// Chromium's DevTools export says what kind of resource it was.
 	ResourceType string `json:"_resourceType"`
+	// Chromium's frames of a WebSocket connection (harws.go).
+	WebSocketMessages []harWSMessage `json:"_webSocketMessages"`
 }
 
 // exchange is one recorded request and its response, whatever it came from.
@@ -106,17 +109,27 @@ type mpart struct {
 
 // parseHAR reads a HAR file's entries; notes say what was left out that
 // the user could not tell from the plan.
-func parseHAR(data []byte) (xs []*exchange, notes []string, err error) {
+func parseHAR(data []byte) (xs []*exchange, ws []*wsRecording, notes []string, err error) {
 	var f harFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, nil, fmt.Errorf("not a HAR file: %v", err)
+	if err := json.Unmarshal(withoutBOM(data), &f); err != nil {
+		return nil, nil, nil, fmt.Errorf("not a HAR file: %v", err)
 	}
 	if len(f.Log.Entries) == 0 {
-		return nil, nil, fmt.Errorf("the HAR file has no entries (log.entries is empty or missing)")
+		return nil, nil, nil, fmt.Errorf("the HAR file has no entries (log.entries is empty or missing)")
 	}
 	var out []*exchange
 	for i := range f.Log.Entries {
 		e := &f.Log.Entries[i]
+		if e.isWebSocket() {
+			r, note := harWebSocket(i, e)
+			if note != "" {
+				notes = append(notes, note)
+			}
+			if r != nil {
+				ws = append(ws, r)
+			}
+			continue
+		}
 		u, note := harURL(i, e)
 		if note != "" {
 			notes = append(notes, note)
@@ -140,16 +153,22 @@ func parseHAR(data []byte) (xs []*exchange, notes []string, err error) {
 			x.respHeaders = append(x.respHeaders, kv{h.Name, h.Value})
 		}
 		if err := x.harRequestBody(i, e); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		x.harResponseBody(e)
 		x.harTiming(e)
 		out = append(out, x)
 	}
-	if len(out) == 0 {
-		return nil, notes, fmt.Errorf("the HAR file has no http(s) requests")
+	if len(out) == 0 && len(ws) == 0 {
+		return nil, nil, notes, fmt.Errorf("the HAR file has no http(s) requests")
 	}
-	return out, notes, nil
+	return out, ws, notes, nil
+}
+
+// withoutBOM drops a UTF-8 byte order mark, which Windows tools (and
+// some HAR exporters) write before the JSON; Go's decoder refuses it.
+func withoutBOM(b []byte) []byte {
+	return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 }
 
 // harURL is the entry's URL, or nil for one that was never sent over the

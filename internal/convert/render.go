@@ -76,14 +76,20 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 		}
 		list = append(list, st.node())
 	}
-	scen := mapping(str("steps"), &yaml.Node{Kind: yaml.SequenceNode, Content: list})
+	scenarios := mapping()
+	if len(list) > 0 {
+		scenarios.Content = append(scenarios.Content, str(ident(o.Name)), mapping(str("steps"), &yaml.Node{Kind: yaml.SequenceNode, Content: list}))
+	}
+	wsNodes, wsNotes := wsScenarios(o.websockets, o.Name, o.Users, o.MinThink)
+	scenarios.Content = append(scenarios.Content, wsNodes...)
+	s.Notes = append(s.Notes, wsNotes...)
 	load := mapping(str("stages"), &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{
 		flow(mapping(str("duration"), str(durText(o.Duration)), str("users"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(o.Users)})),
 	}})
 	doc := mapping(
 		str("name"), str(litKey(o.Name)),
 		str("target"), str(target),
-		str("scenarios"), mapping(str(ident(o.Name)), scen),
+		str("scenarios"), scenarios,
 		str("load"), load,
 	)
 	var head strings.Builder
@@ -106,7 +112,7 @@ func render(steps []*step, target string, o Options, s *Summary) ([]byte, error)
 		head.WriteString("; left out: " + strings.Join(left, ", "))
 	}
 	head.WriteString(".\n# " + cookieComment(steps) + " Check the load below before a real run.\n")
-	for _, c := range o.Comments {
+	for _, c := range append(o.Comments, wsNotes...) {
 		head.WriteString("# " + c + "\n")
 	}
 	encode := func() ([]byte, error) {
