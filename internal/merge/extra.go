@@ -3,6 +3,7 @@ package merge
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,11 +12,13 @@ import (
 )
 
 // connections sums the inputs' connection populations scenario by
-// scenario. Counts add up exactly. PeakOpen is the sum of the inputs'
-// peaks: the segments of one test follow one shared schedule and peak
-// together, so the sum is the whole's peak; for runs that did not overlap
-// it is an upper bound.
-func connections(rs []*result.Result) *result.Connections {
+// scenario. Counts add up exactly, hub by hub too. PeakOpen is the sum of
+// the inputs' peaks: the segments of one test follow one shared schedule
+// and peak together, so the sum is the whole's peak; for runs that did
+// not overlap it is an upper bound. The per-second retry series add up
+// second by second on the merged clock (t = 0 at start), and PeakWaiting
+// is the largest second of the summed waiting series.
+func connections(rs []*result.Result, start time.Time) *result.Connections {
 	var out *result.Connections
 	idx := map[string]int{}
 	for _, r := range rs {
@@ -41,9 +44,35 @@ func connections(rs []*result.Result) *result.Connections {
 			m.PeakOpen += s.PeakOpen
 			m.OpenAtEnd += s.OpenAtEnd
 			m.AddCounts(s)
+			m.Hubs = result.AddHubs(m.Hubs, s.Hubs)
+			off := int(math.Round(r.Run.Started.Sub(start).Seconds()))
+			m.AttemptsPerS = addSeconds(m.AttemptsPerS, s.AttemptsPerS, off)
+			m.WaitingPerS = addSeconds(m.WaitingPerS, s.WaitingPerS, off)
+			m.PeakWaiting += s.PeakWaiting
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	for i := range out.Scenarios {
+		if w := out.Scenarios[i].WaitingPerS; len(w) > 0 {
+			out.Scenarios[i].PeakWaiting = slices.Max(w)
 		}
 	}
 	return out
+}
+
+// addSeconds adds the per-second series in, which began off seconds
+// after the merged start, into dst.
+func addSeconds(dst, in []int64, off int) []int64 {
+	off = max(off, 0)
+	for len(dst) < off+len(in) {
+		dst = append(dst, 0)
+	}
+	for i, n := range in {
+		dst[off+i] += n
+	}
+	return dst
 }
 
 // selfMonitor is the generator's own process, which every segment records.

@@ -88,8 +88,8 @@ func (o Options) Results(rs []*result.Result) (*result.Result, error) {
 		m.Samples = flat
 	}
 	m.ErrorsTop = errorsTop(rs)
-	m.Connections = connections(rs) // extra.go
-	m.Workflow = workflow(rs)       // workflow.go
+	m.Connections = connections(rs, m.Run.Started) // extra.go
+	m.Workflow = workflow(rs)                      // workflow.go
 	m.Monitors, m.MonitorProblems = o.monitors(rs, m.Run.Started)
 	if m.TLS, err = o.tls(rs); err != nil {
 		return nil, err

@@ -30,8 +30,8 @@ const (
 	KindSignalR   = "signalr"
 )
 
-// defaultReconnect is how long a population slot waits before connecting
-// again after a failure or a dropped connection.
+// defaultReconnect bounds a population slot's first wait before it
+// connects again after a failure or a dropped connection.
 const defaultReconnect = time.Second
 
 // Connection is the compiled form of a connection scenario, kept in
@@ -40,9 +40,9 @@ type Connection struct {
 	// Users is a fixed population size; 0 when the scenario uses per_tenant.
 	Users    int
 	usersPos Pos
-	// Reconnect is the wait before a slot connects again after a failed
-	// connect or a lost connection.
-	Reconnect time.Duration
+	// Retry is how a slot connects again after a failed connect or a
+	// lost connection.
+	Retry     Retry
 	SignalR   *SignalRSpec
 	WebSocket *WebSocketSpec
 }
@@ -90,7 +90,11 @@ type HubCall struct {
 type SignalRSpec struct {
 	// URL is the hub URL: a path joined to the target, or absolute
 	// (http, https, ws or wss).
-	URL         *Template
+	URL *Template
+	// URLs, instead of URL, spreads the connections over several hubs
+	// as Spread says (SpreadRoundRobin or SpreadTenant).
+	URLs        []*Template
+	Spread      string
 	AccessToken string
 	Headers     []Header
 	// SkipNegotiate connects the WebSocket directly.
@@ -197,7 +201,7 @@ func (p *parser) connection(s *Scenario, n *yaml.Node, kind string) *Connection 
 		p.errf(n, "scenario %s has both %s and %s: expected one protocol per scenario", q(s.Name), s.Connection.Kind, kind)
 		return nil
 	}
-	c := &Connection{Reconnect: defaultReconnect}
+	c := &Connection{Retry: defaultRetry()}
 	s.Connection = &ConnectionSpec{Kind: kind, Pos: p.pos(deref(n)), PerTenant: s.PerTenant, Compiled: c}
 	return c
 }

@@ -62,8 +62,8 @@ func TestConnectionGood(t *testing.T) {
 	if strings.Join(sr.Listen, ",") != "OrderPlaced,OrderUpdated" || strings.Join(sr.Timestamp, ".") != "0.sentAt" {
 		t.Errorf("listen %v timestamp %v", sr.Listen, sr.Timestamp)
 	}
-	if c.Reconnect != time.Second {
-		t.Errorf("reconnect default = %v", c.Reconnect)
+	if c.Retry != (Retry{Initial: time.Second, Max: 30 * time.Second, Jitter: true}) {
+		t.Errorf("reconnect default = %+v", c.Retry)
 	}
 
 	tk := byName["ticker"]

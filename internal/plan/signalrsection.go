@@ -10,7 +10,7 @@ import (
 // The signalr: section of a connection scenario.
 
 var signalrKeys = []string{"url", "access_token", "headers", "skip_negotiate", "keep_alive", "server_timeout",
-	"handshake_timeout", "negotiate_timeout", "invoke", "listen", "timestamp", "hold", "reconnect", "protocol", "transport", "stateful_reconnect"}
+	"handshake_timeout", "negotiate_timeout", "invoke", "listen", "timestamp", "hold", "reconnect", "protocol", "transport", "stateful_reconnect", "urls", "spread"}
 
 // signalrProtocols are the hub protocols a signalr section may name.
 var signalrProtocols = []string{"json", "messagepack"}
@@ -29,11 +29,12 @@ func (p *parser) signalrSection(s *Scenario, n *yaml.Node) {
 	f := p.fields(n, "signalr section", signalrKeys)
 	if e, ok := f["url"]; ok {
 		spec.URL = p.connURL(e.v, sc, []string{"http", "https", "ws", "wss"})
-	} else if deref(n).Kind == yaml.MappingNode && p.missing(n, "url") {
+	} else if _, many := f["urls"]; !many && deref(n).Kind == yaml.MappingNode && p.missing(n, "url") {
 		p.errf(deref(n), "signalr section has no url: expected url: /hubs/NAME or an absolute hub URL")
 	} else if isNull(deref(n)) {
 		p.errf(deref(n), "signalr section is empty: expected {url: /hubs/NAME, invoke: [...], listen: [...]}")
 	}
+	p.hubURLs(spec, f, sc)
 	if e, ok := f["access_token"]; ok {
 		spec.AccessToken, _ = p.text(e.v, "access_token")
 	}
@@ -65,9 +66,7 @@ func (p *parser) signalrSection(s *Scenario, n *yaml.Node) {
 		spec.Hold, _ = p.holdValue(e.v)
 	}
 	if e, ok := f["reconnect"]; ok {
-		if d, ok := p.duration(e.v, "reconnect", true); ok {
-			c.Reconnect = d
-		}
+		p.reconnect(c, e.v)
 	}
 	p.noData(sc, spec.Pos)
 }

@@ -54,9 +54,7 @@ func (p *parser) websocketSection(s *Scenario, n *yaml.Node) {
 		spec.ServerTimeout = max(p.onOff(e.v, "server_timeout"), 0)
 	}
 	if e, ok := f["reconnect"]; ok {
-		if d, ok := p.duration(e.v, "reconnect", true); ok {
-			c.Reconnect = d
-		}
+		p.reconnect(c, e.v)
 	}
 	if e, ok := f["steps"]; ok {
 		items, _ := p.list(e.v, "websocket steps")

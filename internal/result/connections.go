@@ -1,5 +1,7 @@
 package result
 
+import "slices"
+
 // Connections summarises the persistent-connection scenarios of a run
 // (WebSocket and SignalR populations). Their timed operations (negotiate,
 // upgrade, handshake, invoke METHOD, push TARGET, session, ...) are steps
@@ -62,10 +64,61 @@ type ConnScenario struct {
 	// of the scenario's streams, by streamed method.
 	ServerCloses map[string]int64 `json:"server_closes,omitempty"`
 	StreamItems  map[string]int64 `json:"stream_items,omitempty"`
-	MessagesIn   int64            `json:"messages_in"`
-	MessagesOut  int64            `json:"messages_out"`
-	BytesIn      int64            `json:"bytes_in"`
-	BytesOut     int64            `json:"bytes_out"`
+	// Retries (reconnect:): GaveUp counts slots that spent their
+	// attempts in a row and stopped for the rest of the run; RetryAfter
+	// the waits a server's Retry-After lengthened. PeakWaiting is the
+	// most slots waiting to retry at once, the largest of WaitingPerS,
+	// which holds each second's most; AttemptsPerS the attempts started
+	// in each second from the run's start (they sum to Attempts once the
+	// run is over). Merged segments add their series second by second
+	// on the merged clock, and PeakWaiting is the largest of the sums:
+	// segments follow one schedule, so their waits overlap as they would
+	// in one process (an upper bound when they do not).
+	GaveUp       int64   `json:"gave_up,omitempty"`
+	RetryAfter   int64   `json:"retry_after,omitempty"`
+	PeakWaiting  int64   `json:"peak_waiting"`
+	AttemptsPerS []int64 `json:"attempts_per_s,omitempty"`
+	WaitingPerS  []int64 `json:"waiting_per_s,omitempty"`
+	// Hubs counts a scenario spread over several hub URLs (urls:) hub by
+	// hub, in the plan's order.
+	Hubs        []HubCount `json:"hubs,omitempty"`
+	MessagesIn  int64      `json:"messages_in"`
+	MessagesOut int64      `json:"messages_out"`
+	BytesIn     int64      `json:"bytes_in"`
+	BytesOut    int64      `json:"bytes_out"`
+}
+
+// HubCount is one hub URL's share of a scenario: the connections opened
+// on it and the attempts that failed, the most open at once and those
+// open at the end, and the pushes it sent (to any target). Opened and
+// Failed sum over the hubs to the scenario's.
+type HubCount struct {
+	URL       string `json:"url"`
+	Opened    int64  `json:"opened"`
+	Failed    int64  `json:"failed"`
+	PeakOpen  int64  `json:"peak_open"`
+	OpenAtEnd int64  `json:"open_at_end"`
+	Pushes    int64  `json:"pushes"`
+}
+
+// AddHubs adds in's hubs to hubs by URL, keeping the order first seen.
+// Every count adds up; PeakOpen too, as a scenario's (segments run
+// together).
+func AddHubs(hubs, in []HubCount) []HubCount {
+	for _, h := range in {
+		i := slices.IndexFunc(hubs, func(x HubCount) bool { return x.URL == h.URL })
+		if i < 0 {
+			hubs = append(hubs, HubCount{URL: h.URL})
+			i = len(hubs) - 1
+		}
+		m := &hubs[i]
+		m.Opened += h.Opened
+		m.Failed += h.Failed
+		m.PeakOpen += h.PeakOpen
+		m.OpenAtEnd += h.OpenAtEnd
+		m.Pushes += h.Pushes
+	}
+	return hubs
 }
 
 // AddCounts adds s's counters of events (attempts, opens, failures by
@@ -92,6 +145,8 @@ func (c *ConnScenario) AddCounts(s ConnScenario) {
 	c.Duplicates += s.Duplicates
 	c.Lost += s.Lost
 	c.TokenRenewals += s.TokenRenewals
+	c.GaveUp += s.GaveUp
+	c.RetryAfter += s.RetryAfter
 	c.MessagesIn += s.MessagesIn
 	c.MessagesOut += s.MessagesOut
 	c.BytesIn += s.BytesIn

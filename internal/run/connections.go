@@ -43,6 +43,7 @@ const (
 	slotIdle    slotState = iota // not connected; connect when wanted
 	slotHolding                  // connected, holding until `until` (zero: the run's end)
 	slotWaiting                  // waiting to reconnect until `until`
+	slotGaveUp                   // its attempts in a row are spent: no more for this run
 )
 
 // slot is one connection of a population. Fields other than busy belong
@@ -61,6 +62,10 @@ type slot struct {
 	iter   int64
 	env    *plan.Env
 	tried  bool // an attempt has finished; the controller's, even while busy
+	// fails counts the failed attempts in a row, for the backoff and the
+	// plan's bound on attempts; hub is the slot's hub URL (urls).
+	fails uint16
+	hub   uint16
 }
 
 type population struct {
@@ -75,8 +80,9 @@ type population struct {
 	rec   *connRecorder
 	base  string
 
-	// SignalR.
-	sro *signalr.Options
+	// SignalR: sro is the first hub's options, hubs every hub's.
+	sro  *signalr.Options
+	hubs []*hubPop
 	// WebSocket.
 	wso  *ws.Options
 	wsc  ws.Counters
@@ -85,7 +91,13 @@ type population struct {
 
 	opened, failed atomic.Int64
 	byClass        [sample.NumClasses]atomic.Int64
-	peak           atomic.Int64 // WebSocket's peak open (SignalR's is in its Stats)
+	// Retries: the draws' seed, slots that gave up, waits that a
+	// Retry-After lengthened, and the per-second series.
+	seed        uint64
+	gaveUp      atomic.Int64
+	retryAfters atomic.Int64
+	retry       retrySeries
+	peak        atomic.Int64 // WebSocket's peak open (SignalR's is in its Stats)
 	// wsAtEnd counts WebSocket connections still open when the run ended
 	// (SignalR's are in Stats.ClosedAtEnd). Each opened connection ends
 	// exactly once, as a disconnect or open at the end, so opened =
@@ -97,17 +109,19 @@ type population struct {
 
 func (p *population) openAtEnd() int64 {
 	if p.sro != nil {
-		return p.sro.Stats.ClosedAtEnd.Load()
+		return p.sumHubs(func(st *signalr.Stats) int64 { return st.ClosedAtEnd.Load() })
 	}
 	return p.wsAtEnd.Load()
 }
 
 // peakOpen is the most connections open at once, counted at every open
 // (a sample every control period missed those that opened and closed
-// between two: 644 connections opened, a peak of 0).
+// between two: 644 connections opened, a peak of 0). Over several hubs
+// it is the sum of their peaks: they follow one schedule and peak
+// together, as the segments of a run do (merge adds theirs alike).
 func (p *population) peakOpen() int64 {
 	if p.sro != nil {
-		return p.sro.Stats.PeakOpen.Load()
+		return p.sumHubs(func(st *signalr.Stats) int64 { return st.PeakOpen.Load() })
 	}
 	return p.peak.Load()
 }
@@ -124,7 +138,7 @@ func raisePeak(peak *atomic.Int64, n int64) {
 
 func (p *population) open() int64 {
 	if p.sro != nil {
-		return p.sro.Stats.Open.Load()
+		return p.sumHubs(func(st *signalr.Stats) int64 { return st.Open.Load() })
 	}
 	return p.wsOp.Load()
 }
@@ -176,13 +190,14 @@ func startConnections(r *runner) *connRunner {
 	seg := r.seg()
 	for i, sc := range scs {
 		p := &population{sc: sc, kind: sc.Connection.Kind, spec: sc.Connection.Spec(),
-			total: sc.Connection.Count(r.plan.Tenants), base: r.base, plan: r.plan}
+			total: sc.Connection.Count(r.plan.Tenants), base: r.base, plan: r.plan, seed: r.prog.Seed}
 		p.rec = newConnRecorder(cr.rec, ids[i])
 		for idx := 0; idx < p.total; idx++ {
 			if idx%seg.Count != seg.Index {
 				continue
 			}
 			s := &slot{idx: idx, tenant: tenantOfSlot(sc.Connection, idx, r.plan.Tenants)}
+			s.hub = hubOfSlot(p.spec.SignalR, s.idx, s.tenant)
 			s.env = r.prog.ConnectionEnv(i, int64(idx+1), s.tenant, connCaptures(p.spec))
 			if r.opts.Carry != nil {
 				// {{ vu }} is the device's slot, the same at every level;
@@ -228,25 +243,7 @@ func (p *population) setup(tlsConf *tls.Config) {
 	c := p.spec
 	switch {
 	case c.SignalR != nil:
-		s := c.SignalR
-		p.sro = &signalr.Options{
-			AccessToken:       s.AccessToken,
-			SkipNegotiate:     s.SkipNegotiate,
-			Protocol:          signalr.ProtocolNamed(s.Protocol),
-			Transport:         signalr.TransportNamed(s.Transport),
-			NegotiateTimeout:  s.NegotiateTimeout,
-			HandshakeTimeout:  s.HandshakeTimeout,
-			KeepAlive:         s.KeepAlive,
-			ServerTimeout:     s.ServerTimeout,
-			TimestampPath:     s.Timestamp,
-			StatefulReconnect: s.StatefulReconnect,
-			Stats:             signalr.NewStats(s.Listen...),
-			Recorder:          p.rec,
-		}
-		// The client clones the config for negotiate and again, offering
-		// only http/1.1, for the upgrade: the run's config is shared with
-		// the HTTP users' transport and must not be written to.
-		p.sro.TLS = tlsConf
+		p.setupHubs(tlsConf)
 	case c.WebSocket != nil:
 		w := c.WebSocket
 		p.wso = &ws.Options{
@@ -322,8 +319,10 @@ func (cr *connRunner) control(now time.Time, poll bool) {
 	frac := cr.fraction(now.Sub(cr.r.start))
 	stopping := cr.r.stopping()
 	var open int64
+	sec := int(now.Sub(cr.r.start) / time.Second)
 	for _, p := range cr.pops {
 		want := int(math.Round(frac * float64(p.total)))
+		var started, waiting int64
 		for _, s := range p.slots {
 			if s.busy {
 				continue
@@ -332,13 +331,19 @@ func (cr *connRunner) control(now time.Time, poll bool) {
 			switch s.state {
 			case slotIdle:
 				if wanted && !stopping {
+					started++
 					cr.spawn(p, s, p.connect)
 				}
 			case slotWaiting:
-				if !wanted || stopping {
+				switch {
+				case !wanted || stopping:
 					s.state = slotIdle
-				} else if !now.Before(s.until) {
+				case !now.Before(s.until):
+					waiting++
+					started++
 					cr.spawn(p, s, p.connect)
+				default:
+					waiting++
 				}
 			case slotHolding:
 				switch {
@@ -351,6 +356,7 @@ func (cr *connRunner) control(now time.Time, poll bool) {
 				}
 			}
 		}
+		p.retry.tick(sec, started, waiting)
 		open += p.open()
 	}
 	cr.r.rec.Connections.Store(open)
@@ -395,7 +401,7 @@ func (p *population) lost(s *slot, now time.Time) bool {
 		p.rec.Record(signalr.OpSession, d.Class, now.Sub(s.since), d)
 	}
 	p.drop(s)
-	s.state, s.until = slotWaiting, now.Add(p.spec.Reconnect)
+	p.waitAfterLoss(s, now)
 	return true
 }
 
@@ -450,8 +456,8 @@ func (cr *connRunner) shutdown() {
 	}
 	cr.closeAllHeld()
 	for _, p := range cr.pops {
-		if p.sro != nil {
-			p.sro.CloseIdleConnections()
+		for _, h := range p.hubs {
+			h.sro.CloseIdleConnections()
 		}
 	}
 	cr.r.rec.Connections.Store(0)

@@ -3,6 +3,7 @@ package run
 import (
 	"sync/atomic"
 
+	"github.com/stampede-load/stampede/internal/proto/signalr"
 	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/result"
 	"github.com/stampede-load/stampede/internal/sample"
@@ -33,34 +34,51 @@ func (cr *connRunner) into(res *result.Result) {
 				cs.ByClass[sample.Class(c).String()] = n
 			}
 		}
-		var counters *ws.Counters
-		var disc *[ws.NumReasons]atomic.Int64
+		cs.GaveUp, cs.RetryAfter = p.gaveUp.Load(), p.retryAfters.Load()
+		cs.AttemptsPerS, cs.WaitingPerS, cs.PeakWaiting = p.retry.snapshot()
 		if p.sro != nil {
-			st := p.sro.Stats
-			counters, disc = &st.Counters, &st.Disconnects
-			cs.Pushes = map[string]int64{}
-			for _, t := range p.spec.SignalR.Listen {
-				cs.Pushes[t] = st.Pushes(t)
+			// The hubs' Stats add up to the scenario's; its own counts
+			// (attempts, opens, failures) are added after.
+			for _, h := range p.hubs {
+				cs.AddCounts(signalrCounts(h.sro.Stats, p.spec.SignalR.Listen))
 			}
-			cs.OtherPushes = st.OtherPushes.Load()
 			cs.HubProtocol = p.sro.Protocol.String()
-			cs.Transports = st.ByTransport()
-			cs.Fallbacks = st.Fallbacks.Load()
-			cs.Reconnects, cs.ReconnectFailures = st.Reconnects.Load(), st.ReconnectFailures.Load()
-			cs.Recovered, cs.Duplicates, cs.Lost = st.Recovered.Load(), st.Duplicates.Load(), st.Lost.Load()
-			cs.TokenRenewals = st.TokenRenewals.Load()
-			cs.ServerCloses, cs.StreamItems = st.CloseCounts(), st.StreamItems()
+			cs.Hubs = p.hubCounts()
 		} else {
-			counters, disc = &p.wsc, &p.disc
+			cs.AddCounts(wsCounts(&p.wsc, &p.disc))
 		}
-		for i := range disc {
-			if n := disc[i].Load(); n > 0 {
-				cs.Disconnects[ws.Reason(i).String()] = n
-			}
-		}
-		cs.MessagesIn, cs.MessagesOut = counters.MsgsIn.Load(), counters.MsgsOut.Load()
-		cs.BytesIn, cs.BytesOut = counters.BytesIn.Load(), counters.BytesOut.Load()
 		out.Scenarios = append(out.Scenarios, cs)
 	}
 	res.Connections = out
+}
+
+// signalrCounts are one hub's counters, as a scenario's.
+func signalrCounts(st *signalr.Stats, listen []string) result.ConnScenario {
+	cs := wsCounts(&st.Counters, &st.Disconnects)
+	cs.Pushes = map[string]int64{}
+	for _, t := range listen {
+		cs.Pushes[t] = st.Pushes(t)
+	}
+	cs.OtherPushes = st.OtherPushes.Load()
+	cs.Transports = st.ByTransport()
+	cs.Fallbacks = st.Fallbacks.Load()
+	cs.Reconnects, cs.ReconnectFailures = st.Reconnects.Load(), st.ReconnectFailures.Load()
+	cs.Recovered, cs.Duplicates, cs.Lost = st.Recovered.Load(), st.Duplicates.Load(), st.Lost.Load()
+	cs.TokenRenewals = st.TokenRenewals.Load()
+	cs.ServerCloses, cs.StreamItems = st.CloseCounts(), st.StreamItems()
+	return cs
+}
+
+// wsCounts are the message and byte counters and the disconnects by
+// reason, as a scenario's.
+func wsCounts(counters *ws.Counters, disc *[ws.NumReasons]atomic.Int64) result.ConnScenario {
+	cs := result.ConnScenario{Disconnects: map[string]int64{}}
+	for i := range disc {
+		if n := disc[i].Load(); n > 0 {
+			cs.Disconnects[ws.Reason(i).String()] = n
+		}
+	}
+	cs.MessagesIn, cs.MessagesOut = counters.MsgsIn.Load(), counters.MsgsOut.Load()
+	cs.BytesIn, cs.BytesOut = counters.BytesIn.Load(), counters.BytesOut.Load()
+	return cs
 }

@@ -31,13 +31,16 @@ func (p *population) connect(ctx context.Context, s *slot) {
 
 func (p *population) connectSignalR(ctx context.Context, s *slot) {
 	spec := p.spec.SignalR
-	c, err := signalr.Connect(ctx, vu.ConnectionURL(p.base, spec.URL, s.env), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), p.sro)
+	h := p.hubs[s.hub]
+	c, err := signalr.Connect(ctx, vu.ConnectionURL(p.base, h.url, s.env), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), h.sro)
 	if err != nil {
 		p.failedAttempt(err)
-		p.retryLater(s)
+		h.failed.Add(1)
+		p.retryLater(s, err)
 		return
 	}
 	p.opened.Add(1)
+	h.opened.Add(1)
 	for _, call := range spec.Calls {
 		if err := p.call(ctx, c, call, s.env); err != nil {
 			// Recorded under the call's step; the connection is of no
@@ -48,7 +51,7 @@ func (p *population) connectSignalR(ctx context.Context, s *slot) {
 			} else {
 				c.Close()
 			}
-			p.retryLater(s)
+			p.retryLater(s, nil)
 			return
 		}
 	}
@@ -82,15 +85,21 @@ func (p *population) call(ctx context.Context, c *signalr.Conn, call plan.HubCal
 }
 
 func (p *population) holding(s *slot, d time.Duration) {
+	// It connected and did what the scenario asked: a well-behaved client
+	// starts its backoff afresh.
+	s.fails = 0
 	s.state, s.until = slotHolding, time.Time{}
 	if d > 0 {
 		s.until = time.Now().Add(d)
 	}
 }
 
-func (p *population) retryLater(s *slot) {
+// retryLater drops s's connection and sets it waiting to retry; err is
+// the failed attempt's (its Retry-After counts), nil for a failure after
+// connecting.
+func (p *population) retryLater(s *slot, err error) {
 	p.drop(s)
-	s.state, s.until = slotWaiting, time.Now().Add(p.spec.Reconnect)
+	p.waitToRetry(s, err, time.Now())
 }
 
 // holdOver runs when a hold ends: a SignalR connection closes (and the
@@ -148,7 +157,7 @@ func (p *population) connectWS(ctx context.Context, s *slot) {
 	if err != nil {
 		p.failedAttempt(err)
 		p.rec.RecordWS(ws.OpUpgrade, ws.Classify(err), 0, err)
-		p.retryLater(s)
+		p.retryLater(s, err)
 		return
 	}
 	p.opened.Add(1)
@@ -247,7 +256,7 @@ func (p *population) failStep(s *slot, atEnd bool) {
 		s.wc.Close(1000, "")
 	}
 	p.wsEnded(s.wc.Disconnect(), atEnd && open)
-	p.retryLater(s)
+	p.retryLater(s, nil)
 }
 
 func matcher(st *plan.WSStep) ws.Matcher {
