@@ -25,11 +25,12 @@ func newConvertCmd(session.Process) *cobra.Command {
 		noCorrelate    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "convert {har FILE.har | curl 'curl ...'}",
-		Short: "Make a plan from a browser recording (HAR) or a curl command",
+		Use:   "convert {har FILE.har | curl 'curl ...' | jmx FILE.jmx}",
+		Short: "Make a plan from a browser recording (HAR), a curl command or a JMeter test plan",
 		Long:  convertLong,
 		Example: `  stampede convert har checkout.har -o checkout.yaml
   stampede convert har session.har --host shop.example.com --users 20 --duration 5m
+  stampede convert jmx azure-test.jmx -o azure-test.yaml
   stampede convert curl 'curl -X POST https://api.example.com/votes -H "voter-id: 7" --json "{\"partyId\":\"p1\"}"'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,8 +70,10 @@ func runConvert(cmd *cobra.Command, args []string, out string, o convert.Options
 	case "curl":
 		o.AllowFiles = allowFiles
 		text, sum, err = convert.Curl(args[1], o)
+	case "jmx":
+		return convertJMX(cmd, args[1], out, o)
 	default:
-		return fail(exitUsage, fmt.Errorf("convert %q: expected har or curl", args[0]))
+		return fail(exitUsage, fmt.Errorf("convert %q: expected har, curl or jmx", args[0]))
 	}
 	if err != nil {
 		return fail(exitUsage, err)
@@ -149,5 +152,12 @@ curl: one request from a curl command line ("Copy as cURL" works). Every
 header typed is kept, user:password@ and -u become Basic authentication,
 -F becomes multipart:, other curl options' values are skipped, and -T is
 refused.
+
+jmx: an Apache JMeter test plan: thread groups (standard, stepping,
+concurrency) become load stages, HTTP samplers with their defaults and
+header managers request steps, CSV data sets data sources, extractors
+captures, assertions expect, timers think steps, JMeter properties
+${NAME:-default} environment references. What is not converted is listed
+in the plan's header comment with its place in the test tree.
 
 The plan is checked with the plan loader before it is written.`

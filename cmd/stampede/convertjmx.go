@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stampede-load/stampede/internal/convert"
+)
+
+// convertJMX converts a JMeter test plan; the converter checks the plan
+// with the plan loader itself (its ${ENV:-default} references, JMeter's
+// properties, must load with their defaults, and its data files are the
+// user's to bring).
+func convertJMX(cmd *cobra.Command, file, out string, o convert.Options) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	dir := filepath.Dir(file)
+	text, res, err := convert.JMX(data, convert.JMXOptions{
+		Source: file, Name: o.Name, Duration: o.Duration,
+		// A CSV data set's file is named relative to the .jmx; only its
+		// header row is read, for the column names.
+		ReadFile: func(name string) ([]byte, error) {
+			if !filepath.IsAbs(name) {
+				name = filepath.Join(dir, name)
+			}
+			return os.ReadFile(name)
+		},
+	})
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	dest := "stdout"
+	if out != "" && out != "-" {
+		if err := os.WriteFile(out, text, 0o644); err != nil {
+			return fail(exitUsage, err)
+		}
+		dest = out
+	} else if _, err := cmd.OutOrStdout().Write(text); err != nil {
+		return fail(exitRun, err)
+	}
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "convert: %d of %d HTTP samplers to %s written to %s", res.Steps, res.Samplers, res.Target, dest)
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(w, "; %d not converted (listed in the plan's header)", len(res.Skipped))
+	}
+	fmt.Fprintln(w)
+	for _, n := range res.Notes {
+		fmt.Fprintln(w, "  note:", n)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintln(w, "  not converted:", s)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package jmx
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// dataSource is a CSV Data Set Config as a plan data source.
+type dataSource struct {
+	name, file, pick string
+	columns          []string
+}
+
+// csv converts a CSV Data Set Config. A plan's source reads its column
+// names from the file's first row, comma-separated; the set's recycle,
+// stop and sharing settings become the plan's pick.
+func (c *conv) csv(e *elem) {
+	file := strings.TrimSpace(c.text(e.prop("filename"), modePlain, e.where()))
+	if file == "" {
+		c.skip(e.where(), "no filename")
+		return
+	}
+	delim := e.rawProp("delimiter")
+	if delim == "" {
+		delim = ","
+	}
+	names := splitNames(e.prop("variableNames"))
+	if len(names) == 0 {
+		names = c.headerRow(file, delim, e)
+		if names == nil {
+			return
+		}
+	} else if !e.boolProp("ignoreFirstLine", false) {
+		c.note("%s: the plan reads column names from the file's first row: add the row %q to %s", e.where(), strings.Join(names, ","), file)
+	}
+	if delim != "," {
+		c.note("%s: %s is delimited by %q; a plan reads commas: convert the file", e.where(), file, delim)
+	}
+	ds := &dataSource{name: c.sourceName(file), file: file, columns: names}
+	recycle := e.boolProp("recycle", true)
+	stop := e.boolProp("stopThread", false)
+	switch {
+	case recycle:
+		ds.pick = "sequential"
+	case stop:
+		ds.pick = "unique"
+	default:
+		// JMeter hands out <EOF> after the last row; a plan wraps.
+		ds.pick = "sequential"
+		c.note("%s: JMeter gives <EOF> after the last row; the plan starts the file again", e.where())
+	}
+	if sm := e.prop("shareMode"); sm != "" && sm != "shareMode.all" {
+		c.note("%s: %s: each %s read the file on its own in JMeter; a plan's users share one reading", e.where(), sm, strings.TrimPrefix(sm, "shareMode."))
+	}
+	for _, n := range names {
+		c.columns[n] = ds.name + "." + ident(n)
+	}
+	c.sources = append(c.sources, ds)
+}
+
+func splitNames(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// headerRow reads the column names from the file's first line, as JMeter
+// does when the set names no variables.
+func (c *conv) headerRow(file, delim string, e *elem) []string {
+	if c.o.ReadFile == nil {
+		c.skip(e.where(), "no variable names, and "+file+" was not read: not converted")
+		return nil
+	}
+	data, err := c.o.ReadFile(file)
+	if err != nil {
+		c.skip(e.where(), "no variable names, and "+file+" cannot be read ("+err.Error()+"): not converted")
+		return nil
+	}
+	line, _, _ := bufio.NewReader(bytes.NewReader(data)).ReadLine()
+	r := csv.NewReader(bytes.NewReader(line))
+	if len(delim) == 1 {
+		r.Comma = rune(delim[0])
+	}
+	names, err := r.Read()
+	if err != nil || len(splitNames(strings.Join(names, ","))) == 0 {
+		c.skip(e.where(), file+" has no header row to name its columns: not converted")
+		return nil
+	}
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	return names
+}
+
+func (c *conv) sourceName(file string) string {
+	base := path.Base(strings.ReplaceAll(file, "\\", "/"))
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		base = base[:i]
+	}
+	name := ident(base)
+	for n := 2; ; n++ {
+		taken := false
+		for _, s := range c.sources {
+			taken = taken || s.name == name
+		}
+		if !taken {
+			return name
+		}
+		name = ident(base) + "_" + strconv.Itoa(n)
+	}
+}
