@@ -1,15 +1,10 @@
 package conn
 
 import (
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,71 +90,3 @@ load: {stages: [{duration: 60s, users: 1}]}
 
 // joined: every open connection of the hub has had its join answered.
 func joined(h *sigtest.Hub) bool { return h.Joined() == h.Open() }
-
-// Azure SignalR Service's shape through the binary: the app's negotiate
-// redirects to the service with a JWT living about two seconds, which the
-// service checks on every request. Two long-polling displays held for a
-// few seconds renew their tokens before they expire (each renewal one
-// more negotiation at the app), every poll succeeds, and the summary says
-// how many tokens were renewed.
-func TestAccessTokenRenewalThroughBinary(t *testing.T) {
-	var issued atomic.Int64
-	h := &sigtest.Hub{Transports: []string{"LongPolling"}, PollHold: 200 * time.Millisecond}
-	h.TokenValid = func(tok string) bool {
-		parts := strings.Split(tok, ".")
-		if len(parts) != 3 {
-			return false
-		}
-		b, err := base64.RawURLEncoding.DecodeString(parts[1])
-		var c struct{ Exp int64 }
-		return err == nil && json.Unmarshal(b, &c) == nil && time.Now().Unix() < c.Exp
-	}
-	svc := httptest.NewServer(h)
-	defer svc.Close()
-	defer h.Close()
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/app/negotiate" {
-			http.NotFound(w, r)
-			return
-		}
-		issued.Add(1)
-		enc := base64.RawURLEncoding.EncodeToString
-		claims, _ := json.Marshal(map[string]any{"exp": time.Now().Add(2 * time.Second).Unix()})
-		tok := enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc(claims) + ".c2ln"
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]string{"url": svc.URL + "/client/?hub=kitchen", "accessToken": tok})
-	}))
-	defer app.Close()
-	dir := t.TempDir()
-	plan := filepath.Join(dir, "azure.yaml")
-	os.WriteFile(plan, []byte(`
-target: `+app.URL+`
-scenarios:
-  display:
-    users: 2
-    signalr:
-      url: /app
-      transport: long_polling
-      invoke: [{method: Add, args: [40, 2], timeout: 5s}]
-load: {stages: [{duration: 5s, users: 1}]}
-`), 0o644)
-	out := filepath.Join(dir, "res.json")
-	o := e2etest.Stampede(t, 60*time.Second, dir, "run", plan, "-o", out, "-q")
-	if o.Code != 0 {
-		t.Fatalf("want exit 0\n%s", o)
-	}
-	r := e2etest.ReadResult(t, out)
-	cs := conns(t, r, "display")
-	if cs.Opened != 2 || cs.Failed != 0 || len(cs.Disconnects) != 0 {
-		t.Errorf("connections %+v", cs)
-	}
-	if cs.TokenRenewals < 2*2 || issued.Load() != 2+cs.TokenRenewals {
-		t.Errorf("renewals %d, app negotiations %d", cs.TokenRenewals, issued.Load())
-	}
-	if poll := step(t, r, "display", "poll"); poll.Failed != 0 || poll.Successful == 0 {
-		t.Errorf("polls %+v", poll)
-	}
-	if !strings.Contains(o.Stdout, fmt.Sprintf("%d access tokens renewed", cs.TokenRenewals)) {
-		t.Errorf("summary:\n%s", o.Stdout)
-	}
-}

@@ -103,7 +103,7 @@ func (pl *Plan) metricNames() (map[string]bool, bool) {
 		switch {
 		case c.SignalR != nil:
 			pushes = true
-			for _, n := range []string{opname.Negotiate, opname.Upgrade, opname.Handshake} {
+			for _, n := range []string{opname.Negotiate, opname.NegotiateRedirect, opname.NegotiateRestart, opname.Upgrade, opname.Handshake} {
 				add(n)
 			}
 			switch c.SignalR.Transport {

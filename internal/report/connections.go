@@ -31,6 +31,7 @@ func connections(b *bytes.Buffer, r *result.Result) {
 		if len(s.Disconnects) > 0 {
 			fmt.Fprintf(b, "    Disconnects: %s\n", connCounts(s.Disconnects))
 		}
+		connRetries(b, s)
 		if len(s.ServerCloses) > 0 {
 			fmt.Fprintf(b, "    Server Close messages: %s\n", connCounts(s.ServerCloses))
 		}
@@ -57,8 +58,8 @@ func connections(b *bytes.Buffer, r *result.Result) {
 			if s.Fallbacks > 0 {
 				t += fmt.Sprintf("; %d fallbacks", s.Fallbacks)
 			}
-			if s.TokenRenewals > 0 {
-				t += fmt.Sprintf("; %d access tokens renewed", s.TokenRenewals)
+			if s.TokenRefusals > 0 {
+				t += fmt.Sprintf("; %d ended by a refused access token, restarted", s.TokenRefusals)
 			}
 			fmt.Fprintf(b, "    Hub protocol %s; transports: %s\n", s.HubProtocol, t)
 			if s.Reconnects+s.ReconnectFailures+s.Lost > 0 {
@@ -69,6 +70,17 @@ func connections(b *bytes.Buffer, r *result.Result) {
 		fmt.Fprintf(b, "    Messages: %d in (%s), %d out (%s)\n", s.MessagesIn, connBytes(s.BytesIn), s.MessagesOut, connBytes(s.BytesOut))
 	}
 	b.WriteString("\n")
+}
+
+// connRetries writes how the scenario's slots waited to retry, and its
+// hubs when it was spread over several.
+func connRetries(b *bytes.Buffer, s result.ConnScenario) {
+	if s.PeakWaiting > 0 || s.GaveUp > 0 || s.RetryAfter > 0 {
+		fmt.Fprintf(b, "    Retries: peak %d waiting to retry at once, %d gave up, %d waits lengthened by Retry-After\n", s.PeakWaiting, s.GaveUp, s.RetryAfter)
+	}
+	for _, h := range s.Hubs {
+		fmt.Fprintf(b, "    Hub %s: %d opened, %d failed; peak %d open, %d open at the end; %d pushes\n", h.URL, h.Opened, h.Failed, h.PeakOpen, h.OpenAtEnd, h.Pushes)
+	}
 }
 
 // connCounts lists name counts, largest first, then by name.

@@ -38,7 +38,11 @@ func connSteps(sc *plan.Scenario) []string {
 	case c.SignalR != nil:
 		s := c.SignalR
 		if !s.SkipNegotiate {
+			// The hop to a redirect (Azure SignalR Service) and a
+			// restart after a refused token are timed apart.
 			add(signalr.OpNegotiate)
+			add(signalr.OpNegotiateRedirect)
+			add(signalr.OpNegotiateRestart)
 		}
 		// Each transport the scenario may run on has its own ops; auto
 		// may run on any.

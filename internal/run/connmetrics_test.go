@@ -44,7 +44,7 @@ scenarios:
 load: {stages: [{duration: 1s, users: 1}]}
 `)
 	want := map[string][]string{
-		"display": {"negotiate", "upgrade", "handshake", "invoke JoinRestaurant", "send Ping", "stream Orders", "push OrderPlaced", "push OrderReady", "session"},
+		"display": {"negotiate", "negotiate redirect", "negotiate restart", "upgrade", "handshake", "invoke JoinRestaurant", "send Ping", "stream Orders", "push OrderPlaced", "push OrderReady", "session"},
 		// No timestamp: pushes are counted, not timed, so no push steps.
 		"bare":   {"upgrade", "handshake", "session"},
 		"ticker": {"upgrade", "send 1", "joined", "session"},

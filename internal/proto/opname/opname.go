@@ -9,8 +9,15 @@ package opname
 // The fixed operations of a connection's life.
 const (
 	Negotiate = "negotiate"
-	Upgrade   = "upgrade"
-	Handshake = "handshake"
+	// NegotiateRedirect is a negotiate sent where an earlier one
+	// redirected: Azure SignalR Service's hop, after the app server's.
+	NegotiateRedirect = "negotiate redirect"
+	// NegotiateRestart is the first negotiate of a connection restarted
+	// because the server refused the access token of the one before (the
+	// official clients restart rather than renew a token).
+	NegotiateRestart = "negotiate restart"
+	Upgrade          = "upgrade"
+	Handshake        = "handshake"
 	// SSEOpen is a SignalR Server-Sent Events request, up to its 200.
 	SSEOpen = "sse open"
 	// Poll is one SignalR long poll.

@@ -34,8 +34,7 @@ type Timing struct {
 // any goroutine.
 type Conn struct {
 	t    transport
-	sf   *stateful   // nil unless stateful reconnect was granted
-	tk   *tokenState // nil unless a redirect's access token expires
+	sf   *stateful // nil unless stateful reconnect was granted
 	o    *Options
 	cid  string
 	stat *Stats
@@ -133,6 +132,10 @@ func (c *Conn) countEnd(d *ws.Disconnect) {
 		return
 	}
 	c.stat.Disconnects[d.Reason].Add(1)
+	if tokenRefused(d) {
+		c.stat.TokenRefusals.Add(1)
+		c.stat.restarts.n.Add(1)
+	}
 	c.mu.Lock()
 	byClose := d == c.closeDisc
 	c.mu.Unlock()
@@ -159,12 +162,15 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 			// uses it.
 			hc := o.httpClient()
 			nctx, cancel := context.WithTimeout(ctx, dflt(o.NegotiateTimeout, 15*time.Second))
+			first := OpNegotiate
+			if i == 0 && o.Stats != nil && o.Stats.restarts.take() {
+				first = OpNegotiateRestart
+			}
 			t0 := time.Now()
 			var err error
-			ep, err = negotiate(nctx, hc, hub, hdr, o.AccessToken, o.StatefulReconnect)
+			ep, err = negotiate(nctx, hc, hub, hdr, o, first)
 			cancel()
-			d := time.Since(t0)
-			tm.Negotiate += d
+			tm.Negotiate += time.Since(t0)
 			if err != nil {
 				var e *Error
 				if errors.As(err, &e) && e.Class == sample.Interrupted && errors.Is(nctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -172,7 +178,6 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 				}
 				return nil, err
 			}
-			o.record(OpNegotiate, sample.OK, d, nil)
 		}
 		if order == nil {
 			var err error
@@ -202,9 +207,6 @@ func start(ctx context.Context, hub string, kind Transport, ep endpoint, hdr htt
 	// may be before we look: keep our own reference.
 	hs := make(chan error, 1)
 	c := &Conn{o: o, cid: ep.cid, stat: o.Stats, hs: hs, kind: kind}
-	if !o.SkipNegotiate {
-		c.tk = newTokenState(hub, hdr, ep, o.AccessToken)
-	}
 	if kind == WebSockets {
 		u, err := transportURL(ep, true)
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,59 +109,24 @@ func phaseOf(kind Transport) string {
 	return OpPoll.name
 }
 
+// request builds a request carrying the connection's access token, the
+// same one for the connection's life (token.go says why).
 func (h *httpConn) request(ctx context.Context, method string, body []byte) (*http.Request, error) {
-	return h.requestAuth(ctx, method, body, "")
-}
-
-// requestAuth builds a request with a token fit to use: failed is one the
-// server just refused.
-func (h *httpConn) requestAuth(ctx context.Context, method string, body []byte, failed string) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	u, tok := h.url, h.tok
-	if h.h.tk != nil {
-		ep := h.h.endpoint(ctx, failed)
-		var err error
-		if u, err = transportURL(ep, false); err != nil {
-			return nil, err
-		}
-		tok = ep.token
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, r)
+	req, err := http.NewRequestWithContext(ctx, method, h.url, r)
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range h.hdr {
 		req.Header[k] = v
 	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	if h.tok != "" {
+		req.Header.Set("Authorization", "Bearer "+h.tok)
 	}
 	return req, nil
-}
-
-// do sends a request; a 401 to a token that can be renewed is answered by
-// renewing it and sending once more.
-func (h *httpConn) do(req *http.Request, body []byte) (*http.Response, error) {
-	resp, err := h.hc.Do(req)
-	if err != nil || resp.StatusCode != http.StatusUnauthorized || h.h.tk == nil {
-		return resp, err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	failed := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
-	again, err := h.requestAuth(req.Context(), req.Method, body, failed)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range req.Header {
-		if k != "Authorization" {
-			again.Header[k] = v
-		}
-	}
-	return h.hc.Do(again)
 }
 
 // openStream GETs the event stream and checks its answer.
@@ -327,7 +291,7 @@ func (h *httpConn) sendPoll(ctx context.Context) (*http.Response, time.Time, boo
 		return nil, time.Time{}, false
 	}
 	t0 := time.Now()
-	resp, err := h.do(req, nil)
+	resp, err := h.hc.Do(req)
 	if err != nil {
 		if h.closing.Load() || h.ended.Load() {
 			h.end(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
@@ -376,6 +340,9 @@ func (h *httpConn) pollAnswered(resp *http.Response, body []byte, rerr error, d 
 	case resp.StatusCode != http.StatusOK:
 		cl := sample.FromStatus(resp.StatusCode)
 		e := &Error{Phase: OpPoll.name, Class: cl, Msg: "poll answered " + resp.Status}
+		if refusedToken(resp.StatusCode, h.tok) {
+			e.Msg, e.Err = e.Msg+": "+errTokenRefused.Error(), errTokenRefused
+		}
 		h.o.record(OpPoll, cl, d, e)
 		h.end(&ws.Disconnect{Reason: ws.ServerClose, Class: cl, Text: e.Msg, Err: e})
 		return false
@@ -412,7 +379,7 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 		ct = "application/octet-stream"
 	}
 	req.Header.Set("Content-Type", ct)
-	resp, err := h.do(req, b)
+	resp, err := h.hc.Do(req)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -422,6 +389,9 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 				cl = sample.Other
 			}
 			e := &ws.Error{Op: "write", Class: cl, Msg: "send answered " + resp.Status}
+			if refusedToken(resp.StatusCode, h.tok) {
+				e.Msg, e.Err = e.Msg+": "+errTokenRefused.Error(), errTokenRefused
+			}
 			if !closing() {
 				// Anything but 200 means the server dropped the
 				// connection (TransportProtocols.md, HTTP Post).

@@ -83,29 +83,39 @@ const maxRedirects = 100
 
 // negotiate runs POST {hub}/negotiate?negotiateVersion=1, following
 // redirects (Azure SignalR Service answers the app server's negotiate with
-// the service URL and an access token for it).
-func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header, token string, stateful bool) (endpoint, error) {
-	ep := endpoint{base: hub, token: token}
+// the service URL and an access token for it). Each hop is timed apart:
+// the first under first, those that follow a redirect under "negotiate
+// redirect", and a failure names its hop in its Phase.
+func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header, o *Options, first Op) (endpoint, error) {
+	ep := endpoint{base: hub, token: o.AccessToken}
+	op := first
 	for i := 0; ; i++ {
 		if i > maxRedirects {
-			return ep, &Error{Phase: "negotiate", Class: sample.Other, Msg: fmt.Sprintf("more than %d redirects", maxRedirects)}
+			return ep, &Error{Phase: op.name, Class: sample.Other, Msg: fmt.Sprintf("more than %d redirects", maxRedirects)}
 		}
-		nr, err := negotiateOnce(ctx, hc, ep.base, hdr, ep.token, stateful)
+		t0 := time.Now()
+		nr, err := negotiateOnce(ctx, hc, ep.base, hdr, ep.token, o.StatefulReconnect)
+		if err == nil && nr.Error != "" {
+			err = &Error{Phase: "negotiate", Class: sample.Other, Msg: "server error: " + nr.Error}
+		}
+		if err == nil && nr.URL == "" {
+			err = checkNegotiateIDs(nr)
+		}
 		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Phase = op.name
+			}
 			return ep, err
 		}
-		if nr.Error != "" {
-			return ep, &Error{Phase: "negotiate", Class: sample.Other, Msg: "server error: " + nr.Error}
-		}
+		o.record(op, sample.OK, time.Since(t0), nil)
 		if nr.URL != "" {
 			ep.base = nr.URL
 			if nr.AccessToken != "" {
 				ep.token = nr.AccessToken
 			}
+			op = OpNegotiateRedirect
 			continue
-		}
-		if err := checkNegotiateIDs(nr); err != nil {
-			return ep, err
 		}
 		ep.cid = nr.ConnectionID
 		ep.id = nr.ConnectionID

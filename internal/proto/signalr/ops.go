@@ -15,8 +15,14 @@ func (o Op) String() string { return o.name }
 // The fixed operations of a connection's life.
 var (
 	OpNegotiate = Op{opname.Negotiate}
-	OpUpgrade   = Op{opname.Upgrade}
-	OpHandshake = Op{opname.Handshake}
+	// OpNegotiateRedirect is a negotiate where an earlier one redirected
+	// (the hop to Azure SignalR Service).
+	OpNegotiateRedirect = Op{opname.NegotiateRedirect}
+	// OpNegotiateRestart is the first negotiate of a connection restarted
+	// because the server refused the access token of the one before.
+	OpNegotiateRestart = Op{opname.NegotiateRestart}
+	OpUpgrade          = Op{opname.Upgrade}
+	OpHandshake        = Op{opname.Handshake}
 	// OpSSEOpen is the Server-Sent Events request, up to its 200 answer.
 	OpSSEOpen = Op{opname.SSEOpen}
 	// OpPoll is one long poll, timed until the server answers it (with

@@ -280,13 +280,12 @@ func (c *Conn) cut(wc *ws.Conn, d *ws.Disconnect) bool {
 // ReconnectWindow has passed.
 func (c *Conn) reconnect(cause *ws.Disconnect) {
 	deadline := time.Now().Add(dflt(c.o.ReconnectWindow, 10*time.Second))
-	failed := "" // an access token the server refused
 	var backoff time.Duration
 	for {
 		if backoff > 0 && !c.pauseUnlessStopped(backoff) {
 			return
 		}
-		outcome, err := c.redial(deadline, &failed)
+		outcome, err := c.redial(deadline)
 		switch {
 		case outcome == redialDone:
 			return
@@ -324,9 +323,9 @@ const (
 	redialGiveUp                      // failed; no try can work
 )
 
-// redial is one try at reconnecting before deadline. failed is the access
-// token the server last refused; a fresh one is asked for instead.
-func (c *Conn) redial(deadline time.Time, failed *string) (redialOutcome, error) {
+// redial is one try at reconnecting before deadline, with the access
+// token the connection began with (token.go says why).
+func (c *Conn) redial(deadline time.Time) (redialOutcome, error) {
 	s := c.sf
 	s.rmu.Lock()
 	// A message cut in half belonged to the old socket.
@@ -334,13 +333,8 @@ func (c *Conn) redial(deadline time.Time, failed *string) (redialOutcome, error)
 	c.partialLen.Store(0)
 	s.waitSeq = true
 	s.rmu.Unlock()
-	ep := s.ep
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
-	if c.tk != nil {
-		ep = c.endpoint(ctx, *failed)
-		*failed = ""
-	}
-	u, err := transportURL(ep, true)
+	u, err := transportURL(s.ep, true)
 	if err != nil {
 		cancel()
 		return redialGiveUp, err
@@ -371,8 +365,9 @@ func (c *Conn) redial(deadline time.Time, failed *string) (redialOutcome, error)
 	if errors.As(err, &we) && we.Status == http.StatusNotFound {
 		return redialGiveUp, err // the server forgot the connection
 	}
-	if errors.As(err, &we) && we.Status == http.StatusUnauthorized && c.tk != nil {
-		*failed = ep.token
+	if errors.As(err, &we) && refusedToken(we.Status, s.ep.token) {
+		// The same token would be refused again.
+		return redialGiveUp, &Error{Phase: OpUpgrade.name, Class: we.Class, Msg: we.Msg + ": " + errTokenRefused.Error(), Err: errTokenRefused}
 	}
 	return redialRetry, err
 }
@@ -392,7 +387,8 @@ func (c *Conn) reconnectFailed(cause *ws.Disconnect, err error) {
 	if err != nil {
 		msg += ": " + err.Error()
 	}
-	_ = c.finish(&ws.Disconnect{Reason: cause.Reason, Class: cause.Class, Code: cause.Code, Err: cause,
+	// err joins the cause so a refused token stays visible (tokenRefused).
+	_ = c.finish(&ws.Disconnect{Reason: cause.Reason, Class: cause.Class, Code: cause.Code, Err: errors.Join(cause, err),
 		Text: cause.Error() + "; " + msg})
 }
 

@@ -54,9 +54,10 @@ type Stats struct {
 	Recovered         atomic.Int64
 	Duplicates        atomic.Int64
 	Lost              atomic.Int64
-	// TokenRenewals counts access tokens renewed by negotiating again
-	// before they expired or after a 401.
-	TokenRenewals atomic.Int64
+	// TokenRefusals counts connections ended because the server refused
+	// their access token (a 401); each is restarted from negotiate.
+	TokenRefusals atomic.Int64
+	restarts      restartsDue
 	// ServerCloses counts connections ended by a SignalR Close message,
 	// by kind (see CloseKind).
 	ServerCloses [numCloseKinds]atomic.Int64

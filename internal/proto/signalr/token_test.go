@@ -3,100 +3,212 @@ package signalr
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/proto/signalr/sigtest"
+	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
-// tokenIssuer is an app server in the shape Azure SignalR Service gives
-// ASP.NET Core apps: its negotiate redirects to the service (a sigtest
-// hub) with a short-lived JWT, which the service checks on every request.
-type tokenIssuer struct {
-	life       time.Duration
-	issued     atomic.Int64 // negotiations answered, each with a new token
-	revokeUpTo atomic.Int64 // tokens numbered up to this are refused
-}
+// The scenario of testdata/jsclient_*.txt (testdata/jsrecord/main.go):
+// the service accepts a token for jsTokenUses requests, and the client
+// is restarted jsRestarts times.
+const (
+	jsTokenUses = 6
+	jsRestarts  = 2
+)
 
-func jwt(exp time.Time, n int64) string {
-	enc := base64.RawURLEncoding.EncodeToString
-	claims, _ := json.Marshal(map[string]any{"exp": exp.Unix(), "n": n})
-	return enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc(claims) + ".c2ln"
-}
+var storyLine = regexp.MustCompile(`^(app|service) (\S+) (\S+) auth=(.+) -> (\d+)$`)
 
-func (ti *tokenIssuer) valid(tok string) bool {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return false
+// tokenStory is what a wire trace of sigtest.Azure says about tokens:
+// each negotiate (the service's with the token it carried) and each
+// token's first refusal, up to the last negotiate with the service. It
+// fails when a service request carries a token other than the one its
+// connection was given (the one negotiated before its first request): a
+// token renewed, or one mixed up. A request of an ended connection may
+// still arrive after the next negotiate.
+func tokenStory(t *testing.T, lines []string) []string {
+	t.Helper()
+	var story []string
+	cur, refused, last := "", map[string]bool{}, 0
+	given := map[string]string{} // connection → its token
+	for _, l := range lines {
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		m := storyLine.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("trace line %q", l)
+		}
+		server, method, target, auth, status := m[1], m[2], m[3], m[4], m[5]
+		negotiate := method == "POST" && strings.Contains(target, "/negotiate?")
+		if id := connOf(target, ""); id != "" && given[id] == "" {
+			given[id] = cur
+		}
+		if q := regexp.MustCompile(`access_token=([^&]+)`).FindStringSubmatch(target); q != nil {
+			auth = strings.ReplaceAll(q[1], "+", " ")
+		}
+		switch {
+		case server == "app" && negotiate:
+			story = append(story, "app negotiate")
+		case negotiate:
+			cur = auth
+			story = append(story, "service negotiate with "+auth+" -> "+status)
+			last = len(story)
+		case given[connOf(target, cur)] != auth:
+			t.Errorf("%q: the connection was given %s", l, given[connOf(target, cur)])
+		case status == "401" && !refused[auth]:
+			refused[auth] = true
+			story = append(story, auth+" refused")
+		}
 	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	return story[:last]
+}
+
+// connOf is the connection a trace line's target names, or def.
+func connOf(target, def string) string {
+	if m := regexp.MustCompile(`[?&]id=([^&]+)`).FindStringSubmatch(target); m != nil {
+		return m[1]
+	}
+	return def
+}
+
+// driveLikeJS runs the fixture's scenario with stampede's client: invoke
+// Add until the connection ends, then connect again, as the run does
+// after its reconnect delay, until it has restarted jsRestarts times.
+func driveLikeJS(t *testing.T, hub string, o *Options) {
+	t.Helper()
+	ctx := ctx5(t)
+	restarts := 0
+	c, err := Connect(ctx, hub, nil, o)
+	for i := 0; err == nil && i < 100; i++ {
+		if _, ierr := c.Invoke(ctx, "Add", i, 1); ierr == nil {
+			continue
+		}
+		<-c.Done()
+		if restarts == jsRestarts {
+			break
+		}
+		restarts++
+		c, err = Connect(ctx, hub, nil, o)
+	}
 	if err != nil {
-		return false
+		t.Fatal(err)
 	}
-	var c struct{ Exp, N int64 }
-	if json.Unmarshal(b, &c) != nil {
-		return false
+	c.Close()
+	if restarts != jsRestarts {
+		t.Fatalf("restarted %d times", restarts)
 	}
-	return time.Now().Unix() < c.Exp && c.N > ti.revokeUpTo.Load()
 }
 
-// serve starts the service hub and the app server; the hub URL a client
-// is given is the app's.
-func (ti *tokenIssuer) serve(t *testing.T, h *sigtest.Hub) string {
-	h.TokenValid = ti.valid
-	svc := httptest.NewServer(h)
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/app/negotiate" {
-			http.NotFound(w, r)
-			return
+// TestTokenLikeJavaScriptClient drives stampede's client through the
+// Azure imitation the official JavaScript client was recorded against
+// (testdata/jsclient_*.txt): the redirect's token is used for every
+// request of its connection, until the service refuses it; then the
+// connection ends and the next one starts from the app's negotiate. The
+// stories of the two traces are the same. The negotiates are timed apart:
+// the app's first, the service's (redirect), and the restarts'.
+func TestTokenLikeJavaScriptClient(t *testing.T) {
+	for _, tr := range []Transport{LongPolling, ServerSentEvents} {
+		t.Run(tr.String(), func(t *testing.T) {
+			fixture, err := os.ReadFile(filepath.Join("testdata", "jsclient_"+negotiateNames[tr]+".txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tokenStory(t, strings.Split(strings.TrimSpace(string(fixture)), "\n"))
+			a := &sigtest.Azure{Hub: &sigtest.Hub{Transports: []string{negotiateNames[tr]}, PollHold: 100 * time.Millisecond},
+				TokenUses: jsTokenUses, Record: true}
+			a.Start()
+			t.Cleanup(a.Close)
+			o := testOptions()
+			o.Transport = tr
+			r := &rec{}
+			o.Recorder = r
+			driveLikeJS(t, a.AppURL(), o)
+			if got := tokenStory(t, a.Requests()); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("stampede:\n%s\nofficial JavaScript client:\n%s\nstampede's trace:\n%s",
+					strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(a.Requests(), "\n"))
+			}
+			checkRestartCounts(t, o.Stats, r, tr)
+		})
+	}
+}
+
+// checkRestartCounts: three connections, each ended by its token, the
+// first two restarted. An event stream the service ends with the refusal
+// may be seen ending before the refused send's answer is read; that end
+// is then a reset, and the restart after it negotiates under "negotiate".
+func checkRestartCounts(t *testing.T, st *Stats, r *rec, tr Transport) {
+	t.Helper()
+	const ends = 1 + jsRestarts
+	refusals := st.TokenRefusals.Load()
+	if tr == LongPolling && refusals != ends {
+		t.Errorf("token refusals %d, want %d", refusals, ends)
+	}
+	if resets := st.Disconnects[ws.NetworkReset].Load(); refusals+resets != ends {
+		t.Errorf("token refusals %d, resets %d: want %d ends", refusals, resets, ends)
+	}
+	first, restart, redirect := r.classes("negotiate"), r.classes("negotiate restart"), r.classes("negotiate redirect")
+	if int64(len(restart)) > refusals || len(first)+len(restart) != ends || len(redirect) != ends || (tr == LongPolling && len(restart) != jsRestarts) {
+		t.Errorf("negotiate %v, negotiate restart %v, negotiate redirect %v (token refusals %d)", first, restart, redirect, refusals)
+	}
+	for _, cl := range append(append(first, restart...), redirect...) {
+		if cl != sample.OK {
+			t.Errorf("a negotiate %s", cl)
 		}
-		n := ti.issued.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"url":%q,"accessToken":%q}`, svc.URL+"/client/?hub=kitchen", jwt(time.Now().Add(ti.life), n))
-	}))
-	t.Cleanup(func() {
-		h.Close()
-		svc.CloseClientConnections()
-		svc.Close()
-		app.Close()
-	})
-	return app.URL + "/app"
-}
-
-func TestTokenExpiry(t *testing.T) {
-	exp := time.Unix(1_900_000_000, 0)
-	if got := tokenExpiry(jwt(exp, 1)); !got.Equal(exp) {
-		t.Errorf("exp %v", got)
-	}
-	for _, bad := range []string{"", "opaque-token", "a.b.c", "a." + base64.RawURLEncoding.EncodeToString([]byte(`{"exp":"soon"}`)) + ".c",
-		"a." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"x"}`)) + ".c", "a.!!!.c"} {
-		if got := tokenExpiry(bad); !got.IsZero() {
-			t.Errorf("%q: exp %v", bad, got)
-		}
 	}
 }
 
-// TestTokenRenewedOn401: the service revokes every token issued so far;
-// the next request is refused with 401, the client negotiates with the
-// app again once (a poll and a send refused with the same token share the
-// renewal), sends again, and the connection goes on.
-func TestTokenRenewedOn401(t *testing.T) {
+// TestTokenKeptForConnection: a long-polling connection through the
+// imitation, with a token that lives an hour, makes many requests; all
+// carry the first token, and nothing negotiates again.
+func TestTokenKeptForConnection(t *testing.T) {
 	noLeak(t, nil)
-	ti := &tokenIssuer{life: time.Hour}
-	h := &sigtest.Hub{Transports: []string{"LongPolling"}, PollHold: 200 * time.Millisecond}
-	hub := ti.serve(t, h)
+	a := &sigtest.Azure{Hub: &sigtest.Hub{Transports: []string{"LongPolling"}, PollHold: 50 * time.Millisecond}, Record: true}
+	a.Start()
+	t.Cleanup(a.Close)
 	o := testOptions()
 	o.Transport = LongPolling
-	r := &rec{}
-	o.Recorder = r
 	ctx := ctx5(t)
-	c, err := Connect(ctx, hub, nil, o)
+	c, err := Connect(ctx, a.AppURL(), nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if res, err := c.Invoke(ctx, "Add", i, 1); err != nil || string(res) != fmt.Sprint(i+1) {
+			t.Fatalf("add: %s %v", res, err)
+		}
+	}
+	c.Close()
+	story := tokenStory(t, a.Requests())
+	if fmt.Sprint(story) != "[app negotiate service negotiate with token 1 -> 200]" || a.Issued.Load() != 1 {
+		t.Errorf("story %q, tokens issued %d", story, a.Issued.Load())
+	}
+}
+
+// TestTokenRefusedOnSend: the service refuses the token of a send (the
+// event stream still open); the connection ends at once with the cause
+// named, and no negotiate is sent for a new token.
+func TestTokenRefusedOnSend(t *testing.T) {
+	noLeak(t, nil)
+	// Uses: negotiate, the stream's GET, the handshake, one Add.
+	a := &sigtest.Azure{Hub: &sigtest.Hub{Transports: []string{"ServerSentEvents"}}, TokenUses: 4}
+	a.Start()
+	t.Cleanup(a.Close)
+	o := testOptions()
+	o.Transport = ServerSentEvents
+	ctx := ctx5(t)
+	c, err := Connect(ctx, a.AppURL(), nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,171 +216,122 @@ func TestTokenRenewedOn401(t *testing.T) {
 	if res, err := c.Invoke(ctx, "Add", 1, 2); err != nil || string(res) != "3" {
 		t.Fatalf("add: %s %v", res, err)
 	}
-	ti.revokeUpTo.Store(ti.issued.Load())
-	if res, err := c.Invoke(ctx, "Add", 20, 22); err != nil || string(res) != "42" {
-		t.Fatalf("add after revocation: %s %v", res, err)
+	if _, err := c.Invoke(ctx, "Add", 2, 2); err == nil {
+		t.Fatal("an Add with a refused token succeeded")
 	}
-	waitLong(t, "a refused request", func() bool { return h.Unauthorized.Load() > 0 })
-	if n := o.Stats.TokenRenewals.Load(); n != 1 || ti.issued.Load() != 2 {
-		t.Errorf("renewals %d, negotiations %d", n, ti.issued.Load())
+	<-c.Done()
+	d := c.Disconnect()
+	if a.Issued.Load() != 1 || a.Refused.Load() != 1 || d == nil {
+		t.Fatalf("tokens issued %d, refused %d, end %v", a.Issued.Load(), a.Refused.Load(), d)
 	}
-	if d := c.Disconnect(); d != nil {
-		t.Errorf("ended: %v", d)
+	// The refused send's answer ends it, or the stream the service ended
+	// with it: whichever came first.
+	if !tokenRefused(d) && d.Reason != ws.NetworkReset {
+		t.Errorf("end %v", d)
 	}
-	for _, cl := range r.classes("poll") {
-		if cl != sample.OK {
-			t.Errorf("poll %s", cl)
-		}
-	}
-	if got := r.classes("negotiate"); len(got) != 2 || got[0] != sample.OK || got[1] != sample.OK {
-		t.Errorf("negotiate %v", got)
+	if tokenRefused(d) && (d.Class != sample.FromStatus(http.StatusUnauthorized) || !strings.Contains(d.Error(), "refused the access token") || o.Stats.TokenRefusals.Load() != 1) {
+		t.Errorf("end %q, refusals %d", d.Error(), o.Stats.TokenRefusals.Load())
 	}
 }
 
-// TestTokenRenewedBeforeExpiry: tokens live about two seconds; a long-
-// polling connection held for several lifetimes renews each before it
-// expires, and no poll fails.
-func TestTokenRenewedBeforeExpiry(t *testing.T) {
+// revocable is an app server handing out tokens the service accepts until
+// revoked, for a stateful reconnect through a CutProxy.
+type revocable struct {
+	issued, revokeUpTo atomic.Int64
+}
+
+func (rv *revocable) token() string {
+	enc := base64.RawURLEncoding.EncodeToString
+	claims, _ := json.Marshal(map[string]any{"n": rv.issued.Add(1)})
+	return enc([]byte(`{"alg":"none"}`)) + "." + enc(claims) + "."
+}
+
+func (rv *revocable) valid(tok string) bool {
+	parts := strings.Split(tok, ".")
+	b, err := base64.RawURLEncoding.DecodeString(parts[min(1, len(parts)-1)])
+	var c struct{ N int64 }
+	return err == nil && json.Unmarshal(b, &c) == nil && c.N > rv.revokeUpTo.Load()
+}
+
+// TestStatefulReconnectTokenRefused: the socket is cut after the service
+// stopped accepting the connection's token; the reconnect's dial is
+// refused with 401 and, the same token being all the connection has, it
+// is not dialled again: the connection ends at once with the token
+// refusal as its cause, without waiting out the reconnect window (an
+// hour, so a client that keeps dialling trips the safety net).
+func TestStatefulReconnectTokenRefused(t *testing.T) {
 	noLeak(t, nil)
-	ti := &tokenIssuer{life: 2 * time.Second}
-	h := &sigtest.Hub{Transports: []string{"LongPolling"}, PollHold: 200 * time.Millisecond}
-	hub := ti.serve(t, h)
+	rv := &revocable{}
+	h := &sigtest.Hub{Transports: []string{"WebSockets"}, StatefulReconnect: true, TokenValid: rv.valid}
+	svc := httptest.NewServer(h)
+	p := sigtest.NewCutProxy(t, svc.Listener.Addr().String())
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"url":%q,"accessToken":%q}`, "http://"+p.Addr()+"/client/?hub=kitchen", rv.token())
+	}))
+	t.Cleanup(func() {
+		h.Close()
+		svc.CloseClientConnections()
+		svc.Close()
+		app.Close()
+	})
+	o := statefulOptions(JSON)
+	o.ReconnectWindow = time.Hour
+	c, err := Connect(ctx5(t), app.URL+"/app", nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.sf == nil {
+		t.Fatal("stateful reconnect not granted")
+	}
+	rv.revokeUpTo.Store(rv.issued.Load())
+	p.Cut()
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection still dials with a refused token")
+	}
+	st := o.Stats
+	if d := c.Disconnect(); !tokenRefused(d) || st.TokenRefusals.Load() != 1 || rv.issued.Load() != 1 || h.Unauthorized.Load() != 1 || st.ReconnectFailures.Load() != 1 {
+		t.Errorf("end %v; refusals %d, tokens issued %d, 401s %d, reconnect failures %d", d, st.TokenRefusals.Load(), rv.issued.Load(),
+			h.Unauthorized.Load(), st.ReconnectFailures.Load())
+	}
+}
+
+// TestNegotiateHopsTimedApart: a redirect's hop fails (the service over
+// its quota); the app's negotiate is counted a success under "negotiate"
+// and the failure is the redirect's, with the service's answer and its
+// Retry-After.
+func TestNegotiateHopsTimedApart(t *testing.T) {
+	a := &sigtest.Azure{Hub: &sigtest.Hub{Transports: []string{"LongPolling"}, PollHold: 50 * time.Millisecond}, Quota: 1}
+	a.Start()
+	t.Cleanup(a.Close)
 	o := testOptions()
 	o.Transport = LongPolling
 	r := &rec{}
 	o.Recorder = r
 	ctx := ctx5(t)
-	c, err := Connect(ctx, hub, nil, o)
+	c, err := Connect(ctx, a.AppURL(), nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitLong(t, "two renewals", func() bool { return o.Stats.TokenRenewals.Load() >= 2 })
-	if res, err := c.Invoke(ctx, "Add", 20, 22); err != nil || string(res) != "42" {
-		t.Fatalf("add: %s %v", res, err)
+	_, err = Connect(ctx, a.AppURL(), nil, o)
+	var e *Error
+	if !errors.As(err, &e) || e.Phase != "negotiate redirect" || e.Class != sample.FromStatus(http.StatusTooManyRequests) || !strings.Contains(e.Msg, sigtest.OverQuotaBody) {
+		t.Fatalf("over quota: %v", err)
 	}
-	if d := c.Disconnect(); d != nil {
-		t.Errorf("ended: %v", d)
-	}
-	if n := o.Stats.TokenRenewals.Load(); ti.issued.Load() != 1+n {
-		t.Errorf("renewals %d, negotiations %d", n, ti.issued.Load())
-	}
-	for _, cl := range r.classes("poll") {
-		if cl != sample.OK {
-			t.Errorf("poll %s", cl)
-		}
-	}
-}
-
-// TestStatefulReconnectRenewsToken: the service revokes the tokens it
-// issued, then the socket is cut: the reconnect's dial is refused with
-// 401, the token is renewed once at the app, and the next dial resumes
-// the connection with the same connection token.
-func TestStatefulReconnectRenewsToken(t *testing.T) {
-	noLeak(t, nil)
-	ti := &tokenIssuer{life: time.Hour}
-	h := &sigtest.Hub{Transports: []string{"WebSockets"}, StatefulReconnect: true}
-	h.TokenValid = ti.valid
-	svc := httptest.NewServer(h)
-	p := sigtest.NewCutProxy(t, svc.Listener.Addr().String())
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := ti.issued.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"url":%q,"accessToken":%q}`, "http://"+p.Addr()+"/client/?hub=kitchen", jwt(time.Now().Add(ti.life), n))
-	}))
-	t.Cleanup(func() {
-		h.Close()
-		svc.CloseClientConnections()
-		svc.Close()
-		app.Close()
-	})
-	o := statefulOptions(JSON)
-	ctx := ctx5(t)
-	c, err := Connect(ctx, app.URL+"/app", nil, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if c.sf == nil || c.tk == nil {
-		t.Fatalf("stateful %v, expiring token %v", c.sf != nil, c.tk != nil)
-	}
-	ti.revokeUpTo.Store(ti.issued.Load())
-	p.Cut()
-	waitLong(t, "the resume", func() bool { return h.Reconnects.Load() == 1 })
-	if res, err := c.Invoke(ctx, "Add", 20, 22); err != nil || string(res) != "42" {
-		t.Fatalf("add after resume: %s %v", res, err)
-	}
-	st := o.Stats
-	if st.TokenRenewals.Load() != 1 || ti.issued.Load() != 2 || h.Unauthorized.Load() != 1 || st.Reconnects.Load() != 1 || st.Lost.Load() != 0 {
-		t.Errorf("renewals %d, negotiations %d, 401s %d, reconnects %d, lost %d", st.TokenRenewals.Load(), ti.issued.Load(),
-			h.Unauthorized.Load(), st.Reconnects.Load(), st.Lost.Load())
-	}
-}
-
-// TestCloseDuringTokenRenewal: a reconnect's dial is refused with 401 and
-// the app server, asked for a new token, never answers. CloseAtEnd during
-// that renewal ends the connection at once instead of waiting for the
-// negotiate timeout or the reconnect window (an hour each here, so a
-// Close that waits for either trips the safety net).
-func TestCloseDuringTokenRenewal(t *testing.T) {
-	noLeak(t, nil)
-	ti := &tokenIssuer{life: time.Hour}
-	h := &sigtest.Hub{Transports: []string{"WebSockets"}, StatefulReconnect: true}
-	h.TokenValid = ti.valid
-	svc := httptest.NewServer(h)
-	p := sigtest.NewCutProxy(t, svc.Listener.Addr().String())
-	release := make(chan struct{})
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n := ti.issued.Add(1); n > 1 {
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"url":%q,"accessToken":%q}`, "http://"+p.Addr()+"/client/?hub=kitchen", jwt(time.Now().Add(ti.life), 1))
-	}))
-	t.Cleanup(func() {
-		h.Close()
-		svc.CloseClientConnections()
-		svc.Close()
-		app.Close()
-	})
-	t.Cleanup(func() { close(release) })
-	o := statefulOptions(JSON)
-	o.ReconnectWindow = time.Hour
-	o.NegotiateTimeout = time.Hour
-	r := &rec{}
-	o.Recorder = r
-	ctx := ctx5(t)
-	c, err := Connect(ctx, app.URL+"/app", nil, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.sf == nil || c.tk == nil {
-		t.Fatalf("stateful %v, expiring token %v", c.sf != nil, c.tk != nil)
-	}
-	ti.revokeUpTo.Store(1)
-	p.Cut()
-	waitLong(t, "the renewal", func() bool { return ti.issued.Load() == 2 })
-	closed := make(chan struct{})
-	go func() {
-		c.CloseAtEnd()
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("CloseAtEnd still waiting for the token renewal")
-	}
-	st := o.Stats
-	if st.ClosedAtEnd.Load() != 1 || st.Open.Load() != 0 || st.ReconnectFailures.Load() != 0 || h.Unauthorized.Load() != 1 {
-		t.Errorf("closed at end %d open %d failures %d 401s %d",
-			st.ClosedAtEnd.Load(), st.Open.Load(), st.ReconnectFailures.Load(), h.Unauthorized.Load())
-	}
-	// The renewal Close cut short is no failed negotiate.
-	if got := r.classes("negotiate"); len(got) != 1 || got[0] != sample.OK {
+	if got := r.classes("negotiate"); len(got) != 2 || got[0] != sample.OK || got[1] != sample.OK {
 		t.Errorf("negotiate %v", got)
+	}
+	if got := r.classes("negotiate redirect"); len(got) != 2 || got[0] != sample.OK || got[1] != e.Class {
+		t.Errorf("negotiate redirect %v", got)
+	}
+	if a.OverQuota.Load() != 1 || a.Admitted.Load() != 1 {
+		t.Errorf("over quota %d, admitted %d", a.OverQuota.Load(), a.Admitted.Load())
+	}
+	if ra, ok := RetryAfter(err); !ok || ra != time.Second {
+		t.Errorf("Retry-After %v %v", ra, ok)
 	}
 }

@@ -53,6 +53,9 @@ func (h *Hub) poll(w http.ResponseWriter, r *http.Request, c *conn) {
 }
 
 func (h *Hub) sse(w http.ResponseWriter, r *http.Request, c *conn) {
+	c.mu.Lock()
+	c.sse = true
+	c.mu.Unlock()
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

@@ -57,9 +57,10 @@ type Hub struct {
 	Pushes atomic.Int64 // OrderPlaced messages queued to connections
 	Posts  atomic.Int64
 
-	mu     sync.Mutex
-	conns  map[string]*conn
-	groups map[string]map[*conn]bool
+	mu       sync.Mutex
+	conns    map[string]*conn
+	groups   map[string]map[*conn]bool
+	detached []*conn
 }
 
 type conn struct {
@@ -72,6 +73,7 @@ type conn struct {
 	closed  bool
 	done    chan struct{}
 	started bool // the first poll was answered
+	sse     bool // served by an event stream
 
 	// Stateful reconnect (WebSockets), under mu.
 	stateful bool
@@ -211,6 +213,8 @@ func (h *Hub) Close() {
 	for _, c := range h.conns {
 		cs = append(cs, c)
 	}
+	cs = append(cs, h.detached...)
+	h.detached = nil
 	h.mu.Unlock()
 	for _, c := range cs {
 		c.close()
@@ -222,6 +226,31 @@ func (h *Hub) Open() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.conns)
+}
+
+// detach takes the connection whose connection token is id out of Open,
+// as a service forgets a connection whose token it refused. An event
+// stream ends at once (the client learns nothing else from it); a held
+// long poll is answered as usual and the next request is refused, so the
+// client sees a refusal, not an end by the server. Close ends what is
+// left.
+func (h *Hub) detach(id string) {
+	h.mu.Lock()
+	c := h.conns[id]
+	if c != nil {
+		delete(h.conns, id)
+		h.detached = append(h.detached, c)
+	}
+	h.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	sse := c.sse
+	c.mu.Unlock()
+	if sse {
+		c.close()
+	}
 }
 
 func (c *conn) close() {
