@@ -55,9 +55,12 @@ type ConnScenario struct {
 	Recovered         int64 `json:"recovered,omitempty"`
 	Duplicates        int64 `json:"duplicates,omitempty"`
 	Lost              int64 `json:"lost,omitempty"`
-	// TokenRenewals counts access tokens (Azure SignalR Service style
-	// redirects) renewed by negotiating again, before expiry or on a 401.
-	TokenRenewals int64 `json:"token_renewals,omitempty"`
+	// TokenRefusals counts connections ended because the server refused
+	// their access token (a 401 to a poll, a send or a stateful
+	// reconnect's dial), as with an Azure SignalR Service redirect's
+	// token past its expiry; each restarts from negotiate, as the official
+	// clients do ("negotiate restart" times those negotiates).
+	TokenRefusals int64 `json:"token_refusals,omitempty"`
 	// ServerCloses counts connections a SignalR Close message ended, by
 	// kind: graceful (no error) and error, and of those, allow_reconnect
 	// (the server invited the client back). StreamItems counts the items
@@ -144,7 +147,7 @@ func (c *ConnScenario) AddCounts(s ConnScenario) {
 	c.Recovered += s.Recovered
 	c.Duplicates += s.Duplicates
 	c.Lost += s.Lost
-	c.TokenRenewals += s.TokenRenewals
+	c.TokenRefusals += s.TokenRefusals
 	c.GaveUp += s.GaveUp
 	c.RetryAfter += s.RetryAfter
 	c.MessagesIn += s.MessagesIn

@@ -16,7 +16,14 @@ func (cr *connRunner) into(res *result.Result) {
 		return
 	}
 	snap := cr.rec.Snapshot()
-	res.Steps = append(res.Steps, snap.Steps...)
+	for _, st := range snap.Steps {
+		if st.Requests == 0 && (st.Name == signalr.OpNegotiateRedirect.String() || st.Name == signalr.OpNegotiateRestart.String()) {
+			// Listed for hubs that redirect or refuse tokens; a hub
+			// that did neither shows no empty rows for them.
+			continue
+		}
+		res.Steps = append(res.Steps, st)
+	}
 	res.Samples = append(res.Samples, snap.Errors...)
 	out := &result.Connections{}
 	for _, p := range cr.pops {
@@ -64,7 +71,7 @@ func signalrCounts(st *signalr.Stats, listen []string) result.ConnScenario {
 	cs.Fallbacks = st.Fallbacks.Load()
 	cs.Reconnects, cs.ReconnectFailures = st.Reconnects.Load(), st.ReconnectFailures.Load()
 	cs.Recovered, cs.Duplicates, cs.Lost = st.Recovered.Load(), st.Duplicates.Load(), st.Lost.Load()
-	cs.TokenRenewals = st.TokenRenewals.Load()
+	cs.TokenRefusals = st.TokenRefusals.Load()
 	cs.ServerCloses, cs.StreamItems = st.CloseCounts(), st.StreamItems()
 	return cs
 }
