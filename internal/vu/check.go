@@ -2,7 +2,6 @@ package vu
 
 import (
 	"bytes"
-	"github.com/stampede-load/stampede/internal/jsonpath"
 	"strconv"
 
 	"github.com/stampede-load/stampede/internal/plan"
@@ -58,7 +57,7 @@ func (u *User) judge(st *Step) (sample.Class, []byte) {
 			u.msg = append(append(u.msg[:0], "body is not JSON"...), u.resp.CutNote()...)
 			return sample.Check, u.msg
 		}
-		got, ok := jsonpath.At(doc, je.Path)
+		got, ok := doc.At(je.Path)
 		if !ok {
 			u.msg = append(appendPath(append(u.msg[:0], "json "...), je.Path), ": not found"...)
 			return sample.Check, u.msg
