@@ -11,6 +11,7 @@ import (
 // expect gathers a step's checks from its assertions.
 type expect struct {
 	status, contains []string
+	statusSet        bool
 	json             [][2]string
 }
 
@@ -118,9 +119,29 @@ func (c *conv) statusAssertion(a *elem, typ int, tests []string, ex *expect) {
 			return
 		}
 	}
+	var codes []string
 	for _, t := range tests {
-		ex.status = append(ex.status, strings.TrimSpace(t))
+		codes = append(codes, strings.TrimSpace(t))
 	}
+	if !ex.statusSet {
+		ex.status, ex.statusSet = codes, true
+		return
+	}
+	// Every assertion in scope must pass: the codes all of them allow.
+	var both []string
+	for _, s := range ex.status {
+		for _, t := range codes {
+			if s == t {
+				both = append(both, s)
+				break
+			}
+		}
+	}
+	if len(both) == 0 {
+		c.skip(a.where(), "allows none of the codes another assertion in scope allows: not converted")
+		return
+	}
+	ex.status = both
 }
 
 func (c *conv) bodyAssertion(a *elem, typ int, tests []string, ex *expect) {

@@ -118,6 +118,21 @@ func (c *conv) extractor(x *elem) [][]*yaml.Node {
 	return nil
 }
 
+// source names what an extractor reads, for the list of what was not
+// converted.
+func source(x *elem, prop string) string {
+	switch v := x.prop(prop); v {
+	case "true":
+		return "the response headers"
+	case "request_headers":
+		return "the request headers"
+	case "URL", "code", "message":
+		return "the response " + strings.ToLower(v)
+	default:
+		return v
+	}
+}
+
 func onBody(x *elem, prop string) bool {
 	switch x.prop(prop) {
 	case "", "false", "unescaped", "as_document":
@@ -139,7 +154,7 @@ func (c *conv) regexExtractor(x *elem) [][]*yaml.Node {
 	case name == "" || re == "":
 		c.skip(x.where(), "no variable name or expression")
 	case !onBody(x, "RegexExtractor.useHeaders"):
-		c.skip(x.where(), "extracts from "+x.prop("RegexExtractor.useHeaders")+", not the body: not converted")
+		c.skip(x.where(), "extracts from "+source(x, "RegexExtractor.useHeaders")+", not the body: not converted")
 	case !firstMatch(x, "RegexExtractor.match_number"):
 		c.skip(x.where(), "match number "+x.prop("RegexExtractor.match_number")+" (the plan takes the first match): not converted")
 	case tmpl != "" && tmpl != "$1$" && !(tmpl == "$0$" && !strings.Contains(re, "(")):
@@ -164,7 +179,7 @@ func (c *conv) boundaryExtractor(x *elem) [][]*yaml.Node {
 	case name == "":
 		c.skip(x.where(), "no variable name")
 	case !onBody(x, "BoundaryExtractor.useHeaders"):
-		c.skip(x.where(), "extracts from "+x.prop("BoundaryExtractor.useHeaders")+", not the body: not converted")
+		c.skip(x.where(), "extracts from "+source(x, "BoundaryExtractor.useHeaders")+", not the body: not converted")
 	case !firstMatch(x, "BoundaryExtractor.match_number"):
 		c.skip(x.where(), "match number "+x.prop("BoundaryExtractor.match_number")+" (the plan takes the first match): not converted")
 	case strings.Contains(l+r, "${"):

@@ -60,6 +60,7 @@ type conv struct {
 	seen     map[string]bool
 	// setup and teardown are the setUp and tearDown thread groups' steps.
 	setup, teardown []*yaml.Node
+	defaultHeaders  *yaml.Node
 }
 
 func (c *conv) skip(where, why string) {

@@ -63,6 +63,10 @@ func secs(v float64) time.Duration { return time.Duration(v * float64(time.Secon
 // one's profile into the plan's load (with every group's users).
 func (c *conv) threadGroups(root *elem) ([]*scenario, []stage, error) {
 	base := scope{}.with(c, root.children)
+	// The test plan's own header managers apply to every request: the
+	// plan's defaults, which a step's header of the same name replaces.
+	c.defaultHeaders = c.headers(base.headers, root.where())
+	base.headers = nil
 	var scens []*scenario
 	for _, tg := range root.children {
 		if !isThreadGroup(tg.class) {
@@ -135,7 +139,10 @@ func (c *conv) combine(scens []*scenario) []stage {
 	out := make([]stage, len(first.stages))
 	for i, s := range first.stages {
 		s.from, s.to = math.Round(s.from*f), math.Round(s.to*f)
-		s.fromText, s.text = formatNum(s.from), formatNum(s.to)
+		if s.fromText != "" {
+			s.fromText = formatNum(s.from)
+		}
+		s.text = formatNum(s.to)
 		out[i] = s
 	}
 	c.note("%d thread groups: the plan has one load profile, the shape of %s with all groups' %s users; each scenario's weight is its group's users", len(scens), first.name, formatNum(total))
@@ -158,10 +165,13 @@ func (c *conv) profile(tg *elem) ([]stage, bool) {
 
 func (c *conv) plainGroup(tg *elem) []stage {
 	n, nText := c.num(tg, "ThreadGroup.num_threads", 1)
-	ramp, _ := c.num(tg, "ThreadGroup.ramp_time", 0)
+	ramp, rampText := c.num(tg, "ThreadGroup.ramp_time", 0)
 	var hold float64
 	if tg.boolProp("ThreadGroup.scheduler", false) {
-		d, _ := c.num(tg, "ThreadGroup.duration", 0)
+		d, dText := c.num(tg, "ThreadGroup.duration", 0)
+		if dText != formatNum(d) || rampText != formatNum(ramp) {
+			c.note("%s: the stages' durations are computed from the properties' defaults (%ss ramp-up, %ss in all)", tg.where(), formatNum(ramp), formatNum(d))
+		}
 		delay, _ := c.num(tg, "ThreadGroup.delay", 0)
 		hold = d - ramp
 		if d <= 0 {
@@ -287,10 +297,8 @@ func stageNode(s stage) *yaml.Node {
 }
 
 func durText(d time.Duration) string {
-	switch {
-	case d%time.Second == 0:
+	if d%time.Second == 0 {
 		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	default:
-		return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms"
 	}
+	return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms"
 }

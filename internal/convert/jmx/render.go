@@ -16,6 +16,9 @@ func (c *conv) render(scens []*scenario, load []stage) ([]byte, error) {
 	doc := newNode()
 	doc.add("name", str(c.literal(c.o.Name, modePlain)))
 	doc.add("target", str(c.target))
+	if c.defaultHeaders != nil {
+		doc.add("defaults", mapping(str("headers"), c.defaultHeaders))
+	}
 	if c.lbrace {
 		doc.add("vars", mapping(str("stampede_lbrace"), str("{{")))
 	}
