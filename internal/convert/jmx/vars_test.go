@@ -19,9 +19,9 @@ func TestText(t *testing.T) {
 		want string
 	}{
 		{"${__P(threads,10)}", modePlain, "${THREADS:-10}"},
-		{"${__P(target.host)}", modePlain, "${TARGET_HOST:-1}"},                // __P's default is 1
+		{"${__P(target.host)}", modePlain, "${TARGET_HOST:-1}"},                   // __P's default is 1
 		{"${__property(base.url,,http://x)}", modePlain, "${BASE_URL:-http://x}"}, // third argument
-		{"${__property(env)}", modePlain, "${ENV:-env}"},                       // the name, as JMeter does
+		{"${__property(env)}", modePlain, "${ENV:-env}"},                          // the name, as JMeter does
 		{"http://${host}/", modeTemplate, "http://${TARGET_HOST:-example.com}/"},
 		{"Bearer ${token} for ${user}", modeTemplate, "Bearer {{ token }} for {{ data.users.user }}"},
 		{"${a.b}", modeTemplate, "{{ a_b }}"},
@@ -67,8 +67,8 @@ func TestNames(t *testing.T) {
 
 func TestNotAPlan(t *testing.T) {
 	for in, want := range map[string]string{
-		"<html></html>":   "the root element is <html>",
-		"<jmeterTestPlan": "XML error at line 1",
+		"<html></html>":                     "the root element is <html>",
+		"<jmeterTestPlan":                   "XML error at line 1",
 		"<jmeterTestPlan></jmeterTestPlan>": "no <hashTree>",
 		`<jmeterTestPlan><hashTree><TestPlan testclass="TestPlan" testname="p"/><hashTree/></hashTree></jmeterTestPlan>`: "nothing to convert: no enabled thread group",
 	} {
