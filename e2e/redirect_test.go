@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/e2etest"
+	"github.com/stampede-load/stampede/internal/result"
+)
+
+// loginApp is a site whose login redirects: POST /login answers 302 to
+// /dashboard with the session cookie, /dashboard answers only with that
+// cookie, and POST /vote answers 303 to /thanks, which must come as a
+// GET without the vote's body. Every request is counted by what it was.
+func loginApp(t *testing.T) (http.Handler, *counter) {
+	c := newCounter("POST /login", "GET /dashboard", "POST /vote", "GET /thanks", "wrong")
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		key := r.Method + " " + r.URL.Path
+		switch key {
+		case "POST /login":
+			c.add(key)
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "s3cret", Path: "/"})
+			http.Redirect(w, r, "/dashboard", http.StatusFound)
+		case "GET /dashboard":
+			if ck, err := r.Cookie("sid"); err != nil || ck.Value != "s3cret" || len(body) > 0 {
+				c.add("wrong")
+				http.Error(w, "no session", http.StatusUnauthorized)
+				return
+			}
+			c.add(key)
+			io.WriteString(w, "welcome")
+		case "POST /vote":
+			c.add(key)
+			http.Redirect(w, r, "/thanks", http.StatusSeeOther)
+		case "GET /thanks":
+			if len(body) > 0 || r.Header.Get("Content-Type") != "" {
+				c.add("wrong")
+				http.Error(w, "a body on a GET", http.StatusBadRequest)
+				return
+			}
+			c.add(key)
+			io.WriteString(w, "thanks")
+		default:
+			c.add("wrong")
+			http.NotFound(w, r)
+		}
+	})
+	return h, c
+}
+
+const loginFlow = `
+scenarios:
+  s:
+    steps:
+      - {name: login, post: /login, form: {user: ann}, expect: {status: 200, body_contains: welcome}}
+      - {name: vote, post: /vote, json: {choice: 1}, expect: {status: 200, body_contains: thanks}}
+      - think: 10ms
+load: {stages: [{duration: 1s, users: 2}]}
+`
+
+// checkLoginFlow: each hop a request of its step, counted with its
+// status, equal to what the server was sent, and no failure.
+func checkLoginFlow(t *testing.T, res *result.Result, c *counter) {
+	t.Helper()
+	checkSums(t, res)
+	login, vote := stepOf(t, res, "s", "login"), stepOf(t, res, "s", "vote")
+	if c.get("POST /login") == 0 || c.get("wrong") != 0 {
+		t.Fatalf("the server saw %d logins, %d wrong requests", c.get("POST /login"), c.get("wrong"))
+	}
+	if login.Requests != c.get("POST /login")+c.get("GET /dashboard") || login.Failed != 0 ||
+		login.Statuses["302"] != c.get("POST /login") || login.Statuses["200"] != c.get("GET /dashboard") {
+		t.Errorf("login: %d requests, %d failed, statuses %v; the server saw %d logins and %d dashboards", login.Requests, login.Failed, login.Statuses, c.get("POST /login"), c.get("GET /dashboard"))
+	}
+	if vote.Requests != c.get("POST /vote")+c.get("GET /thanks") || vote.Failed != 0 ||
+		vote.Statuses["303"] != c.get("POST /vote") || vote.Statuses["200"] != c.get("GET /thanks") {
+		t.Errorf("vote: %d requests, %d failed, statuses %v; the server saw %d votes and %d thanks", vote.Requests, vote.Failed, vote.Statuses, c.get("POST /vote"), c.get("GET /thanks"))
+	}
+	if res.Totals.Failed != 0 {
+		t.Errorf("%d failed: %v", res.Totals.Failed, res.Totals.ByClass)
+	}
+}
+
+// TestRedirectingLoginFlow: a login answered 302 with its cookie, then a
+// POST answered 303, run through the binary: every hop followed with
+// the jar, counted under its step, and no failure.
+func TestRedirectingLoginFlow(t *testing.T) {
+	t.Parallel()
+	h, c := loginApp(t)
+	srv := httpServer(t, h)
+	out := filepath.Join(t.TempDir(), "r.json")
+	plan := e2etest.WritePlan(t, "target: "+srv.URL+"\n"+loginFlow, nil)
+	o := e2etest.Stampede(t, 60*time.Second, "", "run", plan, "-o", out, "--engine", "goroutines")
+	if o.Code != 0 {
+		t.Fatalf("%s", o)
+	}
+	checkLoginFlow(t, e2etest.ReadResult(t, out), c)
+}
+
+// TestLoopSaysItDoesNotFollowRedirects: the event loop, which sends each
+// step's bytes and no others, fails a redirect as class redirects saying
+// so, never taking the 302 for the step's answer; with redirects: 0 the
+// 302 is the answer on both engines alike.
+func TestLoopSaysItDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the event-loop engine is Linux's")
+	}
+	h, c := loginApp(t)
+	srv := httpServer(t, h)
+	body := `
+scenarios:
+  s:
+    steps:
+      - {name: login, post: /login, expect: {status: 200}}
+load: {stages: [{duration: 500ms, users: 2}]}
+`
+	out := filepath.Join(t.TempDir(), "r.json")
+	plan := e2etest.WritePlan(t, "target: "+srv.URL+"\n"+body, nil)
+	o := e2etest.Stampede(t, 60*time.Second, "", "run", plan, "-o", out, "--engine", "loop")
+	res := e2etest.ReadResult(t, out)
+	if res.Run.Engine != "loop" {
+		t.Fatalf("engine %q\n%s", res.Run.Engine, o)
+	}
+	login := stepOf(t, res, "s", "login")
+	if login.Requests == 0 || login.Requests != c.get("POST /login") || login.ByClass["redirects"] != login.Requests || c.get("GET /dashboard") != 0 {
+		t.Errorf("login: %d requests, %v; the server saw %d logins, %d dashboards", login.Requests, login.ByClass, c.get("POST /login"), c.get("GET /dashboard"))
+	}
+	if len(login.Errors) == 0 || !strings.Contains(login.Errors[0].Message, "--engine goroutines") {
+		t.Errorf("errors %+v", login.Errors)
+	}
+	for _, engine := range []string{"loop", "goroutines"} {
+		h, c := loginApp(t)
+		srv := httpServer(t, h)
+		out := filepath.Join(t.TempDir(), "r.json")
+		plan := e2etest.WritePlan(t, "target: "+srv.URL+"\nhttp: {redirects: 0}\n"+strings.Replace(body, "status: 200", "status: 302", 1), nil)
+		o := e2etest.Stampede(t, 60*time.Second, "", "run", plan, "-o", out, "--engine", engine)
+		if o.Code != 0 {
+			t.Fatalf("%s: %s", engine, o)
+		}
+		res := e2etest.ReadResult(t, out)
+		login := stepOf(t, res, "s", "login")
+		if res.Run.Engine != engine || login.Requests == 0 || login.Requests != c.get("POST /login") || login.Failed != 0 || c.get("GET /dashboard") != 0 {
+			t.Errorf("%s (ran %s): %d requests, %d failed; the server saw %d logins, %d dashboards", engine, res.Run.Engine, login.Requests, login.Failed, c.get("POST /login"), c.get("GET /dashboard"))
+		}
+	}
+}
