@@ -172,3 +172,22 @@ func TestLoginFlowBehindProxyHTTPS(t *testing.T) {
 		t.Errorf("tls %+v, want %d handshakes, one per tunnel", res.TLS, connects)
 	}
 }
+
+// TestURLHonoursHTTPProxy: stampede url reads HTTP_PROXY as curl and k6
+// do; every request it counts went through the proxy.
+func TestURLHonoursHTTPProxy(t *testing.T) {
+	t.Parallel()
+	srv, c := statusServer(t)
+	px := newForwardProxy(t)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	out := filepath.Join(t.TempDir(), "r.json")
+	o := e2etest.Start(t, "", []string{"HTTP_PROXY=" + px.URL, "NO_PROXY="}, "url", "-c", "2", "-d", "300ms", "-o", out, "http://app.invalid:"+port+"/ok").Wait(t, 60*time.Second)
+	if o.Code != 0 {
+		t.Fatalf("%s", o)
+	}
+	res := e2etest.ReadResult(t, out)
+	n := px.seen("GET http://app.invalid:" + port + "/ok ")
+	if res.Totals.Requests == 0 || res.Totals.Failed != 0 || n != res.Totals.Requests || c.get("/ok") != n || res.Run.Engine != "goroutines" {
+		t.Errorf("%d requests (%d failed, engine %s); the proxy saw %d, the server %d", res.Totals.Requests, res.Totals.Failed, res.Run.Engine, n, c.get("/ok"))
+	}
+}

@@ -56,6 +56,12 @@ func (p *Proxy) ProxiedURL(raw string) bool {
 	return p != nil && err == nil && p.Proxied(u.Scheme, u.Host)
 }
 
+// EnvProxy is the proxy the environment alone sets, for a plan made in
+// memory (stampede url) that has no http.proxy.
+func EnvProxy(lookup func(string) (string, bool)) *Proxy {
+	return newProxy(proxyFromEnv(lookup), false)
+}
+
 func newProxy(c httpproxy.Config, fromPlan bool) *Proxy {
 	if c.HTTPProxy == "" && c.HTTPSProxy == "" {
 		return nil

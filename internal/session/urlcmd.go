@@ -43,6 +43,7 @@ func (pr Process) URL(r URLRequest) error {
 	if err != nil {
 		return Fail(ExitUsage, err)
 	}
+	p.HTTP.Proxy = plan.EnvProxy(pr.LookupEnv) // HTTP_PROXY and the like, as curl and k6 read them
 	if err := CheckFit(pr.Stderr, p, 1); err != nil {
 		return err
 	}
