@@ -36,7 +36,10 @@ type Azure struct {
 	TokenLife time.Duration
 	// TokenUses, above 0, is how many service requests one token is
 	// accepted for; later ones get 401: expiry that no clock decides.
-	TokenUses int
+	// LimitedTokens, above 0, limits only the first tokens issued, so
+	// a test's restarts end early and what follows holds.
+	TokenUses     int
+	LimitedTokens int64
 	// Quota, above 0, is how many connections the service holds at once.
 	Quota int
 	// RetryAfter is a 429's Retry-After, in whole seconds (default 1 s).
@@ -56,6 +59,7 @@ type Azure struct {
 	mu    sync.Mutex
 	uses  map[string]int    // requests carried, by token
 	names map[string]string // "token N", "conn N": stable names for Lines
+	limit map[string]bool   // tokens TokenUses applies to
 	conns int
 	lines []string
 }
@@ -65,7 +69,7 @@ type Azure struct {
 func (a *Azure) Start() {
 	a.key = make([]byte, 32)
 	_, _ = rand.Read(a.key)
-	a.uses, a.names = map[string]int{}, map[string]string{}
+	a.uses, a.names, a.limit = map[string]int{}, map[string]string{}, map[string]bool{}
 	a.Hub.TokenValid = nil // the service checks tokens itself
 	a.Service = httptest.NewServer(http.HandlerFunc(a.serveService))
 	a.App = httptest.NewServer(http.HandlerFunc(a.serveApp))
@@ -115,6 +119,7 @@ func (a *Azure) issue() string {
 	tok := signed + "." + enc(a.sign(signed))
 	a.mu.Lock()
 	a.names[tok] = "token " + strconv.FormatInt(n, 10)
+	a.limit[tok] = a.TokenUses > 0 && (a.LimitedTokens <= 0 || n <= a.LimitedTokens)
 	a.mu.Unlock()
 	return tok
 }
@@ -143,7 +148,7 @@ func (a *Azure) check(tok string) (why string, exp time.Time) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.TokenUses > 0 && a.uses[tok] >= a.TokenUses {
+	if a.limit[tok] && a.uses[tok] >= a.TokenUses {
 		return "token expired", exp
 	}
 	a.uses[tok]++

@@ -53,9 +53,10 @@ type Hub struct {
 	Reconnects atomic.Int64 // sockets that resumed a connection
 	Duplicates atomic.Int64 // client messages received twice and skipped
 
-	Polls  atomic.Int64 // long polls answered or cut
-	Pushes atomic.Int64 // OrderPlaced messages queued to connections
-	Posts  atomic.Int64
+	Handshakes atomic.Int64 // handshakes answered: connections opened
+	Polls      atomic.Int64 // long polls answered or cut
+	Pushes     atomic.Int64 // OrderPlaced messages queued to connections
+	Posts      atomic.Int64
 
 	mu       sync.Mutex
 	conns    map[string]*conn

@@ -42,6 +42,7 @@ func (c *conn) receive(b []byte) error {
 			c.mu.Lock()
 			c.proto, c.in = hs.Protocol, in[i+1:]
 			c.mu.Unlock()
+			c.h.Handshakes.Add(1)
 			c.queue([]byte("{}\x1e"))
 			continue
 		case "json":
