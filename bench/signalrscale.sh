@@ -22,6 +22,16 @@
 #   BASE_PORT=8200                hub i listens on 127.0.0.1:BASE_PORT+i
 #   RESULT_FILE=path              also write the figures there, one line
 #                                 (for bench/sigtransports.sh)
+#   ORDERS=N                      at the middle of the hold, place one order
+#                                 for each of the first N restaurants on
+#                                 every hub (OrderPlaced pushes), and at the
+#                                 end set each hub's own counts (connects,
+#                                 peak, pushes) beside the result's per hub
+#   SPREAD=N                      one scenario (one PER_TENANT) spread over N
+#                                 hub processes with `urls:` (round-robin):
+#                                 a fleet larger than one hub process, e.g.
+#                                 SPREAD=2 bench/signalrscale.sh 2000 18 -- 2
+#                                 (36,000 from two workers over two hubs)
 #
 # Each PER_TENANT is one scenario (one device kind) with its own hub
 # process, because a hub process, like any process here, may hold at most
@@ -46,6 +56,13 @@ PER=()
 while (($#)) && [[ $1 != -- ]]; do PER+=("$1"); shift; done
 [[ ${1:-} == -- ]] && shift
 ((${#PER[@]})) || PER=(9)
+SPREAD=${SPREAD:-}
+if [[ -n $SPREAD ]]; then
+  ((${#PER[@]} == 1)) || { echo "SPREAD: give one PER_TENANT (one scenario spread over the hubs)" >&2; exit 2; }
+  HUBIDX=($(seq 0 $((SPREAD - 1))))
+else
+  HUBIDX=("${!PER[@]}")
+fi
 WORKERS=${1:-1}
 RAMP=${2:-60}
 HOLD=${3:-60}
@@ -93,7 +110,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "interrupted" >&2; exit 130' INT TERM
 
-for i in "${!PER[@]}"; do
+for i in "${HUBIDX[@]}"; do
   port=$((BASE_PORT + i))
   if curl -fsS -m 2 "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
     echo "127.0.0.1:$port already answers: another hub is running (set BASE_PORT)" >&2; exit 1
@@ -120,7 +137,7 @@ for i in "${!PER[@]}"; do
   esac
   hubs+=($!)
 done
-for i in "${!PER[@]}"; do
+for i in "${HUBIDX[@]}"; do
   ok=0
   for _ in $(seq 50); do
     curl -fsS -m 2 "http://127.0.0.1:$((BASE_PORT + i))/healthz" >/dev/null 2>&1 && { ok=1; break; }
@@ -128,7 +145,7 @@ for i in "${!PER[@]}"; do
   done
   ((ok)) || { echo "hub $i did not come up:" >&2; cat "$dir/hub$i.log" >&2; exit 1; }
 done
-echo "hubs: $HUB ($(for i in "${!PER[@]}"; do printf '127.0.0.1:%d ' $((BASE_PORT + i)); done)), protocol $PROTOCOL, transport $TRANSPORT" >&2
+echo "hubs: $HUB ($(for i in "${HUBIDX[@]}"; do printf '127.0.0.1:%d ' $((BASE_PORT + i)); done)), protocol $PROTOCOL, transport $TRANSPORT" >&2
 
 plan() { # tenants ramp hold -> plan on stdout
   echo "name: signalr-idle"
@@ -140,7 +157,12 @@ plan() { # tenants ramp hold -> plan on stdout
   devices-$i:
     per_tenant: ${PER[$i]}
     signalr:
-      url: http://127.0.0.1:$((BASE_PORT + i))/hubs/kitchen
+$(if [[ -n $SPREAD ]]; then
+  echo "      urls:"
+  for h in "${HUBIDX[@]}"; do echo "        - http://127.0.0.1:$((BASE_PORT + h))/hubs/kitchen"; done
+else
+  echo "      url: http://127.0.0.1:$((BASE_PORT + i))/hubs/kitchen"
+fi)
       protocol: $PROTOCOL
       transport: $TRANSPORT
       invoke: [{method: JoinRestaurant, args: ["{{ tenant }}"], timeout: 30s}]
@@ -158,7 +180,7 @@ EOF
 
 hubconns() {
   local s=0 n
-  for i in "${!PER[@]}"; do
+  for i in "${HUBIDX[@]}"; do
     n=$(curl -fsS -m 5 "http://127.0.0.1:$((BASE_PORT + i))/__stats" 2>/dev/null |
       grep -o '"kitchen":{"connections":[0-9]*' | grep -o '[0-9]*$' || true)
     s=$((s + ${n:-0}))
@@ -193,7 +215,7 @@ run() {
   # connections takes seconds more, never minutes.
   timeout -k 10 $(($3 + $4 + 120)) "$BIN" "${args[@]}" >"$dir/$name.summary" 2>"$dir/$name.err" &
   gen=$!
-  local conns=0 rss=0 anon=0 hrss=0 hanon=0 socks=0 per="" last="0 0 0 0 0 0"
+  local conns=0 rss=0 anon=0 hrss=0 hanon=0 socks=0 per="" last="0 0 0 0 0 0" lastprocs=""
   while kill -0 "$gen" 2>/dev/null; do
     sleep 5
     local t=$(($(date +%s) - start))
@@ -206,19 +228,34 @@ run() {
       r=$(kb "$k" VmRSS) a=$(kb "$k" RssAnon)
       ((r)) || continue
       rss=$((rss + r)) anon=$((anon + a)) per="$per $((r / 1024))"
+      # Its open files: the connections a worker holds, plus a dozen of
+      # its own (the result file, pipes, epoll). Kept for the table.
+      echo "$k $r $a $(ls "/proc/$k/fd" 2>/dev/null | wc -l)" >>"$dir/$1.procs.$t"
     done
-    socks=$(sockets $(for i in "${!PER[@]}"; do echo $((BASE_PORT + i)); done))
+    socks=$(sockets $(for i in "${HUBIDX[@]}"; do echo $((BASE_PORT + i)); done))
     for k in "${hubs[@]}"; do hrss=$((hrss + $(kb "$k" VmRSS))) hanon=$((hanon + $(kb "$k" RssAnon))); done
     printf 't=%3ds hub connections=%6d TCP=%6d generator RSS=%7.1f MB, anonymous %7.1f MB (processes:%s MB); hubs RSS %7.1f MB\n' "$t" "$conns" "$socks" \
       "$(awk -v r=$rss 'BEGIN{print r/1024}')" "$(awk -v r=$anon 'BEGIN{print r/1024}')" "$per" \
       "$(awk -v r=$hrss 'BEGIN{print r/1024}')" >&2
     last="$conns $rss $anon $hrss $hanon $socks"
+    if [[ $name == big && -n ${ORDERS:-} && -z ${ordered:-} ]] && ((t >= $3 + $4 / 2)); then
+      ordered=1
+      for h in "${HUBIDX[@]}"; do
+        for ((o = 0; o < ORDERS; o++)); do
+          curl -fsS -m 10 -X POST "http://127.0.0.1:$((BASE_PORT + h))/restaurants/$o/orders" >/dev/null || true
+        done
+      done
+      echo "placed $ORDERS orders on each hub" >&2
+    fi
+    lastprocs="$dir/$1.procs.$t"
   done
   local rc=0
   wait "$gen" || rc=$?
   gen=""
   ((rc == 0)) || echo "stampede exit $rc$( ((rc == 124)) && echo ' (timed out)')" >&2
   echo "$last" >"$dir/$name"
+  [[ -n ${lastprocs:-} && -f $lastprocs ]] && cp "$lastprocs" "$dir/$name.procs"
+  return 0
 }
 
 total=0
@@ -229,7 +266,12 @@ echo "baseline: 1 tenant ($((total / TENANTS)) connections)" >&2
 # the connections alone.
 GOGC=10 run base 1 2 15
 read -r base_conns base_rss base_anon _ _ _ <"$dir/base"
-echo "$total connections: $TENANTS tenants × (${PER[*]}), $WORKERS generator process(es), ${#PER[@]} hub process(es)" >&2
+echo "$total connections: $TENANTS tenants × (${PER[*]}), $WORKERS generator process(es), ${#HUBIDX[@]} hub process(es)" >&2
+# The hubs' counts before the big run: the baseline's connects and pushes
+# are taken off theirs in the per-hub table.
+for i in "${HUBIDX[@]}"; do
+  curl -fsS -m 5 "http://127.0.0.1:$((BASE_PORT + i))/__stats" >"$dir/hubpre$i.json" 2>/dev/null || echo '{}' >"$dir/hubpre$i.json"
+done
 run big "$TENANTS" "$RAMP" "$HOLD"
 read -r conns rss anon hrss hanon socks <"$dir/big"
 
@@ -252,8 +294,44 @@ fi
 if [[ -n ${RESULT_FILE:-} ]]; then
   echo "$total $conns $rss $anon $base_conns $base_rss $base_anon $hrss $hanon $socks" >"$RESULT_FILE"
 fi
+if [[ -f $dir/big.procs ]]; then
+  echo
+  echo "Each generator process at the last sample (open files = its connections + about a dozen of its own):"
+  echo
+  echo "| process | open files | RSS | anonymous RSS | RSS / open file | anonymous / open file |"
+  echo "|---|---|---|---|---|---|"
+  awk '{printf "| %d | %d | %.1f MB | %.1f MB | %.2f KB | %.2f KB |\n", $1, $4, $2/1024, $3/1024, $2/($4>0?$4:1), $3/($4>0?$4:1)}' "$dir/big.procs"
+fi
 echo
-for i in "${!PER[@]}"; do
+echo "Each hub's own counts against the merged result's:"
+for i in "${HUBIDX[@]}"; do
+  curl -fsS -m 5 "http://127.0.0.1:$((BASE_PORT + i))/__stats" >"$dir/hubstats$i.json" 2>/dev/null || echo '{}' >"$dir/hubstats$i.json"
+done
+python3 - "$dir/big.json" "$BASE_PORT" "${HUBIDX[@]}" <<'PY' || true
+import json, sys
+res = json.load(open(sys.argv[1]))
+base = int(sys.argv[2])
+hubs = {}
+for sc in (res.get("connections") or {}).get("scenarios") or []:
+    for h in sc.get("hubs") or []:
+        hubs.setdefault(h["url"].split("//")[1].split("/")[0], []).append(h)
+    if not sc.get("hubs"):
+        hubs.setdefault("(one url)", []).append({"opened": sc.get("opened"), "peak_open": sc.get("peak_open"),
+                                                 "pushes": sum((sc.get("pushes") or {}).values())})
+print("| hub | hub: connects (this run) | result: opened | hub: peak | result: peak open | hub: pushes (group members addressed) | result: pushes received |")
+print("|---|---|---|---|---|---|---|")
+for i in sys.argv[3:]:
+    addr = "127.0.0.1:%d" % (base + int(i))
+    d = sys.argv[1].rsplit("/", 1)[0]
+    st = json.load(open(d + "/hubstats%s.json" % i)).get("kitchen", {})
+    pre = json.load(open(d + "/hubpre%s.json" % i)).get("kitchen", {})
+    since = lambda k: (st[k] - pre.get(k, 0)) if k in st else "?"
+    r = hubs.get(addr, [{}])
+    f = lambda k: sum(x.get(k) or 0 for x in r)
+    print("| %s | %s | %d | %s | %d | %s | %d |" % (addr, since("connected"), f("opened"), st.get("peak", "?"), f("peak_open"), since("pushes"), f("pushes")))
+PY
+echo
+for i in "${HUBIDX[@]}"; do
   echo "hub $i at the end: $(awk '/VmRSS/{printf "RSS %.0f MB", $2/1024} /RssAnon/{printf ", anonymous %.0f MB", $2/1024}' "/proc/${hubs[$i]}/status" 2>/dev/null)"
 done
 echo

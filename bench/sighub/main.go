@@ -33,6 +33,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -131,6 +132,45 @@ type kitchen struct {
 	// (philippseith), so a run of levels (bench/levelscale.sh) can set
 	// each level's handshakes and joins against the hub's own count.
 	connected, joined atomic.Int64
+
+	// members is each group's size, kept from JoinRestaurant and
+	// OnDisconnected (philippseith), because the library does not say how
+	// many connections a group send addresses: it is the hub's own count
+	// of the pushes an order makes, set beside the client's count.
+	mu      sync.Mutex
+	members map[string]int64  // group -> connections in it
+	groupOf map[string]string // connection id -> its group
+}
+
+func (k *kitchen) join(conn, group string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.members == nil {
+		k.members, k.groupOf = map[string]int64{}, map[string]string{}
+	}
+	if old, ok := k.groupOf[conn]; ok {
+		if old == group {
+			return
+		}
+		k.members[old]--
+	}
+	k.groupOf[conn] = group
+	k.members[group]++
+}
+
+func (k *kitchen) leave(conn string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if g, ok := k.groupOf[conn]; ok {
+		delete(k.groupOf, conn)
+		k.members[g]--
+	}
+}
+
+func (k *kitchen) groupSize(group string) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.members[group]
 }
 
 // kitchenHub is made per hub call by the library.
@@ -144,6 +184,7 @@ func groupOf(restaurant string) string { return "restaurant-" + restaurant }
 // JoinRestaurant adds the caller to its restaurant's group.
 func (h *kitchenHub) JoinRestaurant(restaurant string) string {
 	h.Groups().AddToGroup(groupOf(restaurant), h.ConnectionID())
+	h.k.join(h.ConnectionID(), groupOf(restaurant))
 	h.k.joined.Add(1)
 	return "joined " + restaurant
 }
@@ -151,6 +192,7 @@ func (h *kitchenHub) JoinRestaurant(restaurant string) string {
 // LeaveRestaurant removes the caller from the group.
 func (h *kitchenHub) LeaveRestaurant(restaurant string) {
 	h.Groups().RemoveFromGroup(groupOf(restaurant), h.ConnectionID())
+	h.k.leave(h.ConnectionID())
 }
 
 // Ping answers with the server's clock.
@@ -163,7 +205,10 @@ func (h *kitchenHub) OnConnected(string) {
 	}
 }
 
-func (h *kitchenHub) OnDisconnected(string) { h.k.conns.Add(-1) }
+func (h *kitchenHub) OnDisconnected(id string) {
+	h.k.leave(id)
+	h.k.conns.Add(-1)
+}
 
 func (k *kitchen) philippseith(ctx context.Context, maxMsg uint, timeout time.Duration) error {
 	hctx, cancel := context.WithCancel(ctx)
@@ -202,9 +247,11 @@ func (k *kitchen) placed(restaurant string) int64 {
 		k.pushes.Add(n)
 		return n
 	}
+	n := k.groupSize(groupOf(restaurant))
 	k.srv.HubClients().Group(groupOf(restaurant)).Send("OrderPlaced",
 		map[string]any{"orderId": strconv.FormatInt(id, 10), "restaurantId": restaurant, "sentAt": time.Now().UnixMilli()})
-	return -1 // the library does not say how many members a group has
+	k.pushes.Add(n)
+	return n
 }
 
 type stats struct {
