@@ -136,7 +136,7 @@ func (b *schemaBuilder) websocketSchema() obj {
 		{"keep_alive", durationOr("off", "false", "never")},
 		{"server_timeout", durationOr("off", "false", "never")},
 		{"steps", listOf(step)},
-		{"reconnect", duration()},
+		{"reconnect", reconnectSchema()},
 	}, "url")
 }
 
@@ -158,7 +158,7 @@ func (b *schemaBuilder) signalrSchema() obj {
 		{"listen", oneOrList(str())},
 		{"timestamp", scalar()},
 		{"hold", durationOr("run")},
-		{"reconnect", duration()},
+		{"reconnect", reconnectSchema()},
 		{"protocol", enum(signalrProtocols...)},
 		{"transport", enum(signalrTransports...)},
 		{"stateful_reconnect", boolish()},
