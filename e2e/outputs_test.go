@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,26 +64,12 @@ func startPrometheus(t *testing.T) string {
 	}
 }
 
+// promQuery is an instant query at the run's last sample: after it the
+// run's stale markers end every series.
 func promQuery(t *testing.T, base, q string) []float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Status string
-		Data   struct{ Result []struct{ Value [2]any } }
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Status != "success" {
-		t.Fatalf("query %s: %v", q, err)
-	}
-	var vs []float64
-	for _, r := range out.Data.Result {
-		v, _ := strconv.ParseFloat(r.Value[1].(string), 64)
-		vs = append(vs, v)
-	}
-	return vs
+	_, last, _ := promSpan(t, base, "stampede_requests_total")
+	return promAt(t, base, q, last)
 }
 
 // otlpReceiver decodes exports with the OpenTelemetry collector's pdata.

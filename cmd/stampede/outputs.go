@@ -13,6 +13,10 @@ type outputFlags session.Outputs
 func (o *outputFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.Streams, "output", nil, "stream the run while it goes (repeatable): csv=FILE (per-second series), prometheus-rw=URL (remote write, e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g. http://127.0.0.1:4318)")
 	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report (thresholds, SLOs, step checks; one suite per level) to this file for CI")
+	f.StringVar(&o.TestID, "testid", "", "the run's id, the testid label on every prometheus-rw and otlp series (default: the start time and a random tail, printed)")
+	f.StringArrayVar(&o.Labels, "label", nil, "a label NAME=VALUE on every prometheus-rw and otlp series (repeatable), e.g. env=staging")
+	f.StringArrayVar(&o.Headers, "output-header", nil, "an HTTP header 'Name: value' on every prometheus-rw and otlp push (repeatable; ${NAME} in the value is read from the environment)")
+	f.StringVar(&o.TokenFile, "output-token-file", "", "a file holding the bearer token for prometheus-rw and otlp (default: $"+session.OutputTokenEnv+")")
 	addDashboard(f, &o.Dashboard, "serve a live dashboard (the HTML report, updated every second) on "+session.DashboardAddr+", or on --dashboard=ADDR")
 }
 

@@ -88,12 +88,3 @@ func (p *parser) reconnect(c *Connection, n *yaml.Node) {
 		}
 	}
 }
-
-// reconnectSchema is reconnect's JSON Schema: a duration, or the policy's
-// parts.
-func reconnectSchema() obj {
-	return obj{"anyOf": []obj{duration(), {
-		"type": "object", "additionalProperties": false,
-		"properties": obj{"initial": duration(), "max": duration(), "attempts": intish(), "jitter": enum(jitterKinds...)},
-	}}}
-}

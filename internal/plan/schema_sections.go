@@ -136,7 +136,7 @@ func (b *schemaBuilder) websocketSchema() obj {
 		{"keep_alive", durationOr("off", "false", "never")},
 		{"server_timeout", durationOr("off", "false", "never")},
 		{"steps", listOf(step)},
-		{"reconnect", reconnectSchema()},
+		{"reconnect", duration()},
 	}, "url")
 }
 
@@ -158,7 +158,7 @@ func (b *schemaBuilder) signalrSchema() obj {
 		{"listen", oneOrList(str())},
 		{"timestamp", scalar()},
 		{"hold", durationOr("run")},
-		{"reconnect", reconnectSchema()},
+		{"reconnect", duration()},
 		{"protocol", enum(signalrProtocols...)},
 		{"transport", enum(signalrTransports...)},
 		{"stateful_reconnect", boolish()},

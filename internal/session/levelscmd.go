@@ -39,6 +39,7 @@ func (pr Process) Levels(j LevelsRequest) error {
 	if err := pr.checkLevels(j); err != nil {
 		return err
 	}
+	j.Outputs.Segment = j.Split.Segment
 	out, s, opts, stop, err := pr.prepareLevels(p, j.Kind, j.Out, j.Demo, j.Outputs, func(oo *openOutputs) {
 		oo.planLevels(j.Vary, j.Values, j.Ramp, j.Hold)
 	}, levelsNeed(p, j.Vary, j.Values, j.Ramp, j.Hold))
@@ -152,7 +153,7 @@ func (pr Process) prepareLevels(p *plan.Plan, kind, out, demoOpts string, output
 	if out == "" {
 		out = levelsOut(p, kind, time.Now())
 	}
-	oo, err := outputs.open(pr.Stderr, pr.Version)
+	oo, err := outputs.open(pr)
 	if err != nil {
 		return out, nil, run.Options{}, nil, err
 	}

@@ -42,12 +42,12 @@ func TestResultPathLikeAStreamRefused(t *testing.T) {
 // The kinds refused as result files are exactly those --output opens.
 func TestStreamKindsAreOutputKinds(t *testing.T) {
 	for _, kind := range streamKinds {
-		_, err := openStream(kind+"=", "test")
+		_, err := streamConfig{}.openStream(kind+"=", "test")
 		if err == nil || strings.Contains(err.Error(), "unknown kind") {
 			t.Errorf("openStream(%s=) = %v: a kind streamKinds lists must be known to --output", kind, err)
 		}
 	}
-	if _, err := openStream("nosuchkind=x", "test"); err == nil || !strings.Contains(err.Error(), "unknown kind") {
+	if _, err := (streamConfig{}).openStream("nosuchkind=x", "test"); err == nil || !strings.Contains(err.Error(), "unknown kind") {
 		t.Errorf("openStream(nosuchkind=x) = %v, want unknown kind", err)
 	}
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -10,8 +9,6 @@ import (
 	"github.com/stampede-load/stampede/internal/output/csv"
 	"github.com/stampede-load/stampede/internal/output/dashboard"
 	"github.com/stampede-load/stampede/internal/output/junitfile"
-	"github.com/stampede-load/stampede/internal/output/otlp"
-	"github.com/stampede-load/stampede/internal/output/promrw"
 	"github.com/stampede-load/stampede/internal/plan"
 )
 
@@ -24,6 +21,18 @@ type Outputs struct {
 	Streams   []string // KIND=TARGET: csv, prometheus-rw, otlp
 	JUnit     string
 	Dashboard string // an address; empty: none
+	// TestID is --testid: the run label on every series of the network
+	// outputs (generated when empty); Labels are --label NAME=VALUE.
+	TestID string
+	Labels []string
+	// Headers are --output-header 'Name: value'; TokenFile is
+	// --output-token-file (else OutputTokenEnv): the receiver's
+	// credentials.
+	Headers   []string
+	TokenFile string
+	// Segment is the --segment this process runs (empty: the whole
+	// test), set by the command, for the segment label.
+	Segment string
 }
 
 // openOutputs is what Outputs opened: the sinks, and the dashboard among
@@ -35,18 +44,28 @@ type openOutputs struct {
 
 // open opens every output o names; a bad one is a usage error before any
 // load, and those already opened are closed again.
-func (o Outputs) open(stderr io.Writer, version string) (*openOutputs, error) {
+func (o Outputs) open(pr Process) (*openOutputs, error) {
 	oo := &openOutputs{}
 	bad := func(err error) (*openOutputs, error) {
 		closeSinks(oo.sinks)
 		return nil, Fail(ExitUsage, err)
 	}
+	stderr := pr.Stderr
+	c, err := o.streamConfig(pr)
+	if err != nil {
+		return bad(err)
+	}
+	network := false
 	for _, spec := range o.Streams {
-		s, err := openStream(spec, version)
+		s, err := c.openStream(spec, pr.Version)
 		if err != nil {
 			return bad(err)
 		}
 		oo.sinks = append(oo.sinks, s)
+		network = network || !strings.HasPrefix(spec, "csv=")
+	}
+	if network {
+		fmt.Fprintf(stderr, "streaming as testid=%s segment=%s\n", c.run.TestID, c.run.Segment)
 	}
 	if o.Dashboard != "" {
 		d, err := dashboard.New(o.Dashboard)
@@ -68,7 +87,7 @@ func (o Outputs) open(stderr io.Writer, version string) (*openOutputs, error) {
 }
 
 // openStream opens one --output KIND=TARGET.
-func openStream(spec, version string) (output.Sink, error) {
+func (c streamConfig) openStream(spec, version string) (output.Sink, error) {
 	kind, target, ok := strings.Cut(spec, "=")
 	if !ok || target == "" {
 		return nil, fmt.Errorf("--output %q: expected KIND=TARGET, with KIND csv, prometheus-rw or otlp", spec)
@@ -81,14 +100,14 @@ func openStream(spec, version string) (output.Sink, error) {
 	case "csv":
 		s, err = csv.New(spec, target)
 	case "prometheus-rw":
-		s, err = promrw.New(spec, target)
+		s, err = c.promrw(target)
 	case "otlp":
-		s, err = otlp.New(spec, target, version)
+		s, err = c.otlp(target, version)
 	default:
 		err = fmt.Errorf("--output %q: unknown kind %q, expected csv, prometheus-rw or otlp", spec, kind)
 	}
 	if err != nil && !strings.HasPrefix(err.Error(), "--output") {
-		err = fmt.Errorf("--output %s: %v", spec, err)
+		err = fmt.Errorf("--output %s: %v", shownSpec(kind, target), err)
 	}
 	return s, err
 }

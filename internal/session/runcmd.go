@@ -60,7 +60,8 @@ func (pr Process) Run(r RunRequest) error {
 	// Closed at the end of the run, or by the second Ctrl-C before its
 	// partial result is written.
 	closeFailures := func() {}
-	oo, err := r.Outputs.open(pr.Stderr, pr.Version)
+	r.Outputs.Segment = r.Split.Segment
+	oo, err := r.Outputs.open(pr)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (pr Process) runWorkers(r RunRequest) error {
 	if r.Out == "" {
 		r.Out = defaultOut(p, time.Now())
 	}
-	oo, err := r.Outputs.open(pr.Stderr, pr.Version)
+	oo, err := r.Outputs.open(pr)
 	if err != nil {
 		return err
 	}

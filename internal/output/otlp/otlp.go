@@ -8,6 +8,7 @@ package otlp
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -35,11 +36,27 @@ type Sink struct {
 	res   *resource.Resource
 	now   func() time.Time
 	flush time.Duration
+	run   points.Run
+}
+
+// Options are the run's labels and the resource the data points come
+// from.
+type Options struct {
+	Version string
+	Run     points.Run
+	// ServiceName and ResourceAttributes are OTEL_SERVICE_NAME and
+	// OTEL_RESOURCE_ATTRIBUTES, as the OpenTelemetry SDKs read them
+	// (key=value,key=value, values percent-encoded); ServiceName wins
+	// over a service.name among the attributes, and "stampede" is the
+	// name when neither gives one.
+	ServiceName, ResourceAttributes string
+	// Header is added to every export (an Authorization, a tenant).
+	Header http.Header
 }
 
 // New makes a sink that exports to rawURL: http(s)://host:4318, to which
 // /v1/metrics is added when it has no path, or a full URL.
-func New(name, rawURL, version string) (*Sink, error) {
+func New(name, rawURL string, o Options) (*Sink, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("bad otlp URL %q: expected http(s)://host:4318 or a full URL ending in /v1/metrics", rawURL)
@@ -47,8 +64,17 @@ func New(name, rawURL, version string) (*Sink, error) {
 	if strings.Trim(u.Path, "/") == "" {
 		u.Path = "/v1/metrics"
 	}
+	res, err := newResource(o)
+	if err != nil {
+		return nil, err
+	}
+	headers := map[string]string{}
+	for name := range o.Header {
+		headers[name] = o.Header.Get(name)
+	}
 	exp, err := otlpmetrichttp.New(context.Background(),
 		otlpmetrichttp.WithEndpointURL(u.String()),
+		otlpmetrichttp.WithHeaders(headers),
 		otlpmetrichttp.WithTimeout(5*time.Second),
 		// The queue retries, and gives up on a batch when its time is
 		// up; the exporter's own retry would hold the batch longer.
@@ -57,8 +83,7 @@ func New(name, rawURL, version string) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otlp exporter: %v", err)
 	}
-	s := &Sink{name: name, exp: exp, now: time.Now, flush: 10 * time.Second,
-		res: resource.NewSchemaless(semconv.ServiceName("stampede"), semconv.ServiceVersion(version))}
+	s := &Sink{name: name, exp: exp, now: time.Now, flush: 10 * time.Second, res: res, run: o.Run}
 	s.q = push.New(QueueLen, 5*time.Second, s.send)
 	return s, nil
 }
@@ -71,7 +96,7 @@ func (s *Sink) Sample(r *result.Result) {
 	if r == nil {
 		return
 	}
-	s.q.Offer(s.metrics(points.From(r, s.now())))
+	s.q.Offer(s.metrics(points.From(r, s.now(), s.run)))
 }
 
 // Close implements output.Sink.
@@ -88,6 +113,32 @@ func (s *Sink) Close(final *result.Result) error {
 
 func (s *Sink) send(ctx context.Context, b any) error {
 	return s.exp.Export(ctx, b.(*metricdata.ResourceMetrics))
+}
+
+// newResource is the resource of every export: stampede and its version,
+// then the user's attributes, then the user's service name.
+func newResource(o Options) (*resource.Resource, error) {
+	kv := []attribute.KeyValue{semconv.ServiceName("stampede"), semconv.ServiceVersion(o.Version)}
+	for _, pair := range strings.Split(o.ResourceAttributes, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q is not key=value", pair)
+		}
+		value, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q: %v", pair, err)
+		}
+		kv = append(kv, attribute.String(k, value))
+	}
+	if o.ServiceName != "" {
+		kv = append(kv, semconv.ServiceName(o.ServiceName))
+	}
+	// The set keeps the last value of a key: the user's over stampede's.
+	return resource.NewSchemaless(kv...), nil
 }
 
 func attrs(ls []points.Label) attribute.Set {

@@ -59,7 +59,7 @@ func TestOTLPDecodedByPdata(t *testing.T) {
 	rc := &receiver{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	s, err := New("otlp="+srv.URL, srv.URL, "test")
+	s, err := New("otlp="+srv.URL, srv.URL, Options{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestOTLPDecodedByPdata(t *testing.T) {
 
 func TestOTLPReceiverDown(t *testing.T) {
 	u := "http://" + hostile.Refused(t)
-	s, err := New("otlp="+u, u, "test")
+	s, err := New("otlp="+u, u, Options{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func TestSameNamedStepsDistinctPoints(t *testing.T) {
 	rc := &receiver{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	s, err := New("otlp="+srv.URL, srv.URL, "test")
+	s, err := New("otlp="+srv.URL, srv.URL, Options{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,20 @@ package promrw
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/stampede-load/stampede/internal/output/points"
@@ -32,6 +37,25 @@ type Sink struct {
 	now    func() time.Time
 	// flush bounds how long Close waits for the queue to drain.
 	flush time.Duration
+	opts  Options
+
+	// mu guards what the snapshots so far have written: each series once
+	// (for its stale marker at the end) and the last snapshot's time.
+	mu      sync.Mutex
+	written map[string][]prompb.Label
+	last    time.Time
+}
+
+// Options are what a remote-write sink adds to every push: the run's
+// labels and the receiver's authorization.
+type Options struct {
+	Run points.Run
+	// BearerToken, when set, is sent as Authorization: Bearer; it cannot
+	// be combined with user:password in the URL.
+	BearerToken string
+	// Header is added to every request (X-Scope-OrgID for Mimir, a
+	// gateway's API key).
+	Header http.Header
 }
 
 // QueueLen is how many snapshots wait for a receiver that is slow or down
@@ -40,12 +64,19 @@ const QueueLen = 120
 
 // New makes a sink that posts to rawURL (e.g.
 // http://127.0.0.1:9090/api/v1/write).
-func New(name, rawURL string) (*Sink, error) {
+func New(name, rawURL string, o Options) (*Sink, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("bad prometheus-rw URL %q: expected http(s)://host:port/api/v1/write", rawURL)
 	}
-	s := &Sink{name: name, url: rawURL, client: &http.Client{}, now: time.Now, flush: 10 * time.Second}
+	if o.BearerToken != "" && u.User != nil {
+		return nil, errors.New("a bearer token and user:password in the URL: give one of the two")
+	}
+	if o.BearerToken != "" && o.Header.Get("Authorization") != "" {
+		return nil, errors.New("a bearer token and an Authorization header: give one of the two")
+	}
+	s := &Sink{name: name, url: rawURL, client: &http.Client{}, now: time.Now, flush: 10 * time.Second,
+		opts: o, written: map[string][]prompb.Label{}}
 	s.q = push.New(QueueLen, 5*time.Second, s.send)
 	return s, nil
 }
@@ -59,26 +90,118 @@ func (s *Sink) Sample(r *result.Result) {
 	if r == nil {
 		return
 	}
-	body, err := Encode(points.From(r, s.now()))
-	if err == nil {
+	b := points.From(r, s.now(), s.opts.Run)
+	s.mu.Lock()
+	wr := s.request(b)
+	s.mu.Unlock()
+	if body, err := encode(wr); err == nil {
 		s.q.Offer(body)
 	}
 }
 
-// Close implements output.Sink: the final figures are queued last and
-// the queue is given a few seconds to drain.
+// request is the WriteRequest of one snapshot. A counter's first sample
+// goes with a 0 at the snapshot before (the run's start for the first):
+// rate() and increase() need two samples, and a counter whose first
+// sample already held seconds of counts (5 s of them where --workers
+// streams the workers' checkpoints) would have them left out.
+func (s *Sink) request(b points.Batch) *prompb.WriteRequest {
+	wr := writeRequest(b)
+	zeroAt := b.Start
+	if !s.last.IsZero() {
+		zeroAt = s.last
+	}
+	for i, ts := range wr.Timeseries {
+		key := seriesKey(ts.Labels)
+		if _, seen := s.written[key]; seen {
+			continue
+		}
+		s.written[key] = ts.Labels
+		if counterName(ts.Labels) && zeroAt.Before(b.Time) {
+			wr.Timeseries[i].Samples = append([]prompb.Sample{{Value: 0, Timestamp: zeroAt.UnixMilli()}}, ts.Samples...)
+		}
+	}
+	if b.Time.After(s.last) {
+		s.last = b.Time
+	}
+	return wr
+}
+
+// Close implements output.Sink: the final figures are queued last, then
+// a stale marker for every series written, so the run's gauges end with
+// it (not five minutes later, as Prometheus's lookback would keep them),
+// and the queue is given a few seconds to drain.
 func (s *Sink) Close(final *result.Result) error {
 	if final != nil {
 		s.Sample(final)
 	}
+	if body, err := encode(s.staleMarkers()); err == nil && body != nil {
+		s.q.Offer(body)
+	}
 	_, err := s.q.Close(s.flush)
 	return err
+}
+
+// staleMarkers are Prometheus's StaleNaN for every series written, just
+// after the last sample.
+func (s *Sink) staleMarkers() *prompb.WriteRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.written) == 0 {
+		return nil
+	}
+	at := s.now()
+	if !at.After(s.last) {
+		at = s.last.Add(time.Millisecond)
+	}
+	stale := math.Float64frombits(value.StaleNaN)
+	keys := make([]string, 0, len(s.written))
+	for k := range s.written {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	wr := &prompb.WriteRequest{}
+	for _, k := range keys {
+		wr.Timeseries = append(wr.Timeseries, prompb.TimeSeries{Labels: s.written[k],
+			Samples: []prompb.Sample{{Value: stale, Timestamp: at.UnixMilli()}}})
+	}
+	return wr
+}
+
+func seriesKey(ls []prompb.Label) string {
+	var b strings.Builder
+	for _, l := range ls {
+		b.WriteString(l.Name)
+		b.WriteByte(0)
+		b.WriteString(l.Value)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// counterName says whether a series only grows from 0 during the run: a
+// counter, or a histogram's buckets, sum and count.
+func counterName(ls []prompb.Label) bool {
+	for _, l := range ls {
+		if l.Name == "__name__" {
+			return strings.HasSuffix(l.Value, "_total") || l.Value == points.Duration.Prom+"_bucket" ||
+				l.Value == points.Duration.Prom+"_sum" || l.Value == points.Duration.Prom+"_count"
+		}
+	}
+	return false
 }
 
 func (s *Sink) send(ctx context.Context, b any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(b.([]byte)))
 	if err != nil {
 		return push.Permanent{Err: err}
+	}
+	for name, vs := range s.opts.Header {
+		for _, v := range vs {
+			req.Header.Add(name, v)
+		}
+	}
+	if s.opts.BearerToken != "" {
+		req.Header.Set("Authorization", "Bearer "+s.opts.BearerToken)
 	}
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("Content-Type", "application/x-protobuf")
@@ -93,7 +216,7 @@ func (s *Sink) send(ctx context.Context, b any) error {
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
-	err = fmt.Errorf("%s answered %s: %s", s.url, resp.Status, bytes.TrimSpace(msg))
+	err = fmt.Errorf("%s answered %s: %s", redacted(s.url), resp.Status, bytes.TrimSpace(msg))
 	// As Prometheus' own sender: 5xx and 429 are worth a retry, other
 	// refusals are about the batch and would be refused again.
 	if resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests {
@@ -102,11 +225,31 @@ func (s *Sink) send(ctx context.Context, b any) error {
 	return push.Permanent{Err: err}
 }
 
-// Encode builds the snappy-compressed WriteRequest of a batch: classic
+// redacted is a URL with its password, if any, as xxxxx.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+func encode(wr *prompb.WriteRequest) ([]byte, error) {
+	if wr == nil {
+		return nil, nil
+	}
+	raw, err := wr.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return snappy.Encode(nil, raw), nil
+}
+
+// writeRequest is the WriteRequest of a batch, one sample a series: classic
 // histograms (_bucket with le, _sum, _count) so any receiver takes them.
-func Encode(b points.Batch) ([]byte, error) {
+func writeRequest(b points.Batch) *prompb.WriteRequest {
 	ts := b.Time.UnixMilli()
-	var wr prompb.WriteRequest
+	wr := &prompb.WriteRequest{}
 	add := func(name string, ls []points.Label, extra []prompb.Label, v float64) {
 		labels := make([]prompb.Label, 0, len(ls)+len(extra)+1)
 		labels = append(labels, prompb.Label{Name: "__name__", Value: name})
@@ -136,6 +279,12 @@ func Encode(b points.Batch) ([]byte, error) {
 		add(m.Prom+"_sum", p.Labels, nil, p.Sum)
 		add(m.Prom+"_count", p.Labels, nil, float64(p.Count))
 	}
+	wr.Metadata = metadata()
+	return wr
+}
+
+func metadata() []prompb.MetricMetadata {
+	var md []prompb.MetricMetadata
 	for _, m := range points.All {
 		t := prompb.MetricMetadata_GAUGE
 		switch m.Kind {
@@ -144,11 +293,7 @@ func Encode(b points.Batch) ([]byte, error) {
 		case points.Histogram:
 			t = prompb.MetricMetadata_HISTOGRAM
 		}
-		wr.Metadata = append(wr.Metadata, prompb.MetricMetadata{Type: t, MetricFamilyName: m.Prom, Help: m.Help})
+		md = append(md, prompb.MetricMetadata{Type: t, MetricFamilyName: m.Prom, Help: m.Help})
 	}
-	raw, err := wr.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	return snappy.Encode(nil, raw), nil
+	return md
 }

@@ -91,11 +91,11 @@ func startPrometheus(t *testing.T) string {
 	}
 }
 
-// query asks Prometheus' HTTP API for one instant vector's values, by
-// a label's value.
-func query(t *testing.T, base, q string, by string) map[string]float64 {
+// query asks Prometheus' HTTP API for one instant vector's values at a
+// time, by a label's value.
+func query(t *testing.T, base, q string, by string, at time.Time) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q) + "&time=" + strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func query(t *testing.T, base, q string, by string) map[string]float64 {
 
 func TestRemoteWriteIntoPrometheus(t *testing.T) {
 	base := startPrometheus(t)
-	s, err := New("prometheus-rw="+base+"/api/v1/write", base+"/api/v1/write")
+	s, err := New("prometheus-rw="+base+"/api/v1/write", base+"/api/v1/write", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,21 +138,21 @@ func TestRemoteWriteIntoPrometheus(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 
-	got := query(t, base, `stampede_requests_total{plan="vote",scenario="voter"}`, "step")
+	got := query(t, base, `stampede_requests_total{plan="vote",scenario="voter"}`, "step", now)
 	if got["GET parties"] != 303 || got["POST vote"] != 603 {
 		t.Errorf("requests as Prometheus has them: %v", got)
 	}
-	got = query(t, base, `stampede_failures_total{step="POST vote"}`, "class")
+	got = query(t, base, `stampede_failures_total{step="POST vote"}`, "class", now)
 	if got["server_error"] != 2 || got["timeout"] != 1 {
 		t.Errorf("failures by class: %v", got)
 	}
 	// The histogram is a real one to Prometheus: 1% at or below 1ms,
 	// everything at or below 100ms, and a median about 50ms.
-	got = query(t, base, `stampede_request_duration_seconds_bucket{step="GET parties"}`, "le")
+	got = query(t, base, `stampede_request_duration_seconds_bucket{step="GET parties"}`, "le", now)
 	if got["0.001"] != 3 || got["0.1"] != 300 || got["+Inf"] != 300 {
 		t.Errorf("buckets: %v", got)
 	}
-	got = query(t, base, `histogram_quantile(0.5, stampede_request_duration_seconds_bucket{step="GET parties"})`, "step")
+	got = query(t, base, `histogram_quantile(0.5, stampede_request_duration_seconds_bucket{step="GET parties"})`, "step", now)
 	if q := got["GET parties"]; q < 0.025 || q > 0.05 {
 		t.Errorf("median from the buckets %v, want within the 25..50ms bucket", q)
 	}
@@ -160,19 +160,20 @@ func TestRemoteWriteIntoPrometheus(t *testing.T) {
 		`stampede_active_users`: 20, `stampede_in_flight`: 4, `stampede_dropped_total`: 3,
 		`stampede_generator_lag_p99_seconds`: 0.0025, `stampede_target`: 20,
 	} {
-		if got := query(t, base, q, "plan"); got["vote"] != want {
+		if got := query(t, base, q, "plan", now); got["vote"] != want {
 			t.Errorf("%s = %v, want %v", q, got, want)
 		}
 	}
 	// Earlier snapshots are there too, at their own times.
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(`count_over_time(stampede_requests_total{step="POST vote"}[1m])`))
+	// (Four: the 0 at the run's start before the first.)
+	resp, err := http.Get(base + "/api/v1/query?time=" + strconv.FormatInt(now.Unix()+1, 10) + "&query=" + url.QueryEscape(`count_over_time(stampede_requests_total{step="POST vote"}[2m])`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(b), `"3"]`) {
-		t.Errorf("want 3 samples of the counter: %s", b)
+	if !strings.Contains(string(b), `"4"]`) {
+		t.Errorf("want 4 samples of the counter: %s", b)
 	}
 }
 
@@ -192,7 +193,7 @@ func TestReceiverDownCostsNothing(t *testing.T) {
 	closed := "http://" + hostile.Refused(t) + "/api/v1/write"
 
 	for name, u := range map[string]string{"hanging": hang.URL + "/api/v1/write", "closed": closed} {
-		s, err := New("prometheus-rw="+u, u)
+		s, err := New("prometheus-rw="+u, u, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +212,8 @@ func TestReceiverDownCostsNothing(t *testing.T) {
 			t.Fatalf("%s: Close did not return", name)
 		}
 		cancel()
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("of %d batches not delivered", n)) {
+		// n snapshots and the stale markers after them.
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("of %d batches not delivered", n+1)) {
 			t.Errorf("%s: close said %v", name, err)
 		}
 		// At most the queue and the one in flight were kept; the rest

@@ -1,0 +1,137 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stampede-load/stampede/internal/output/otlp"
+	"github.com/stampede-load/stampede/internal/output/points"
+	"github.com/stampede-load/stampede/internal/output/promrw"
+)
+
+// OutputTokenEnv holds the bearer token the network outputs send, when
+// --output-token-file does not name a file with it.
+const OutputTokenEnv = "STAMPEDE_OUTPUT_TOKEN"
+
+// streamConfig is what every network output of one run shares: the
+// run's labels and the receiver's credentials.
+type streamConfig struct {
+	run    points.Run
+	token  string
+	header http.Header
+	// expand resolves ${NAME} in a URL or a header value.
+	expand func(string) (string, error)
+	// otelService and otelAttrs are OTEL_SERVICE_NAME and
+	// OTEL_RESOURCE_ATTRIBUTES.
+	otelService, otelAttrs string
+}
+
+// NewTestID is a run's id when --testid gives none: the time it starts
+// and a random tail, so two runs started in the same second differ and
+// the ids sort by start in Grafana's list.
+func NewTestID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// streamConfig reads --testid, --label, --output-header and the token;
+// a bad one is a usage error before any load.
+func (o Outputs) streamConfig(pr Process) (streamConfig, error) {
+	c := streamConfig{run: points.Run{TestID: o.TestID, Segment: o.Segment}, header: http.Header{},
+		expand:      func(s string) (string, error) { return expandMonitorEnv(s, pr.lookupEnv) },
+		otelService: pr.getenv("OTEL_SERVICE_NAME"), otelAttrs: pr.getenv("OTEL_RESOURCE_ATTRIBUTES")}
+	if c.run.TestID == "" {
+		c.run.TestID = NewTestID(time.Now())
+	}
+	if c.run.Segment == "" {
+		c.run.Segment = "all"
+	}
+	for _, l := range o.Labels {
+		lb, err := points.ParseLabel(l)
+		if err != nil {
+			return c, fmt.Errorf("--label: %v", err)
+		}
+		c.run.Labels = append(c.run.Labels, lb)
+	}
+	for _, h := range o.Headers {
+		name, v, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return c, fmt.Errorf("--output-header %q: expected 'Name: value'", name)
+		}
+		v, err := c.expandEnv(strings.TrimSpace(v))
+		if err != nil {
+			return c, fmt.Errorf("--output-header %s: %v", name, err)
+		}
+		c.header.Add(name, v)
+	}
+	token, err := o.token(pr)
+	c.token = token
+	return c, err
+}
+
+// token is the bearer token: from --output-token-file, else from the
+// environment; never printed.
+func (o Outputs) token(pr Process) (string, error) {
+	if o.TokenFile == "" {
+		return strings.TrimSpace(pr.getenv(OutputTokenEnv)), nil
+	}
+	b, err := os.ReadFile(o.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("--output-token-file: %v", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("--output-token-file %s is empty", o.TokenFile)
+	}
+	return t, nil
+}
+
+// promrw opens a remote-write output; ${NAME} in its URL keeps a password
+// out of the command line.
+func (c streamConfig) promrw(target string) (*promrw.Sink, error) {
+	u, err := c.expandEnv(target)
+	if err != nil {
+		return nil, err
+	}
+	return promrw.New(shownSpec("prometheus-rw", u), u, promrw.Options{Run: c.run, BearerToken: c.token, Header: c.header})
+}
+
+// otlp opens an OTLP output, with the OpenTelemetry resource variables.
+func (c streamConfig) otlp(target, version string) (*otlp.Sink, error) {
+	u, err := c.expandEnv(target)
+	if err != nil {
+		return nil, err
+	}
+	h := c.header.Clone()
+	if c.token != "" {
+		if h.Get("Authorization") != "" {
+			return nil, fmt.Errorf("a bearer token and an Authorization header: give one of the two")
+		}
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	return otlp.New(shownSpec("otlp", u), u, otlp.Options{Version: version, Run: c.run, Header: h,
+		ServiceName: c.otelService, ResourceAttributes: c.otelAttrs})
+}
+
+func (c streamConfig) expandEnv(s string) (string, error) {
+	if c.expand == nil {
+		return s, nil
+	}
+	return c.expand(s)
+}
+
+// shownSpec is KIND=URL as a warning may show it: without a password.
+func shownSpec(kind, raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		raw = u.Redacted()
+	}
+	return kind + "=" + raw
+}
