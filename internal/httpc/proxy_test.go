@@ -46,14 +46,15 @@ func loopbackOf(hostport string) string {
 func (p *testProxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.log = append(p.log, r.Method+" "+r.RequestURI+" "+r.Header.Get("Proxy-Authorization"))
+	auth, refuse := p.auth, p.refuseConnect
 	p.mu.Unlock()
-	if p.auth != "" && r.Header.Get("Proxy-Authorization") != p.auth {
+	if auth != "" && r.Header.Get("Proxy-Authorization") != auth {
 		w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
 		w.WriteHeader(http.StatusProxyAuthRequired)
 		return
 	}
 	if r.Method == http.MethodConnect {
-		p.tunnel(w, r)
+		p.tunnel(w, r, refuse)
 		return
 	}
 	out := r.Clone(r.Context())
@@ -73,8 +74,8 @@ func (p *testProxy) serve(w http.ResponseWriter, r *http.Request) {
 	io.Copy(w, resp.Body)
 }
 
-func (p *testProxy) tunnel(w http.ResponseWriter, r *http.Request) {
-	if p.refuseConnect {
+func (p *testProxy) tunnel(w http.ResponseWriter, r *http.Request, refuse bool) {
+	if refuse {
 		http.Error(w, "not here", http.StatusForbidden)
 		return
 	}
@@ -183,7 +184,9 @@ func TestProxyRefusalsAreClassProxy(t *testing.T) {
 		{"http://ann:wrong@" + px.Listener.Addr().String(), "http", "refused the credentials", false},
 		{"http://ann:pw@" + px.Listener.Addr().String(), "https", "answered CONNECT example.com:443 with 403", true},
 	} {
+		px.mu.Lock()
 		px.refuseConnect = c.refuse
+		px.mu.Unlock()
 		m := viaProxy(t, c.proxy, Options{})
 		ep := &Endpoint{Scheme: c.scheme, Addr: "example.com:443", Host: "example.com:443"}
 		_, err := proxiedGet(m, ep, "/")

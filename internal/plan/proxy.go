@@ -20,10 +20,9 @@ const DefaultRedirects = 10
 // one Go's own clients follow: NO_PROXY's hosts and domains, and loopback
 // targets, go direct.
 type Proxy struct {
-	// Config is what the rule reads; FromPlan says http.proxy set it.
-	Config   httpproxy.Config
-	FromPlan bool
-	fn       func(*url.URL) (*url.URL, error)
+	// Config is what the rule reads.
+	Config httpproxy.Config
+	fn     func(*url.URL) (*url.URL, error)
 }
 
 // For is the proxy a request to scheme://host goes through (nil: direct).
@@ -59,14 +58,14 @@ func (p *Proxy) ProxiedURL(raw string) bool {
 // EnvProxy is the proxy the environment alone sets, for a plan made in
 // memory (stampede url) that has no http.proxy.
 func EnvProxy(lookup func(string) (string, bool)) *Proxy {
-	return newProxy(proxyFromEnv(lookup), false)
+	return newProxy(proxyFromEnv(lookup))
 }
 
-func newProxy(c httpproxy.Config, fromPlan bool) *Proxy {
+func newProxy(c httpproxy.Config) *Proxy {
 	if c.HTTPProxy == "" && c.HTTPSProxy == "" {
 		return nil
 	}
-	return &Proxy{Config: c, FromPlan: fromPlan, fn: c.ProxyFunc()}
+	return &Proxy{Config: c, fn: c.ProxyFunc()}
 }
 
 // proxyFromEnv reads the proxy variables as curl and Go do: upper case
@@ -98,11 +97,11 @@ func (p *parser) resolveProxy(lookup func(string) (string, bool)) {
 	env := proxyFromEnv(lookup)
 	switch o.ProxySetting {
 	case "":
-		o.Proxy = newProxy(env, false)
+		o.Proxy = newProxy(env)
 	case "none":
 		o.Proxy = nil
 	default:
-		o.Proxy = newProxy(httpproxy.Config{HTTPProxy: o.ProxySetting, HTTPSProxy: o.ProxySetting, NoProxy: env.NoProxy}, true)
+		o.Proxy = newProxy(httpproxy.Config{HTTPProxy: o.ProxySetting, HTTPSProxy: o.ProxySetting, NoProxy: env.NoProxy})
 	}
 }
 
