@@ -12,8 +12,11 @@ import (
 // tries again, as a well-behaved client does: the wait's bound doubles
 // with each failure in a row up to the plan's max, the wait is drawn from
 // zero to the bound (full jitter) so a fleet refused together does not
-// come back together, a server's Retry-After is a floor under it, and
-// after the plan's number of failures in a row the slot gives up.
+// come back together, a server's Retry-After is a floor under it (and
+// widens the jitter to at least itself, so a fleet refused at once with
+// one Retry-After comes back over a second such period, not at its
+// end), and after the plan's number of failures in a row the slot gives
+// up.
 //
 // The draws are a hash of the run's seed, the slot and its attempt
 // number, not a shared generator: reproducible per slot whatever order
@@ -34,7 +37,12 @@ func backoffBound(r plan.Retry, fails int) time.Duration {
 // backoffWait is the wait after fails failures in a row; u in [0, 1) is
 // the slot's draw for this wait.
 func backoffWait(r plan.Retry, fails int, u float64) time.Duration {
-	b := backoffBound(r, fails)
+	return jittered(r, backoffBound(r, fails), u)
+}
+
+// jittered is a wait of bound b: drawn from [0, b) with u, or b itself
+// without jitter.
+func jittered(r plan.Retry, b time.Duration, u float64) time.Duration {
 	if !r.Jitter {
 		return b
 	}
@@ -70,12 +78,13 @@ func (p *population) waitToRetry(s *slot, err error, now time.Time) {
 		p.gaveUp.Add(1)
 		return
 	}
-	wait := backoffWait(r, int(s.fails), unitDraw(p.seed, s.idx, s.iter))
+	var floor time.Duration
+	bound := backoffBound(r, int(s.fails))
 	if ra, ok := retryAfterFloor(err); ok {
-		wait += ra
+		floor, bound = ra, max(bound, ra)
 		p.retryAfters.Add(1)
 	}
-	s.state, s.until = slotWaiting, now.Add(wait)
+	s.state, s.until = slotWaiting, now.Add(floor+jittered(r, bound, unitDraw(p.seed, s.idx, s.iter)))
 }
 
 // waitAfterLoss sets s waiting after its held connection was lost: the
