@@ -13,6 +13,18 @@ import (
 // are the caller's key as given to Add or Mod.
 type Event = unix.EpollEvent
 
+// The event bits a caller asks for and reads back.
+const (
+	In    = unix.EPOLLIN
+	Out   = unix.EPOLLOUT
+	RDHup = unix.EPOLLRDHUP // the peer closed or shut down its writing
+	Hup   = unix.EPOLLHUP
+	Err   = unix.EPOLLERR
+	// Edge makes a registration edge-triggered: each change of readiness
+	// is reported once, so a caller reads until EAGAIN.
+	Edge = unix.EPOLLET
+)
+
 // Set is an epoll set and the eventfd that wakes its waiter.
 type Set struct {
 	fd   int
@@ -48,6 +60,32 @@ func (s *Set) Mod(fd int, ev *Event) error { return s.ctl(unix.EPOLL_CTL_MOD, fd
 // Del takes fd out of the set.
 func (s *Set) Del(fd int) error { return s.ctl(unix.EPOLL_CTL_DEL, fd, nil) }
 
+// AddEdge puts a socket in the set edge-triggered, watched for reading
+// and the peer's close, and for writing when out; key and gen come back as
+// the events' Fd and Pad (gen tells a reused key's old socket from its new
+// one).
+func (s *Set) AddEdge(fd int, key, gen int32, out bool) error {
+	ev := edgeEvent(key, gen, out)
+	return s.ctl(unix.EPOLL_CTL_ADD, fd, &ev)
+}
+
+// ModEdge sets whether a socket added by AddEdge is watched for writing:
+// a writer whose data the socket did not take at once turns it on, and
+// off once written, so that a socket that can always be written does not
+// report at every wait.
+func (s *Set) ModEdge(fd int, key, gen int32, out bool) error {
+	ev := edgeEvent(key, gen, out)
+	return s.ctl(unix.EPOLL_CTL_MOD, fd, &ev)
+}
+
+func edgeEvent(key, gen int32, out bool) Event {
+	ev := Event{Events: In | RDHup | Edge, Fd: key, Pad: gen}
+	if out {
+		ev.Events |= Out
+	}
+	return ev
+}
+
 func (s *Set) ctl(op, fd int, ev *Event) error {
 	if err := unix.EpollCtl(s.fd, op, fd, ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
@@ -56,8 +94,11 @@ func (s *Set) ctl(op, fd int, ev *Event) error {
 }
 
 // Wait fills evs with ready events, waiting at most ms milliseconds (-1:
-// without limit). A wait interrupted by a signal returns 0 events and no
-// error; any other failure is returned.
+// without limit), and allocates nothing: a loop passes the same buffer to
+// every wait. The wait goes through the runtime's system-call path, so a
+// garbage collection or another goroutine never waits for its thread. A
+// wait interrupted by a signal returns 0 events and no error; any other
+// failure is returned.
 func (s *Set) Wait(evs []Event, ms int) (int, error) {
 	n, err := unix.EpollWait(s.fd, evs, ms)
 	switch {

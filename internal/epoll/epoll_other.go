@@ -31,3 +31,6 @@ func NewTimer() (*Timer, error)       { return nil, ErrUnsupported }
 func (t *Timer) FD() int              { return -1 }
 func (t *Timer) Set(int64) error      { return ErrUnsupported }
 func (t *Timer) Clear() (bool, error) { return false, ErrUnsupported }
+
+func (s *Set) AddEdge(int, int32, int32, bool) error { return ErrUnsupported }
+func (s *Set) ModEdge(int, int32, int32, bool) error { return ErrUnsupported }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stampede-load/stampede/internal/epoll"
 	"github.com/stampede-load/stampede/internal/httpc"
 )
 
@@ -45,6 +46,15 @@ func (l *loop) send(c *conn) {
 		l.busy++
 		c.sent = time.Now()
 		l.finish(c, httpc.ErrInterrupted, c.sent)
+		return
+	}
+	if l.fatal != nil {
+		// A step after the loop failed (endAll): none goes on the wire.
+		c.state = stWriting
+		l.inflight++
+		l.busy++
+		c.sent = time.Now()
+		l.finish(c, l.opErr("write", l.fatal), c.sent)
 		return
 	}
 	sr := &c.sc.steps[c.pc]
@@ -92,9 +102,9 @@ func (l *loop) dial(c *conn) {
 	// and an event of the old socket must not reach it.
 	l.gen++
 	c.gen = l.gen
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		l.finish(c, l.opErr("dial", os.NewSyscallError("epoll_ctl", err)), time.Now())
+	if err := l.set.AddEdge(fd, c.slot, c.gen, true); err != nil {
+		l.fail(err)
+		l.finish(c, l.opErr("dial", err), time.Now())
 		return
 	}
 	err = unix.Connect(fd, l.sa)
@@ -123,12 +133,9 @@ func (l *loop) connected(c *conn) {
 // always is). A socket the loop cannot watch as the request needs would
 // wait for an event that never comes: its request fails now (false).
 func (l *loop) watchOut(c *conn, on bool) bool {
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-	if on {
-		ev.Events |= unix.EPOLLOUT
-	}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
-		l.finish(c, l.opErr("write", os.NewSyscallError("epoll_ctl", err)), time.Now())
+	if err := l.set.ModEdge(c.fd, c.slot, c.gen, on); err != nil {
+		l.fail(err)
+		l.finish(c, l.opErr("write", err), time.Now())
 		return false
 	}
 	return true
@@ -163,7 +170,7 @@ func (l *loop) write(c *conn) {
 func (l *loop) ready(c *conn, events uint32, now time.Time) {
 	switch c.state {
 	case stConnecting:
-		if events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+		if events&(epoll.Out|epoll.Err|epoll.Hup) == 0 {
 			return
 		}
 		errno, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
@@ -180,7 +187,7 @@ func (l *loop) ready(c *conn, events uint32, now time.Time) {
 			l.writableTLS(c, events, now)
 			return
 		}
-		if events&unix.EPOLLOUT != 0 {
+		if events&epoll.Out != 0 {
 			l.write(c)
 			if len(c.out) == 0 && c.fd >= 0 {
 				l.watchOut(c, false)
@@ -203,7 +210,7 @@ func (l *loop) ready(c *conn, events uint32, now time.Time) {
 			l.idleTLS(c, events)
 			return
 		}
-		if l.open != nil && c.fd >= 0 && c.reused && events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		if l.open != nil && c.fd >= 0 && c.reused && events&(epoll.In|epoll.RDHup|epoll.Hup|epoll.Err) != 0 {
 			// An idle slot waits for its next arrival for as long as
 			// the schedule says; a server that closed it meanwhile (or
 			// sent what nobody asked for) is found now, and the next
@@ -289,7 +296,7 @@ func (l *loop) judge(c *conn, data []byte, end error, events uint32) (done bool)
 	err = l.judged(c, err)
 	// A close that came with the answer (EPOLLRDHUP) makes the
 	// connection unusable, as RoundTrip's look after an answer finds.
-	if err != nil || closeAfter || end != nil || events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+	if err != nil || closeAfter || end != nil || events&(epoll.RDHup|epoll.Hup|epoll.Err) != 0 {
 		l.closeConn(c)
 	} else {
 		c.reused = true

@@ -59,6 +59,11 @@ type Config struct {
 	// Open, when set, makes the engine serve an open model's arrivals
 	// (see Open) instead of users that iterate on their own.
 	Open *Open
+	// Fail is told of a loop's own failure (its epoll set failing), once
+	// for each loop that meets one: that loop ends the requests it holds
+	// with the error, counted as failed, lets its users go and leaves; the
+	// run should stop, marked partial, naming it. Nil: nobody is told.
+	Fail func(error)
 	// Shared is the run's HTTP state: an https program's users dial
 	// through it (the run's TLS config, each user's own session cache,
 	// the run's TLS stats), as goroutine users do.

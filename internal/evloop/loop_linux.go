@@ -9,10 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stampede-load/stampede/internal/epoll"
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/vu"
 )
@@ -218,10 +218,9 @@ type conn struct {
 }
 
 type loop struct {
-	e    *Engine
-	epfd int
-	evfd int
-	sa   unix.Sockaddr
+	e   *Engine
+	set *epoll.Set
+	sa  unix.Sockaddr
 
 	mu      sync.Mutex
 	inbox   []*conn
@@ -233,7 +232,7 @@ type loop struct {
 	conns  []*conn // by slot
 	free   []int32
 	users  int
-	events [128]unix.EpollEvent
+	events [128]epoll.Event
 	rbuf   []byte
 	// pbuf holds the plaintext of what one read brought over TLS.
 	pbuf   []byte
@@ -253,37 +252,27 @@ type loop struct {
 	again, again2 []*conn
 	// nextSweep is when deadlines are next looked at (ns since base).
 	nextSweep int64
-	wakebuf   [8]byte
 	gen       int32
+	// fatal is the failure of the loop's own epoll set (fail): the loop
+	// ends its users' requests with it and leaves.
+	fatal error
 
-	// The open model's (Config.Open): tfd is a timerfd set to the next
-	// arrival's time, tick says it fired (or the loop just began), idle
-	// holds the slots whose connection waits for an arrival, last in
-	// first out, as the goroutine model's idle stack.
+	// The open model's (Config.Open): timer is set to the next arrival's
+	// time, tick says it fired (or the loop just began), idle holds the
+	// slots whose connection waits for an arrival, last in first out, as
+	// the goroutine model's idle stack.
 	open  *Open
 	arr   Arrivals
 	max   int
-	tfd   int
+	timer *epoll.Timer
 	tick  bool
 	idle  []*conn
-	tspec unix.ItimerSpec
 }
 
 func newLoop(e *Engine, i int) (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	set, err := epoll.New()
 	if err != nil {
-		return nil, fmt.Errorf("evloop: epoll_create: %w", err)
-	}
-	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		unix.Close(epfd)
-		return nil, fmt.Errorf("evloop: eventfd: %w", err)
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: fdWake}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
-		unix.Close(epfd)
-		unix.Close(evfd)
-		return nil, fmt.Errorf("evloop: epoll_ctl: %w", err)
+		return nil, fmt.Errorf("evloop: %w", err)
 	}
 	// Each loop has its own copy of the address: Connect writes into it.
 	var sa unix.Sockaddr
@@ -295,20 +284,17 @@ func newLoop(e *Engine, i int) (*loop, error) {
 		c := *a
 		sa = &c
 	}
-	l := &loop{e: e, epfd: epfd, evfd: evfd, sa: sa, rbuf: make([]byte, 64<<10), parser: httpc.NewParser(), tfd: -1}
+	l := &loop{e: e, set: set, sa: sa, rbuf: make([]byte, 64<<10), parser: httpc.NewParser()}
 	if e.cfg.Open != nil {
 		// epoll_wait's own timeout is in milliseconds; arrivals 50 µs
 		// apart need the timerfd's nanoseconds.
-		tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-		if err != nil {
+		if l.timer, err = epoll.NewTimer(); err != nil {
 			l.closeFDs()
-			return nil, fmt.Errorf("evloop: timerfd_create: %w", err)
+			return nil, fmt.Errorf("evloop: %w", err)
 		}
-		l.tfd = tfd
-		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: fdTimer}
-		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, tfd, &ev); err != nil {
+		if err := set.Add(l.timer.FD(), &epoll.Event{Events: epoll.In | epoll.Edge, Fd: fdTimer}); err != nil {
 			l.closeFDs()
-			return nil, fmt.Errorf("evloop: epoll_ctl: %w", err)
+			return nil, fmt.Errorf("evloop: %w", err)
 		}
 		l.open, l.tick = e.cfg.Open, true
 		l.arr, l.max = e.cfg.Open.Loops[i].Arrivals, e.cfg.Open.Loops[i].Max
@@ -318,15 +304,14 @@ func newLoop(e *Engine, i int) (*loop, error) {
 
 // The epoll data of the loop's own files (a socket's is its slot, ≥ 0).
 const (
-	fdWake  = -1
+	fdWake  = epoll.WakeKey
 	fdTimer = -2
 )
 
 func (l *loop) closeFDs() {
-	unix.Close(l.epfd)
-	unix.Close(l.evfd)
-	if l.tfd >= 0 {
-		unix.Close(l.tfd)
+	_ = l.set.Close()
+	if l.timer != nil {
+		unix.Close(l.timer.FD())
 	}
 }
 
@@ -341,14 +326,18 @@ func (l *loop) wake() {
 
 func (l *loop) wakeLocked() {
 	if !l.exited {
-		one := uint64(1)
-		// It fails only with the counter at its top, a wake already
-		// pending.
-		_, _ = unix.Write(l.evfd, (*[8]byte)(unsafe.Pointer(&one))[:])
+		// A wake that cannot be written finds the loop's set broken, a
+		// failure its own wait meets and reports.
+		_ = l.set.Wake()
 	}
 }
 
+// softClosed says no new iteration may start: the run's soft stop, or
+// the loop's own failure.
 func (l *loop) softClosed() bool {
+	if l.fatal != nil {
+		return true
+	}
 	select {
 	case <-l.e.cfg.Soft:
 		return true
@@ -367,6 +356,9 @@ func (l *loop) run() {
 		}
 		if l.interrupt.Swap(false) {
 			l.cutOff()
+		}
+		if l.fatal != nil {
+			l.endAll()
 		}
 		if l.open != nil {
 			if l.softClosed() {
@@ -389,46 +381,82 @@ func (l *loop) run() {
 			continue
 		}
 		l.publish()
+		if l.fatal != nil {
+			// Only handshakes are left, on their goroutines, bounded by
+			// their deadlines; they come back through the inbox.
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		// One wait, through the runtime's system-call path. A look that
 		// does not block first (epoll_wait with timeout 0, the answers to
 		// the last batch often being in already) measured no better at
 		// 64 users: it saves the system-call bookkeeping when it finds
 		// events and costs a whole system call when it does not.
-		n := l.wait()
-		now := time.Now()
-		for i := 0; i < n; i++ {
-			ev := &l.events[i]
-			switch ev.Fd {
-			case fdWake:
-				// Nothing to read (EAGAIN) is a wake already taken.
-				_, _ = unix.Read(l.evfd, l.wakebuf[:])
-				continue
-			case fdTimer:
-				// Edge-triggered: each expiry queues an event of its
-				// own, read or not, so no read (a system call per
-				// arrival).
-				l.tick = true
-				continue
-			}
-			c := l.conns[ev.Fd]
-			if c == nil || c.gen != ev.Pad || c.fd < 0 {
-				continue // a socket closed earlier in this batch
-			}
-			l.ready(c, ev.Events, now)
-		}
-		if len(l.again) > 0 {
-			l.readAgain(now)
-		}
-		if ns := l.nowNS(now); ns >= l.nextSweep {
-			l.sweep(time.Now())
-		}
-		l.drain()
+		l.dispatch(l.wait())
 	}
 }
 
-// wait waits for events until the nearest deadline; the runtime knows
-// the thread is in a system call, so a garbage collection or another
-// goroutine never waits for it.
+// dispatch handles the n events of a wait, the sockets left to read and
+// the deadlines due, and lets the users whose step finished go on.
+func (l *loop) dispatch(n int) {
+	now := time.Now()
+	for i := 0; i < n; i++ {
+		ev := &l.events[i]
+		switch ev.Fd {
+		case fdWake:
+			l.set.ClearWake()
+			continue
+		case fdTimer:
+			// Edge-triggered: each expiry queues an event of its own,
+			// read or not, so no read (a system call per arrival).
+			l.tick = true
+			continue
+		}
+		c := l.conns[ev.Fd]
+		if c == nil || c.gen != ev.Pad || c.fd < 0 {
+			continue // a socket closed earlier in this batch
+		}
+		l.ready(c, ev.Events, now)
+	}
+	if len(l.again) > 0 {
+		l.readAgain(now)
+	}
+	if ns := l.nowNS(now); ns >= l.nextSweep {
+		l.sweep(time.Now())
+	}
+	l.drain()
+}
+
+// fail is the loop's own epoll set failing (a wait or a registration
+// meeting anything but EINTR): no readiness can be told any more, so the
+// run hears of it (Config.Fail), and the loop ends every request it holds
+// with the error (endAll), lets its users go and leaves, where a loop that
+// went on waiting would spin or hang.
+func (l *loop) fail(err error) {
+	if l.fatal != nil {
+		return
+	}
+	l.fatal = fmt.Errorf("evloop: the event loop failed: %w", err)
+	if l.e.cfg.Fail != nil {
+		l.e.cfg.Fail(l.fatal)
+	}
+}
+
+// endAll ends with the loop's failure the requests it waits on: counted
+// as failed, as a request whose connection broke is. A handshake ends on
+// its own goroutine and is failed when it comes back (handshook).
+func (l *loop) endAll() {
+	now := time.Now()
+	for _, c := range l.conns {
+		if c != nil && c.state != 0 && c.state != stHandshaking {
+			l.finish(c, l.opErr("read", l.fatal), now)
+		}
+	}
+}
+
+// wait waits for events until the nearest deadline (epoll.Set.Wait: the
+// runtime knows the thread is in a system call). A failed wait fails the
+// loop (fail).
 func (l *loop) wait() int {
 	ms := -1
 	if len(l.again) > 0 || l.tick {
@@ -444,9 +472,10 @@ func (l *loop) wait() int {
 			ms = maxWaitMS
 		}
 	}
-	n, err := unix.EpollWait(l.epfd, l.events[:], ms)
+	n, err := l.set.Wait(l.events[:], ms)
 	if err != nil {
-		return 0 // EINTR
+		l.fail(err)
+		return 0
 	}
 	return n
 }
@@ -456,10 +485,9 @@ func (l *loop) wait() int {
 // negative (endless) wait; a wait cut short just sweeps and waits again.
 const maxWaitMS = 1 << 30
 
-// arm sets the timerfd to expire in d ns.
+// arm sets the timer to expire in d ns.
 func (l *loop) arm(d int64) {
-	l.tspec.Value = unix.NsecToTimespec(d)
-	if err := unix.TimerfdSettime(l.tfd, 0, &l.tspec, nil); err != nil {
+	if err := l.timer.Set(d); err != nil {
 		l.tick = true // look again next turn rather than never
 	}
 }

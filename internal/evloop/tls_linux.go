@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stampede-load/stampede/internal/epoll"
 	"github.com/stampede-load/stampede/internal/httpc"
 )
 
@@ -57,11 +58,17 @@ func (l *loop) handshook(d tlsDialed) {
 		l.finish(c, httpc.ErrInterrupted, time.Now())
 		return
 	}
+	if l.fatal != nil {
+		// No readiness of the connection could be told.
+		d.lc.Close()
+		l.finish(c, l.opErr("dial", l.fatal), time.Now())
+		return
+	}
 	c.tc, c.fd = d.lc, d.lc.FD()
 	l.gen++
 	c.gen = l.gen
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.slot, Pad: c.gen}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+	if err := l.set.AddEdge(c.fd, c.slot, c.gen, false); err != nil {
+		l.fail(err)
 		l.finish(c, l.opErr("dial", err), time.Now())
 		return
 	}
@@ -91,7 +98,7 @@ func (l *loop) writeTLS(c *conn) {
 }
 
 func (l *loop) writableTLS(c *conn, events uint32, now time.Time) {
-	if events&unix.EPOLLOUT != 0 {
+	if events&epoll.Out != 0 {
 		pending, err := c.tc.Flush()
 		if err != nil {
 			l.finish(c, err, now)
@@ -142,7 +149,7 @@ func (l *loop) idleTLS(c *conn, events uint32) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			if events&(epoll.RDHup|epoll.Hup|epoll.Err) != 0 {
 				l.closeConn(c)
 			}
 			return

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stampede-load/stampede/internal/evloop"
 	"github.com/stampede-load/stampede/internal/metrics"
-	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/sample"
 	"github.com/stampede-load/stampede/internal/sched"
 	"github.com/stampede-load/stampede/internal/vu"
@@ -30,26 +29,19 @@ type engineState struct {
 	loop *evloop.Engine
 }
 
-// loopIneligible says why the event-loop engine cannot run p's users (""
-// when it can): it runs closed-model users that never wait, and open-model
-// arrivals, whose requests are the same bytes every time
-// (vu.Program.LoopIneligible).
-func loopIneligible(p *plan.Plan, prog *vu.Program) string {
-	switch {
-	case !evloop.Available:
-		return evloop.ErrUnavailable.Error()
-	case !prog.HasRequests():
-		return "the plan sends no requests"
-	case p.Load.Pace > 0:
-		return "users are paced"
-	case len(p.Waves) > 0:
-		return "the plan has waves"
+// loopDriver is the event-loop engine as the choice of a driver sees it
+// (vu.Driver): what it supports, none where it does not exist, and its
+// check of the one address it dials.
+func loopDriver() vu.Driver {
+	if !evloop.Available {
+		return vu.Driver{Absent: evloop.ErrUnavailable.Error()}
 	}
-	if why := prog.LoopIneligible(); why != "" {
-		return why
-	}
-	return evloop.AddrIneligible(prog.LoopAddr())
+	return vu.Driver{Supports: vu.LoopSupports, CheckAddr: evloop.AddrIneligible}
 }
+
+// loopIneligible says why the event-loop engine cannot run prog's users
+// ("" when it can): the allow-list's one rule (vu.Program.Refusal).
+func loopIneligible(prog *vu.Program) string { return prog.Refusal(loopDriver()) }
 
 // CheckEngineName refuses an engine name no engine has ("" is auto).
 func CheckEngineName(choice string) error {
@@ -62,12 +54,12 @@ func CheckEngineName(choice string) error {
 
 // checkEngine resolves the engine choice: auto takes the loop where it
 // can run, and a forced loop it cannot run is an error that says why.
-func checkEngine(p *plan.Plan, prog *vu.Program, choice string) error {
+func checkEngine(prog *vu.Program, choice string) error {
 	if err := CheckEngineName(choice); err != nil {
 		return err
 	}
 	if choice == EngineLoop {
-		if why := loopIneligible(p, prog); why != "" {
+		if why := loopIneligible(prog); why != "" {
 			return fmt.Errorf("engine loop cannot run this plan: %s (--engine auto runs goroutines for it)", why)
 		}
 	}
@@ -79,7 +71,7 @@ func checkEngine(p *plan.Plan, prog *vu.Program, choice string) error {
 func (r *runner) startEngine() {
 	r.eng.want.Store(EngineGoroutines)
 	choice := r.opts.Engine
-	if choice == EngineGoroutines || loopIneligible(r.plan, r.prog) != "" {
+	if choice == EngineGoroutines || loopIneligible(r.prog) != "" {
 		return
 	}
 	cfg := r.loopConfig()
@@ -126,7 +118,7 @@ func (r *runner) newLoopUser(tr *evloop.Transport) *vu.User {
 // run's stop; false means it did not start (runOpen runs goroutines).
 func (r *runner) runOpenLoop() bool {
 	r.eng.want.Store(EngineGoroutines)
-	if r.opts.Engine == EngineGoroutines || loopIneligible(r.plan, r.prog) != "" {
+	if r.opts.Engine == EngineGoroutines || loopIneligible(r.prog) != "" {
 		return false
 	}
 	// A loop per core, as the goroutine engine's workers use them all:
@@ -247,5 +239,9 @@ func (r *runner) loopConfig() evloop.Config {
 		Release:   r.wg.Done,
 		InFlight:  &r.rec.InFlight,
 		Shared:    r.shared,
+		// A loop that can no longer wait ends its users' requests as
+		// failed and leaves; the run stops with it, partial, saying why,
+		// rather than report a load that was not sent.
+		Fail: func(err error) { r.stop(err.Error()+"; the run stopped", true) },
 	}
 }

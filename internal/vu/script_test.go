@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/plan/lang"
 )
 
 // signServer answers GET /token with a JSON token and a header, and
@@ -155,8 +156,8 @@ scenarios:
 // TestScriptEndlessLoopStopped: a script that never returns is stopped by
 // the watchdog and fails its step; the runtime is usable afterwards.
 func TestScriptEndlessLoopStopped(t *testing.T) {
-	defer scriptLimit.Store(scriptLimit.Load())
-	scriptLimit.Store(int64(200 * time.Millisecond))
+	defer lang.ScriptTimeLimit.Store(lang.ScriptTimeLimit.Load())
+	lang.ScriptTimeLimit.Store(int64(200 * time.Millisecond))
 	base, good, _ := signServer(t)
 	plan := strings.Replace(signPlan, `header("X-Nonce", response.headers["x-nonce"]);`,
 		`header("X-Nonce", response.headers["x-nonce"]);`+"\n          if (captures.token === \"t-1\" && vars.key === \"loop\") for (;;) {}", 1)

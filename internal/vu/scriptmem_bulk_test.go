@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/plan/lang"
 )
 
 // Each builtin that fills or copies a whole array, buffer or string in one
@@ -20,8 +21,8 @@ func TestScriptBulkBuiltinsAreBounded(t *testing.T) {
 	// The bound is what is tested, not the time: under the race detector
 	// on a loaded machine, walking up to the bound outlasted the 5 s
 	// script limit and the step failed for its time instead.
-	defer scriptLimit.Store(scriptLimit.Load())
-	scriptLimit.Store(int64(10 * time.Minute))
+	defer lang.ScriptTimeLimit.Store(lang.ScriptTimeLimit.Load())
+	lang.ScriptTimeLimit.Store(int64(10 * time.Minute))
 	for _, tc := range []struct{ script, want string }{
 		{`const a = []; a.length = 1e9; a.fill(0)`, "RangeError: a script may make an array of at most 1048576, not 1000000000"},
 		{`new Array(1e9).fill(0)`, "an array of at most 1048576, not 1000000000"},

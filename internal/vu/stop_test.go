@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/httpc"
+	"github.com/stampede-load/stampede/internal/plan/lang"
 )
 
 // stopServer counts requests and calls at (once) when the count reaches n.
@@ -123,8 +124,8 @@ scenarios:
 // time limit is stopped when the run interrupts its user; it is a stop,
 // not a check failure.
 func TestScriptInterruptedAtRunEnd(t *testing.T) {
-	defer scriptLimit.Store(scriptLimit.Load())
-	scriptLimit.Store(int64(10 * time.Minute))
+	defer lang.ScriptTimeLimit.Store(lang.ScriptTimeLimit.Load())
+	lang.ScriptTimeLimit.Store(int64(10 * time.Minute))
 	base, _ := stopServer(t, -1, nil)
 	u, sc, rec := bodyUser(t, t.TempDir(), `
 scenarios:
@@ -156,16 +157,4 @@ scenarios:
 }
 
 // runningScript says a script call of u is under way.
-func runningScript(u *User) bool {
-	watched.mu.Lock()
-	defer watched.mu.Unlock()
-	for _, vm := range watched.vms {
-		vm.mu.Lock()
-		busy := vm.owner == u && vm.started.Load() != 0
-		vm.mu.Unlock()
-		if busy {
-			return true
-		}
-	}
-	return false
-}
+func runningScript(u *User) bool { return u.script.running.Load() }

@@ -1,9 +1,10 @@
 // Package lang holds the plan's languages: expressions (expr-lang) compiled
 // and checked against the names a place in a plan may read, and evaluated
 // per user; and scripts (sobek, a JavaScript engine) compiled in strict
-// mode. It is the one package of the plan that links those engines, so the
-// load maths, the split and the engines' callers need neither; it knows
-// nothing of a plan (package plan describes a place's names in a Scope).
+// mode and run for a user on a pooled, bounded runtime (Run). It is the one
+// package that links those engines, so the load maths, the split and the
+// engines need neither; it knows nothing of a plan or a user (package plan
+// describes a place's names in a Scope, and vu is a script's Host).
 package lang
 
 import (

@@ -1,4 +1,4 @@
-package vu
+package lang
 
 import (
 	"fmt"
