@@ -21,7 +21,7 @@ func convertJMX(cmd *cobra.Command, file, out string, o convert.Options) error {
 	}
 	dir := filepath.Dir(file)
 	text, res, err := convert.JMX(data, convert.JMXOptions{
-		Source: file, Name: o.Name, Duration: o.Duration,
+		Source: file, Name: o.Name, Duration: o.Duration, DataDir: dataDir(dir, out),
 		// A CSV data set's file is named relative to the .jmx; only its
 		// header row is read, for the column names.
 		ReadFile: func(name string) ([]byte, error) {
@@ -56,4 +56,23 @@ func convertJMX(cmd *cobra.Command, file, out string, o convert.Options) error {
 		fmt.Fprintln(w, "  not converted:", s)
 	}
 	return nil
+}
+
+// dataDir is the .jmx's directory relative to the plan's: JMeter reads a
+// data set's file relative to the .jmx, a plan relative to itself.
+func dataDir(jmxDir, out string) string {
+	planDir := "."
+	if out != "" && out != "-" {
+		planDir = filepath.Dir(out)
+	}
+	a, err1 := filepath.Abs(jmxDir)
+	b, err2 := filepath.Abs(planDir)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(b, a)
+	if err != nil || rel == "." {
+		return ""
+	}
+	return filepath.ToSlash(rel)
 }

@@ -1,6 +1,8 @@
 package jmx
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -69,4 +71,20 @@ func TestJSONPath(t *testing.T) {
 			t.Errorf("jsonPath(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
+}
+
+// A data file is named relative to the .jmx; the plan written elsewhere
+// names it relative to itself.
+func TestDataDir(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "checks.jmx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := Convert(data, Options{DataDir: "../tests", ReadFile: func(f string) ([]byte, error) {
+		return os.ReadFile(filepath.Join("testdata", f))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(out), "accounts: {file: ../tests/data/accounts.csv, pick: unique}", "cities: {file: ../tests/cities.csv,")
 }

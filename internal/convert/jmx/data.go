@@ -40,7 +40,11 @@ func (c *conv) csv(e *elem) {
 	if delim != "," {
 		c.note("%s: %s is delimited by %q; a plan reads commas: convert the file", e.where(), file, delim)
 	}
-	ds := &dataSource{name: c.sourceName(file), file: file, columns: names}
+	planFile := file
+	if c.o.DataDir != "" && !path.IsAbs(file) && !strings.Contains(file, ":\\") {
+		planFile = path.Join(c.o.DataDir, file)
+	}
+	ds := &dataSource{name: c.sourceName(file), file: planFile, columns: names}
 	recycle := e.boolProp("recycle", true)
 	stop := e.boolProp("stopThread", false)
 	switch {

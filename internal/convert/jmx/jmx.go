@@ -28,6 +28,10 @@ type Options struct {
 	// ReadFile reads a file the .jmx names, relative to it (a CSV data
 	// set's header row when the set names no variables); nil reads none.
 	ReadFile func(name string) ([]byte, error)
+	// DataDir is the .jmx's directory as seen from the plan's, joined to
+	// the data files' relative names (which JMeter reads relative to the
+	// .jmx, and a plan relative to itself); "" when they are one.
+	DataDir string
 }
 
 // Result says what a conversion made and what it left out.

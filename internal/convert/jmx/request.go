@@ -94,6 +94,11 @@ func (c *conv) sampler(e *elem, sc scope) []*yaml.Node {
 		step.add("headers", hs)
 	}
 	c.params(step, h, e)
+	// JMeter follows redirects only when a sampler says so (the GUI's
+	// default): without either setting it reports the 3xx itself.
+	if !e.boolProp("HTTPSampler.follow_redirects", false) && !e.boolProp("HTTPSampler.auto_redirects", false) {
+		step.add("redirects", plain("0"))
+	}
 	c.checks(step, own, h, e)
 	c.res.Steps++
 	return append(out, step.m)
@@ -178,7 +183,7 @@ func (c *conv) params(step *node, h http, e *elem) {
 			key = "multipart"
 		}
 	}
-	if e.props["HTTPsampler.Files"] != nil && len(e.collection("HTTPsampler.Files")) > 0 {
+	if files := e.props["HTTPsampler.Files"]; files != nil && len(newElem(files, "x").collection("HTTPFileArgs.files")) > 0 {
 		c.skip(where, "file uploads (HTTPsampler.Files): write them as multipart file parts")
 	}
 	m := mapping()

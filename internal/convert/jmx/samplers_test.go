@@ -23,7 +23,7 @@ func TestSamplers(t *testing.T) {
 		`body: '{"qty": 1, "t": "{{ vars.stampede_lbrace }}x}}"}'`,
 		"stampede_lbrace: '{{'",
 		// Another server: the whole URL.
-		"delete: https://api.example.com/x\n",
+		"delete: https://api.example.com/x\n        redirects: 0\n", // follow_redirects off
 		// Once Only at the thread group's top: once; POST parameters as
 		// a form; __threadNum; a regex extractor.
 		"once:\n      - name: login\n        post: /login\n        form:\n          user: u{{ vu }}\n          pass: secret\n        capture:\n          token: {regex: token=(\\w+)}\n",
