@@ -34,6 +34,10 @@ type Retry struct {
 
 const defaultRetryMax = 30 * time.Second
 
+// maxRetryAttempts is the most attempts in a row a plan may allow before
+// giving up (a slot counts its failures in 16 bits).
+const maxRetryAttempts = 65535
+
 var (
 	retryKeys   = []string{"initial", "max", "attempts", "jitter"}
 	jitterKinds = []string{"full", "none"}
@@ -74,7 +78,11 @@ func (p *parser) reconnect(c *Connection, n *yaml.Node) {
 	}
 	if e, ok := f["attempts"]; ok {
 		if v, ok := p.intMin(e.v, "reconnect attempts", 0); ok {
-			r.Attempts = v
+			if v > maxRetryAttempts {
+				p.errf(e.v, "reconnect attempts %d is too many: expected at most %d, or 0 (never give up)", v, maxRetryAttempts)
+			} else {
+				r.Attempts = v
+			}
 		}
 	}
 	if e, ok := f["jitter"]; ok {
@@ -87,4 +95,13 @@ func (p *parser) reconnect(c *Connection, n *yaml.Node) {
 			}
 		}
 	}
+}
+
+// reconnectSchema is reconnect's JSON Schema: a duration, or the policy's
+// parts.
+func reconnectSchema() obj {
+	return obj{"anyOf": []obj{duration(), {
+		"type": "object", "additionalProperties": false,
+		"properties": obj{"initial": duration(), "max": duration(), "attempts": intish(), "jitter": enum(jitterKinds...)},
+	}}}
 }

@@ -69,6 +69,7 @@ func TestReconnectAndHubErrors(t *testing.T) {
 	cases := []struct{ section, want string }{
 		{"{url: /h, reconnect: {initial: 5s, max: 1s}}", "p.yaml:6:54: reconnect max 1s is below its initial delay 5s"},
 		{"{url: /h, reconnect: {attempts: -1}}", `p.yaml:6:46: bad reconnect attempts "-1": expected a whole number of at least 0`},
+		{"{url: /h, reconnect: {attempts: 70000}}", "p.yaml:6:46: reconnect attempts 70000 is too many: expected at most 65535, or 0 (never give up)"},
 		{"{url: /h, reconnect: {jitter: ful}}", `p.yaml:6:44: bad reconnect jitter "ful": expected full (a delay drawn from zero to the backoff) or none (the backoff exactly) (did you mean "full"?)`},
 		{"{url: /h, reconnect: {intial: 1s}}", `p.yaml:6:36: unknown key "intial" in reconnect: did you mean "initial"?`},
 		{"{url: /h, reconnect: soon}", `p.yaml:6:35: bad duration "soon"`},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/plan"
+	"github.com/stampede-load/stampede/internal/proto/signalr"
 	"github.com/stampede-load/stampede/internal/result"
 )
 
@@ -151,4 +152,51 @@ load: {grace: 1s, stages: [{duration: 2s, users: 1}]}
 		t.Errorf("peak waiting %d, want 1..5", cs.PeakWaiting)
 	}
 	checkAttemptSeries(t, cs)
+}
+
+// refusedWith is the error of a negotiate refused with 429 and
+// Retry-After: retryAfter.
+func refusedWith(t *testing.T, retryAfter string) error {
+	t.Helper()
+	var n atomic.Int64
+	srv := quotaServer(t, retryAfter, &n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := signalr.Connect(ctx, srv.URL+"/hub", nil, &signalr.Options{})
+	if _, ok := signalr.RetryAfter(err); !ok {
+		t.Fatalf("no Retry-After in %v", err)
+	}
+	return err
+}
+
+// A Retry-After is a floor, and widens the jitter to at least itself: a
+// thousand slots refused with Retry-After: 5 after their first failure
+// (bound 1s) wait 5 to 10 s, about a fifth in each second of that, not
+// all between 5 and 6 s. Without jitter the wait is the longer of the two.
+func TestRetryAfterSpreadsTheFleet(t *testing.T) {
+	err := refusedWith(t, "5")
+	p := &population{spec: &plan.Connection{Retry: plan.Retry{Initial: time.Second, Max: 30 * time.Second, Jitter: true}}}
+	var perSecond [5]int
+	for idx := range 1000 {
+		w := p.retryWait(1, err, unitDraw(7, idx, 1))
+		if w < 5*time.Second || w >= 10*time.Second {
+			t.Fatalf("slot %d waits %v, want 5s..10s", idx, w)
+		}
+		perSecond[(w-5*time.Second)/time.Second]++
+	}
+	for i, n := range perSecond {
+		if n < 140 || n > 260 { // 200 expected; the binomial's standard deviation is 13
+			t.Errorf("second %d after the Retry-After holds %d of 1,000 retries: %v", i+5, n, perSecond)
+		}
+	}
+	if p.retryAfters.Load() != 1000 {
+		t.Errorf("waits lengthened %d, want 1000", p.retryAfters.Load())
+	}
+	p.spec.Retry.Jitter = false
+	if w := p.retryWait(1, err, 0.5); w != 5*time.Second {
+		t.Errorf("no jitter, Retry-After 5s over a 1s bound: %v", w)
+	}
+	if w := p.retryWait(5, err, 0.5); w != 16*time.Second {
+		t.Errorf("no jitter, a 16s bound over Retry-After 5s: %v", w)
+	}
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -72,19 +73,32 @@ func retryAfterFloor(err error) (time.Duration, bool) {
 // when the plan's attempts in a row are spent.
 func (p *population) waitToRetry(s *slot, err error, now time.Time) {
 	r := p.spec.Retry
-	s.fails++
+	if s.fails < math.MaxUint16 {
+		s.fails++
+	}
 	if r.Attempts > 0 && int(s.fails) >= r.Attempts {
 		s.state, s.until = slotGaveUp, time.Time{}
 		p.gaveUp.Add(1)
 		return
 	}
-	var floor time.Duration
-	bound := backoffBound(r, int(s.fails))
-	if ra, ok := retryAfterFloor(err); ok {
-		floor, bound = ra, max(bound, ra)
-		p.retryAfters.Add(1)
+	s.state, s.until = slotWaiting, now.Add(p.retryWait(int(s.fails), err, unitDraw(p.seed, s.idx, s.iter)))
+}
+
+// retryWait is the wait after fails failures in a row, the last one err;
+// u is the slot's draw. Without jitter it is the bound, or the server's
+// Retry-After where that is longer.
+func (p *population) retryWait(fails int, err error, u float64) time.Duration {
+	r := p.spec.Retry
+	bound := backoffBound(r, fails)
+	ra, ok := retryAfterFloor(err)
+	if !ok {
+		return jittered(r, bound, u)
 	}
-	s.state, s.until = slotWaiting, now.Add(floor+jittered(r, bound, unitDraw(p.seed, s.idx, s.iter)))
+	p.retryAfters.Add(1)
+	if !r.Jitter {
+		return max(ra, bound)
+	}
+	return ra + jittered(r, max(bound, ra), u)
 }
 
 // waitAfterLoss sets s waiting after its held connection was lost: the
