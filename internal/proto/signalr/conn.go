@@ -208,7 +208,7 @@ func start(ctx context.Context, hub string, kind Transport, ep endpoint, hdr htt
 	hs := make(chan error, 1)
 	c := &Conn{o: o, cid: ep.cid, stat: o.Stats, hs: hs, kind: kind}
 	if kind == WebSockets {
-		u, err := transportURL(ep, true)
+		u, err := transportURL(ep, true, true)
 		if err != nil {
 			return nil, &Error{Phase: "upgrade", Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
 		}

@@ -27,7 +27,7 @@ type httpConn struct {
 	o    *Options
 	h    *Conn
 	hc   *http.Client
-	url  string // hub URL with id and access_token
+	url  string // hub URL with id
 	hdr  http.Header
 	tok  string
 
@@ -68,11 +68,12 @@ const closeTimeout = time.Second
 // 200 answer (timed as "sse open"); for long polling, the poll loop,
 // whose first poll the handshake answer will come on.
 func startHTTP(ctx context.Context, kind Transport, o *Options, c *Conn, ep endpoint, hdr http.Header) (*httpConn, time.Duration, error) {
-	u, err := transportURL(ep, false)
+	u, err := transportURL(ep, false, false)
 	if err != nil {
 		return nil, 0, &Error{Phase: phaseOf(kind), Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
 	}
 	h := &httpConn{kind: kind, o: o, h: c, hc: o.streamClient(), url: u, hdr: hdr, tok: ep.token, done: make(chan struct{})}
+
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	now := hclock()
 	h.lastRead.Store(now)
@@ -83,7 +84,9 @@ func startHTTP(ctx context.Context, kind Transport, o *Options, c *Conn, ep endp
 	var open time.Duration
 	if kind == ServerSentEvents {
 		t0 := time.Now()
-		body, err := h.openStream(ctx)
+		// ep.base parsed above; the token cannot make it fail.
+		su, _ := transportURL(ep, false, true)
+		body, err := h.openStream(ctx, su)
 		if err != nil {
 			h.timer.Stop()
 			h.cancel()
@@ -129,8 +132,9 @@ func (h *httpConn) request(ctx context.Context, method string, body []byte) (*ht
 	return req, nil
 }
 
-// openStream GETs the event stream and checks its answer.
-func (h *httpConn) openStream(ctx context.Context) (io.ReadCloser, error) {
+// openStream GETs the event stream (streamURL: the URL with the access
+// token in its query) and checks its answer.
+func (h *httpConn) openStream(ctx context.Context, streamURL string) (io.ReadCloser, error) {
 	fail := func(cl sample.Class, msg string, err error) error {
 		return &Error{Phase: OpSSEOpen.name, Class: cl, Msg: msg, Err: err}
 	}
@@ -138,6 +142,12 @@ func (h *httpConn) openStream(ctx context.Context) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fail(sample.Other, err.Error(), err)
 	}
+	if req.URL, err = url.Parse(streamURL); err != nil {
+		return nil, fail(sample.Other, err.Error(), err)
+	}
+	// The token is in the query, as the JavaScript client's EventSource
+	// sends it, and there only.
+	req.Header.Del("Authorization")
 	req.Header.Set("Accept", "text/event-stream")
 	// The stream outlives ctx (the connect deadline); only its answer is
 	// bounded by it, and by the upgrade timeout as a WebSocket's upgrade
@@ -518,8 +528,12 @@ func (h *httpConn) tick() {
 }
 
 // transportURL is the URL for the negotiated connection: ws(s) for the
-// WebSocket, http(s) for the others.
-func transportURL(ep endpoint, websocket bool) (string, error) {
+// WebSocket, http(s) for the others. The access token goes in its query
+// only where the JavaScript client puts it (tokenInQuery): the WebSocket
+// and the event stream, on which a browser can set no header; polls and
+// sends carry it in their Authorization header alone, so it stays out of
+// the service's and proxies' request logs.
+func transportURL(ep endpoint, websocket, tokenInQuery bool) (string, error) {
 	u, err := url.Parse(ep.base)
 	if err != nil {
 		return "", err
@@ -538,10 +552,7 @@ func transportURL(ep endpoint, websocket bool) (string, error) {
 	if ep.id != "" {
 		q.Set("id", ep.id)
 	}
-	if ep.token != "" {
-		// Browsers cannot set headers on a WebSocket or an EventSource,
-		// so servers (and Azure SignalR Service) take the token from the
-		// query.
+	if ep.token != "" && tokenInQuery {
 		q.Set("access_token", ep.token)
 	}
 	u.RawQuery = q.Encode()

@@ -334,7 +334,7 @@ func (c *Conn) redial(deadline time.Time) (redialOutcome, error) {
 	s.waitSeq = true
 	s.rmu.Unlock()
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
-	u, err := transportURL(s.ep, true)
+	u, err := transportURL(s.ep, true, true)
 	if err != nil {
 		cancel()
 		return redialGiveUp, err

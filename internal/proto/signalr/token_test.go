@@ -75,6 +75,37 @@ func tokenStory(t *testing.T, lines []string) []string {
 	return story[:last]
 }
 
+// tokenPlaces says, for each kind of request in a trace (server and
+// method; GET(sse) is the event stream), where its access token went: in
+// the Authorization header, in the query's access_token, or both.
+func tokenPlaces(t *testing.T, lines []string) map[string]string {
+	t.Helper()
+	places := map[string]string{}
+	for _, l := range lines {
+		m := storyLine.FindStringSubmatch(l)
+		if m == nil || m[1] != "service" {
+			continue
+		}
+		var where []string
+		if m[4] != "none" {
+			where = append(where, "header")
+		}
+		if strings.Contains(m[3], "access_token=") {
+			where = append(where, "query")
+		}
+		kind := m[2]
+		if strings.Contains(m[3], "/negotiate?") {
+			kind += " negotiate"
+		}
+		p := strings.Join(where, "+")
+		if old, ok := places[kind]; ok && old != p {
+			t.Errorf("%s requests carry the token in %s and in %s", kind, old, p)
+		}
+		places[kind] = p
+	}
+	return places
+}
+
 // connOf is the connection a trace line's target names, or def.
 func connOf(target, def string) string {
 	if m := regexp.MustCompile(`[?&]id=([^&]+)`).FindStringSubmatch(target); m != nil {
@@ -116,7 +147,10 @@ func driveLikeJS(t *testing.T, hub string, o *Options) {
 // (testdata/jsclient_*.txt): the redirect's token is used for every
 // request of its connection, until the service refuses it; then the
 // connection ends and the next one starts from the app's negotiate. The
-// stories of the two traces are the same. The negotiates are timed apart:
+// stories of the two traces are the same, and each kind of request
+// carries the token where the JavaScript client's does (the event stream
+// in its query, polls and sends in their header). The negotiates are
+// timed apart:
 // the app's first, the service's (redirect), and the restarts'.
 func TestTokenLikeJavaScriptClient(t *testing.T) {
 	for _, tr := range []Transport{LongPolling, ServerSentEvents} {
@@ -140,6 +174,12 @@ func TestTokenLikeJavaScriptClient(t *testing.T) {
 					strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(a.Requests(), "\n"))
 			}
 			checkRestartCounts(t, o.Stats, r, tr)
+			js := tokenPlaces(t, strings.Split(string(fixture), "\n"))
+			for kind, where := range tokenPlaces(t, a.Requests()) {
+				if want, ok := js[kind]; ok && where != want {
+					t.Errorf("%s: the token goes in %s, the JavaScript client's in %s", kind, where, want)
+				}
+			}
 		})
 	}
 }
