@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,15 +26,18 @@ one is answered (closed model, full speed). With -r the -c users are paced
 so that together they send -r requests/s, holding -c connections, and
 latency counts from each request's scheduled time (no coordinated
 omission). With --open the rate is an open-model arrival rate and -c bounds
-requests in flight.`,
+requests in flight; without -c the bound is the arrivals of one second at
+that rate (an answer may take a second before arrivals are dropped), at
+least 64 and at most 10,000 (lowered to fit the open-files limit).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r.URL, r.Engine = args[0], engineChoice
+			r.OpenBound = openBound(cmd.Flags().Changed("connections"), r.Open, r.Rate)
 			return pr.Stdio(cmd.OutOrStdout(), cmd.ErrOrStderr()).URL(r)
 		},
 	}
 	f := cmd.Flags()
-	f.IntVarP(&r.Conns, "connections", "c", 50, "users (connections)")
+	f.IntVarP(&r.Conns, "connections", "c", 50, "users (connections); with --open, the bound on requests in flight (default: the rate's arrivals in 1 s, 64 to 10,000)")
 	f.DurationVarP(&r.Duration, "duration", "d", 10*time.Second, "how long to send")
 	f.Float64VarP(&r.Rate, "rate", "r", 0, "total requests/s (0: as fast as answers come)")
 	f.BoolVar(&r.Open, "open", false, "treat -r as an open-model arrival rate (-c bounds requests in flight)")
@@ -46,3 +50,36 @@ requests in flight.`,
 	addEngineFlag(f)
 	return cmd
 }
+
+// openBound is url's --open bound on requests in flight where -c was not
+// given (openInFlight), or 0: -c as given, or not the open model.
+func openBound(given, open bool, rate float64) int {
+	if open && !given {
+		return openInFlight(rate)
+	}
+	return 0
+}
+
+// openInFlight is url --open's bound on requests in flight when -c is not
+// given: the arrivals of openAllowance at the rate, so a server that
+// stalls that long drops no arrival (a fixed bound of 256 dropped them
+// whenever the server stalled longer than 256 ÷ rate), at least
+// openInFlightMin and at most openInFlightMax. A second is also the
+// lateness past which the open model drops an arrival it could not start
+// (run's maxCatchUp): an answer may take as long as a start may be late.
+// Slots open as arrivals need them, so a bound never reached costs
+// nothing.
+func openInFlight(rate float64) int {
+	n := math.Ceil(rate * openAllowance.Seconds())
+	return int(min(max(n, openInFlightMin), openInFlightMax))
+}
+
+const (
+	openAllowance = time.Second
+	// openInFlightMin keeps a low rate from a bound that one slow answer
+	// fills.
+	openInFlightMin = 64
+	// openInFlightMax is a plan's own default max_in_flight: the
+	// connections one process holds beside its open-files limit.
+	openInFlightMax = 10000
+)

@@ -27,6 +27,12 @@ type URLRequest struct {
 	Format   string // text, or json (a one-line brief for scripts)
 	Open     bool   // Rate is an open-model arrival rate
 	Engine   string
+
+	// OpenBound, when set, is --open's bound on requests in flight where
+	// -c was not given (derived from the rate): a default, lowered to the
+	// open-files limit as a plan's own max_in_flight default is, where a
+	// -c written is refused past it.
+	OpenBound int
 }
 
 // URL is the one-line load test, in the spirit of wrk and hey: it builds
@@ -44,6 +50,12 @@ func (pr Process) URL(r URLRequest) error {
 		return Fail(ExitUsage, err)
 	}
 	p.HTTP.Proxy = plan.EnvProxy(pr.LookupEnv) // HTTP_PROXY and the like, as curl and k6 read them
+	if r.Open && r.OpenBound > 0 {
+		limit := openFilesLimit()
+		if p.Load.MaxInFlight = fitOpenBound(r.OpenBound, limit); p.Load.MaxInFlight < r.OpenBound {
+			fmt.Fprintf(pr.Stderr, "requests in flight bounded at %d, not %d, to fit the open-files limit (RLIMIT_NOFILE %d); -c chooses\n", p.Load.MaxInFlight, r.OpenBound, limit)
+		}
+	}
 	if err := CheckFit(pr.Stderr, p, 1); err != nil {
 		return err
 	}
@@ -75,6 +87,16 @@ func (pr Process) URL(r URLRequest) error {
 		fmt.Fprintf(pr.Stderr, "result saved to %s\n", r.Out)
 	}
 	return oc.Err()
+}
+
+// fitOpenBound is bound, or what one process may hold of it under the
+// open-files limit after plan.ReservedFiles (at least 1), as LowerToFit
+// lowers a plan's default.
+func fitOpenBound(bound int, limit uint64) int {
+	if uint64(bound)+plan.ReservedFiles <= limit {
+		return bound
+	}
+	return int(max(limit, plan.ReservedFiles+1) - plan.ReservedFiles)
 }
 
 func urlPlan(target string, conns int, dur time.Duration, rate float64, method string, headers []string, body string, timeout time.Duration, open bool) ([]byte, error) {
