@@ -41,3 +41,23 @@ func NewArrivals(stages []profile.Stage) *Arrivals {
 func PaceDelay(pace time.Duration, iter int64, sinceStart time.Duration) time.Duration {
 	return profile.PaceDelay(pace, iter, sinceStart)
 }
+
+// PreopenWindow is how many seconds of the first second's arrivals an
+// open model's connections are opened for before its first arrival:
+// arrivals start in batches of a millisecond (the loops' batchAhead), each
+// holding its connection for a request's time, so 5 ms of arrivals cover
+// a batch and a slow first answer without opening more than a kept-alive
+// run then uses (100 connections at 20,000/s).
+const PreopenWindow = 5 * time.Millisecond
+
+// Preopen is how many connections an open model of a, whose arrivals are
+// shared by parts (segments × loops), opens in each part before its first
+// arrival: PreopenWindow of the first second's arrivals, at least one.
+func Preopen(a *Arrivals, parts int64) int {
+	first := a.Before(time.Second)
+	if first == 0 || parts < 1 {
+		return 0
+	}
+	window := int64(time.Second / PreopenWindow)
+	return int(max((first+window*parts-1)/(window*parts), 1))
+}

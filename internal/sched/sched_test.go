@@ -50,3 +50,27 @@ func TestTickCallsDoNotAllocate(t *testing.T) {
 		t.Errorf("%v allocations per tick, want 0", n)
 	}
 }
+
+// An open model opens 5 ms of its first second's arrivals in connections
+// before its first arrival, shared by the parts (segments × loops) that
+// take the arrivals, at least one each (a ramp from nothing, with one
+// arrival in its first second, opens one); no part, none.
+func TestPreopenFollowsTheFirstSecondsRate(t *testing.T) {
+	flat := func(rate float64) *Arrivals {
+		return NewArrivals([]profile.Stage{{Duration: time.Minute, From: rate, To: rate}})
+	}
+	for _, c := range []struct {
+		a     *Arrivals
+		parts int64
+		want  int
+	}{
+		{flat(20000), 1, 100}, {flat(20000), 2, 50}, {flat(20000), 3, 34},
+		{flat(5000), 1, 25}, {flat(40000), 1, 200}, {flat(100), 1, 1}, {flat(100), 4, 1},
+		{NewArrivals([]profile.Stage{{Duration: time.Minute, From: 0, To: 60}}), 1, 1},
+		{flat(20000), 0, 0},
+	} {
+		if got := Preopen(c.a, c.parts); got != c.want {
+			t.Errorf("Preopen(%v/s first second, %d parts) = %d, want %d", c.a.Before(time.Second), c.parts, got, c.want)
+		}
+	}
+}
