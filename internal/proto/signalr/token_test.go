@@ -375,3 +375,28 @@ func TestNegotiateHopsTimedApart(t *testing.T) {
 		t.Errorf("Retry-After %v %v", ra, ok)
 	}
 }
+
+// TestEventStreamEndsAtTokenExpiry: the service ends an event stream when
+// its token expires (one to two seconds here: exp is in whole seconds); the connection ends as a reset,
+// having negotiated once, and the client asked for no other token.
+func TestEventStreamEndsAtTokenExpiry(t *testing.T) {
+	noLeak(t, nil)
+	a := &sigtest.Azure{Hub: &sigtest.Hub{Transports: []string{"ServerSentEvents"}}, TokenLife: 2 * time.Second}
+	a.Start()
+	t.Cleanup(a.Close)
+	o := testOptions()
+	o.Transport = ServerSentEvents
+	c, err := Connect(ctx5(t), a.AppURL(), nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the event stream outlived its token")
+	}
+	if d := c.Disconnect(); d.Reason != ws.NetworkReset || a.Issued.Load() != 1 || a.Refused.Load() != 0 {
+		t.Errorf("end %v; tokens issued %d, requests refused %d", d, a.Issued.Load(), a.Refused.Load())
+	}
+}
