@@ -138,18 +138,24 @@ func TestLoginFlowBehindProxy(t *testing.T) {
 
 // TestLoginFlowBehindProxyHTTPS: the same flow over https with the proxy
 // from HTTPS_PROXY: one CONNECT per connection the origin accepted, TLS
-// to the origin inside (its certificate trusted through tls.ca_file),
-// every hop counted and no failure.
+// to the origin inside (its certificate trusted through tls.ca_file) and
+// HTTP/2 chosen by ALPN there, every hop counted and no failure.
 func TestLoginFlowBehindProxyHTTPS(t *testing.T) {
 	t.Parallel()
 	h, c := loginApp(t)
-	srv := httptest.NewUnstartedServer(h)
-	var conns atomic.Int64
+	var notH2, conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			notH2.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
 		}
 	}
+	srv.EnableHTTP2 = true // ALPN picks h2 inside the tunnel
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
@@ -167,6 +173,9 @@ func TestLoginFlowBehindProxyHTTPS(t *testing.T) {
 	connects := px.seen("CONNECT app.invalid:" + port + " ")
 	if connects == 0 || connects != conns.Load() || px.lines() != connects {
 		t.Errorf("the proxy saw %d CONNECTs (%d lines), the origin %d connections", connects, px.lines(), conns.Load())
+	}
+	if notH2.Load() != 0 {
+		t.Errorf("%d requests were not HTTP/2", notH2.Load())
 	}
 	if res.TLS == nil || res.TLS.Handshakes != connects {
 		t.Errorf("tls %+v, want %d handshakes, one per tunnel", res.TLS, connects)
