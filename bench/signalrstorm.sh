@@ -81,7 +81,7 @@ s = json.load(open(sys.argv[2]))
 c = next(x for x in r["connections"]["scenarios"] if x["scenario"] == "display")
 print(f"stampede: {c['attempts']} attempts, {c['opened']} opened, {c['failed']} failed {c.get('by_class', {})}, "
       f"{c.get('gave_up', 0)} gave up, {c.get('retry_after', 0)} waits lengthened by Retry-After, "
-      f"peak {c['peak_waiting']} waiting to retry, {c['open_at_end']} open at the end")
+      f"peak {c.get('peak_waiting', '(not counted)')} waiting to retry, {c['open_at_end']} open at the end")
 print(f"service:  {s['admitted']} admitted, {s['over_quota']} answered 429, {s['issued']} tokens issued")
 a = c.get("attempts_per_s", [])
 print("attempts started per second:", " ".join(map(str, a)))
