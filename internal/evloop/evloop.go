@@ -91,6 +91,10 @@ type OpenLoop struct {
 	Arrivals Arrivals
 	// Max is how many slots (connections, users) this loop may hold.
 	Max int
+	// Preopen is how many of them connect before the loop's first
+	// arrival (at most Max): the first arrivals find kept-alive
+	// connections instead of each waiting for a dial of its own.
+	Preopen int
 }
 
 // Arrivals is an open run's schedule (a loop's share of it), taken by the loop on its own

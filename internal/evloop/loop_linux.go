@@ -267,6 +267,10 @@ type loop struct {
 	timer *epoll.Timer
 	tick  bool
 	idle  []*conn
+
+	// preopen is how many slots connect before the first arrival
+	// (OpenLoop.Preopen); none once they have.
+	preopen int
 }
 
 func newLoop(e *Engine, i int) (*loop, error) {
@@ -298,6 +302,7 @@ func newLoop(e *Engine, i int) (*loop, error) {
 		}
 		l.open, l.tick = e.cfg.Open, true
 		l.arr, l.max = e.cfg.Open.Loops[i].Arrivals, e.cfg.Open.Loops[i].Max
+		l.preopen = min(e.cfg.Open.Loops[i].Preopen, l.max)
 	}
 	return l, nil
 }

@@ -5,6 +5,8 @@ package evloop
 import (
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/stampede-load/stampede/internal/vu"
 )
 
@@ -15,6 +17,9 @@ import (
 // next arrival after them.
 func (l *loop) arrive() {
 	l.tick = false
+	if l.preopen > 0 {
+		l.openAhead()
+	}
 	now := time.Now()
 	// One horizon for the whole turn: a turn that starts the arrivals of
 	// the next batchAhead too costs one wake-up of the loop (a timer
@@ -130,4 +135,70 @@ func (l *loop) closeIdle() {
 		l.leaveSlot(c)
 	}
 	l.idle = l.idle[:0]
+}
+
+// openAhead connects the loop's preopen slots, one after another, before
+// its first arrival is taken, and leaves them idle: an arrival then finds
+// a kept-alive connection, where at a high rate the first arrivals each
+// waited for a dial of their own and, with every slot still connecting,
+// were dropped. A connection that fails or takes longer than
+// preopenTimeout ends the pre-opening, quietly: no request was asked of
+// it, and the arrivals dial for themselves and count what they meet.
+// HTTPS slots are not pre-opened (their handshake is a goroutine's).
+func (l *loop) openAhead() {
+	n := l.preopen
+	l.preopen = 0
+	if l.e.https {
+		return
+	}
+	for i := 0; i < n; i++ {
+		fd, ok := l.connectNow()
+		if !ok {
+			return
+		}
+		tr := l.e.transportOn(l)
+		c := &conn{fd: fd, u: l.open.NewUser(tr)}
+		c.resp = c.u.LoopResponse()
+		l.add(c)
+		l.gen++
+		c.gen = l.gen
+		if err := l.set.AddEdge(fd, c.slot, c.gen, false); err != nil {
+			l.leaveSlot(c)
+			return
+		}
+		// Held open for arrivals to come, as a kept-alive connection is:
+		// one the server closes meanwhile is found idle and redialed
+		// (ready), not failed.
+		c.reused = true
+		l.idle = append(l.idle, c)
+	}
+}
+
+// preopenTimeout bounds the wait for one pre-opened connection.
+const preopenTimeout = time.Second
+
+// connectNow opens a connection to the target and waits for it, at most
+// preopenTimeout; ok false means it did not open (the socket is closed).
+func (l *loop) connectNow() (fd int, ok bool) {
+	fd, err := unix.Socket(l.e.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		return -1, false
+	}
+	// As dial's: no Nagle delay.
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if err := unix.Connect(fd, l.sa); err == unix.EINPROGRESS || err == unix.EINTR {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		if n, perr := unix.Poll(pfd, int(preopenTimeout/time.Millisecond)); perr != nil || n != 1 {
+			unix.Close(fd)
+			return -1, false
+		}
+		if errno, gerr := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR); gerr != nil || errno != 0 {
+			unix.Close(fd)
+			return -1, false
+		}
+	} else if err != nil {
+		unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
 }

@@ -3,6 +3,8 @@
 package evloop
 
 import (
+	"bytes"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,8 +60,15 @@ func (a *listedArrivals) Drop(*vu.Scenario) { a.dropped++ }
 // was taken and every request answered, and returns the recorder.
 func runOpenLoop(t *testing.T, srv *fixedServer, arr *listedArrivals, slots int) *metrics.Recorder {
 	t.Helper()
+	return runOpenLoopWith(t, srv.ln.Addr().String(), arr, OpenLoop{Max: slots}, func() {})
+}
+
+// runOpenLoopWith is runOpenLoop against addr with the loop's share ol
+// (its Arrivals are arr), calling made for each user (slot) made.
+func runOpenLoopWith(t *testing.T, addr string, arr *listedArrivals, ol OpenLoop, made func()) *metrics.Recorder {
+	t.Helper()
 	p, err := plan.Parse("o.yaml", []byte(`
-target: http://`+srv.ln.Addr().String()+`
+target: http://`+addr+`
 scenarios: {s: {steps: [{get: /}]}}
 load: {stages: [{duration: 1h, users: 1}]}
 `), nil)
@@ -72,6 +81,7 @@ load: {stages: [{duration: 1h, users: 1}]}
 	}
 	rec := metrics.New(prog.Steps, 1)
 	arr.sc, arr.over = prog.ScenarioFor(0), make(chan struct{})
+	ol.Arrivals = arr
 	soft := make(chan struct{})
 	var wg sync.WaitGroup
 	var inflight, active atomic.Int64
@@ -79,9 +89,12 @@ load: {stages: [{duration: 1h, users: 1}]}
 	_, err = New(Config{Prog: prog, Rec: rec, Soft: soft,
 		Hold: func() { wg.Add(1) }, Release: wg.Done, Left: func() {}, InFlight: &inflight,
 		Open: &Open{
-			Loops:   []OpenLoop{{Arrivals: arr, Max: slots}},
-			NewUser: func(tr *Transport) *vu.User { return prog.NewUser(ids.Add(1), tr, rec) },
-			Active:  func(d int64) { active.Add(d) },
+			Loops: []OpenLoop{ol},
+			NewUser: func(tr *Transport) *vu.User {
+				made()
+				return prog.NewUser(ids.Add(1), tr, rec)
+			},
+			Active: func(d int64) { active.Add(d) },
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -149,4 +162,79 @@ func TestOpenLoopLateInABusyTurnCountsItsLateness(t *testing.T) {
 	if least := time.Duration(snap.Totals.LatencyAll.MinUS) * time.Microsecond; least < 4500*time.Microsecond {
 		t.Errorf("smallest latency %v: the arrival sent 4.5 ms late lost its lateness", least)
 	}
+}
+
+// A loop with Preopen connects that many slots before it takes its first
+// arrival: the users (one per slot) are made and their connections
+// accepted before any request is sent, and the arrival takes one of them
+// instead of dialing. Before, a slot was made and dialed only when an
+// arrival came for it: none at the first Take, one connection in all.
+func TestOpenLoopPreopensBeforeTheFirstArrival(t *testing.T) {
+	addr, accepted := newAcceptCounter(t)
+	const preopen = 6
+	var made atomic.Int64
+	madeAtFirstTake := int64(-1)
+	arr := &listedArrivals{due: []time.Time{time.Now().Add(5 * time.Millisecond)}}
+	arr.beforeTake = func(*listedArrivals, time.Time) {
+		if madeAtFirstTake < 0 {
+			madeAtFirstTake = made.Load()
+		}
+	}
+	rec := runOpenLoopWith(t, addr, arr, OpenLoop{Max: 16, Preopen: preopen}, func() { made.Add(1) })
+	if madeAtFirstTake != preopen {
+		t.Errorf("%d slots made before the first arrival was taken, want %d", madeAtFirstTake, preopen)
+	}
+	if tot := rec.Snapshot().Totals; tot.Requests != 1 || tot.Failed != 0 || made.Load() != preopen {
+		t.Errorf("recorded %d requests (%d failed) on %d slots; want 1 request on one of the %d pre-opened", tot.Requests, tot.Failed, made.Load(), preopen)
+	}
+	// Every pre-opened connection reached the server (its accept loop
+	// may trail the client's connect, so wait for the count, bounded).
+	for i := 0; i < 2000 && accepted.Load() < preopen; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if got := accepted.Load(); got != preopen {
+		t.Errorf("the server accepted %d connections, want the %d pre-opened and no dial of the arrival's own", got, preopen)
+	}
+}
+
+// newAcceptCounter is a server answering every request at once, as
+// fixedServer, that counts the connections it accepted.
+func newAcceptCounter(t *testing.T) (addr string, accepted *atomic.Int64) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted = new(atomic.Int64)
+	var wg sync.WaitGroup
+	answer := []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for {
+					m, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					for k := bytes.Count(buf[:m], []byte("\r\n\r\n")); k > 0; k-- {
+						if _, err := c.Write(answer); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	return ln.Addr().String(), accepted
 }

@@ -142,7 +142,7 @@ func (r *runner) runOpenLoop() bool {
 		if i < maxSlots%n {
 			m++
 		}
-		shares[i] = evloop.OpenLoop{Arrivals: a, Max: m}
+		shares[i] = evloop.OpenLoop{Arrivals: a, Max: m, Preopen: sched.Preopen(a.sch, r.seg().Step()*int64(n))}
 	}
 	cfg := r.loopConfig()
 	cfg.Left = func() {}
