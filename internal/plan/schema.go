@@ -17,7 +17,7 @@ const SchemaID = "https://github.com/stampede-load/stampede/raw/main/docs/refere
 // description is keyDocs' line; docs/schema_test.go fails when a key the
 // parser accepts is missing here, or the committed schema file drifts.
 func Schema() []byte {
-	root := (&schemaBuilder{keys: map[string][]string{}}).root()
+	root := rootSchema()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -28,35 +28,30 @@ func Schema() []byte {
 	return b.Bytes()
 }
 
-// schemaBuilder builds the schema and records each section's keys.
-type schemaBuilder struct {
-	keys map[string][]string
-}
-
-func (b *schemaBuilder) root() obj {
-	root := b.section("(top level)", "a stampede test plan", []prop{
+func rootSchema() obj {
+	root := section("(top level)", "a stampede test plan", []prop{
 		{"name", scalar()},
 		{"target", str()},
-		{"defaults", b.defaultsSchema()},
-		{"tls", b.tlsSchema()},
+		{"defaults", defaultsSchema()},
+		{"tls", tlsSchema()},
 		{"vars", mapOf(anyValue())},
-		{"data", mapOf(b.dataSchema())},
-		{"tenants", b.tenantsSchema()},
-		{"scenarios", b.scenariosSchema()},
-		{"load", b.loadSchema()},
+		{"data", mapOf(dataSchema())},
+		{"tenants", tenantsSchema()},
+		{"scenarios", scenariosSchema()},
+		{"load", loadSchema()},
 		{"thresholds", listOf(str())},
-		{"http", b.httpSchema()},
-		{"gates", b.gatesSchema()},
-		{"monitors", listOf(b.monitorSchema())},
+		{"http", httpSchema()},
+		{"gates", gatesSchema()},
+		{"monitors", listOf(monitorSchema())},
 		{"secret_headers", listOf(str())},
 		{"seed", intish()},
-		{"setup", b.stepsSchema()},
-		{"teardown", b.stepsSchema()},
+		{"setup", stepsSchema()},
+		{"teardown", stepsSchema()},
 	}, "scenarios", "load")
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	root["$id"] = SchemaID
 	root["title"] = "stampede plan"
-	root["$defs"] = obj{"step": b.stepSchema()}
+	root["$defs"] = obj{"step": stepSchema()}
 	return root
 }
 
@@ -119,20 +114,18 @@ func headers() obj { return mapOf(scalar()) }
 
 // section is a mapping of a fixed set of keys: any other key is an error,
 // as it is to the parser. path names the section in keyDocs.
-func (b *schemaBuilder) section(path, desc string, props []prop, required ...string) obj {
+func section(path, desc string, props []prop, required ...string) obj {
 	ps := obj{}
-	_, seen := b.keys[path]
 	for _, p := range props {
-		if !seen {
-			b.keys[path] = append(b.keys[path], p.key)
-		}
 		s := p.schema
 		if d, ok := keyDocs[path+" "+p.key]; ok {
 			s = describe(s, d)
 		}
 		ps[p.key] = s
 	}
-	s := obj{"type": "object", "properties": ps, "additionalProperties": false}
+	// The $comment names the section as the plan-keys reference does:
+	// docs/schema_test.go finds each section's keys by it.
+	s := obj{"type": "object", "properties": ps, "additionalProperties": false, "$comment": "section " + path}
 	if desc != "" {
 		s["description"] = desc
 	}
@@ -150,19 +143,4 @@ func describe(s obj, d string) obj {
 	out := maps.Clone(s)
 	out["description"] = mdLink.ReplaceAllString(d, "$1")
 	return out
-}
-
-// SchemaKeys returns the keys the schema gives each section, by the
-// section paths of the plan-keys reference, for the test that holds the
-// schema to the keys the parser accepts.
-func SchemaKeys() map[string][]string {
-	b := &schemaBuilder{keys: map[string][]string{}}
-	b.root()
-	return b.keys
-}
-
-// KeyDocs returns a copy of each plan key's one-line description, by the
-// plan-keys reference's section path and key.
-func KeyDocs() map[string]string {
-	return maps.Clone(keyDocs)
 }

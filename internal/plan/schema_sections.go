@@ -12,19 +12,19 @@ const rateRE = `^\s*[0-9]*\.?[0-9]+\s*(/\s*(s|m|h))?\s*(->\s*[0-9]*\.?[0-9]+\s*(
 // thinkRangeRE is a uniform pause, "1s..3s".
 const thinkRangeRE = `^\s*` + durationRE + `\s*\.\.\s*` + durationRE + `\s*$`
 
-func (b *schemaBuilder) defaultsSchema() obj {
-	return b.section("defaults", "", []prop{{"headers", headers()}, {"timeout", duration()}})
+func defaultsSchema() obj {
+	return section("defaults", "", []prop{{"headers", headers()}, {"timeout", duration()}})
 }
 
-func (b *schemaBuilder) tlsSchema() obj {
-	return b.section("tls", "", []prop{
+func tlsSchema() obj {
+	return section("tls", "", []prop{
 		{"ca_file", str()}, {"cert_file", str()}, {"key_file", str()},
 		{"insecure", boolish()}, {"server_name", str()},
 	})
 }
 
-func (b *schemaBuilder) httpSchema() obj {
-	return b.section("http", "", []prop{
+func httpSchema() obj {
+	return section("http", "", []prop{
 		{"source_addresses", oneOrList(str())},
 		{"connection", enum("keep-alive", "per-iteration", "per-request")},
 		{"max_connections_per_host", intish()},
@@ -37,57 +37,57 @@ func (b *schemaBuilder) httpSchema() obj {
 	})
 }
 
-func (b *schemaBuilder) dataSchema() obj {
-	return b.section("data.NAME", "a CSV data source", []prop{
+func dataSchema() obj {
+	return section("data.NAME", "a CSV data source", []prop{
 		{"file", str()}, {"pick", enum("sequential", "unique", "random")}, {"by_tenant", str()},
 	}, "file")
 }
 
-func (b *schemaBuilder) tenantsSchema() obj {
-	wave := b.section("tenants.waves[]", "", []prop{{"share", scalar()}, {"offset", duration()}})
-	return b.section("tenants", "", []prop{{"count", intish()}, {"waves", listOf(wave)}}, "count")
+func tenantsSchema() obj {
+	wave := section("tenants.waves[]", "", []prop{{"share", scalar()}, {"offset", duration()}})
+	return section("tenants", "", []prop{{"count", intish()}, {"waves", listOf(wave)}}, "count")
 }
 
-func (b *schemaBuilder) scenariosSchema() obj {
-	sc := b.section("scenarios.NAME", "a scenario: request steps, or one persistent connection", []prop{
+func scenariosSchema() obj {
+	sc := section("scenarios.NAME", "a scenario: request steps, or one persistent connection", []prop{
 		{"weight", scalar()},
-		{"steps", b.stepsSchema()},
-		{"websocket", b.websocketSchema()},
-		{"signalr", b.signalrSchema()},
+		{"steps", stepsSchema()},
+		{"websocket", websocketSchema()},
+		{"signalr", signalrSchema()},
 		{"users", intish()},
 		{"per_tenant", intish()},
-		{"once", b.stepsSchema()},
+		{"once", stepsSchema()},
 		{"renew_on", oneOrList(intish())},
 	})
 	return mapOf(sc)
 }
 
-func (b *schemaBuilder) loadSchema() obj {
-	stage := b.section("load.stages[]", "", []prop{
+func loadSchema() obj {
+	stage := section("load.stages[]", "", []prop{
 		{"duration", duration()},
 		{"users", obj{"type": []string{"integer", "string"}, "pattern": usersRE}},
 		{"rate", obj{"type": []string{"number", "string"}, "pattern": rateRE}},
 		{"steps", intish()},
 	}, "duration")
-	return b.section("load", "", []prop{
+	return section("load", "", []prop{
 		{"stages", listOf(stage)},
-		{"pace", b.pauseSchema()},
+		{"pace", pauseSchema()},
 		{"max_in_flight", intish()},
 		{"grace", duration()},
 	}, "stages")
 }
 
 // pauseSchema is a think or pace value: fixed, uniform or a distribution.
-func (b *schemaBuilder) pauseSchema() obj {
-	dist := b.section("steps[].think / load.pace (distribution)", "", []prop{
+func pauseSchema() obj {
+	dist := section("steps[].think / load.pace (distribution)", "", []prop{
 		{"exponential", duration()}, {"normal", duration()}, {"lognormal", duration()},
 		{"sd", duration()}, {"max", duration()},
 	})
 	return obj{"anyOf": []obj{duration(), {"type": "string", "pattern": thinkRangeRE}, dist}}
 }
 
-func (b *schemaBuilder) gatesSchema() obj {
-	return b.section("gates", "", []prop{
+func gatesSchema() obj {
+	return section("gates", "", []prop{
 		{"vary", enum("users", "rate", "tenants")},
 		{"levels", listOf(scalar())},
 		{"hold", duration()},
@@ -96,7 +96,7 @@ func (b *schemaBuilder) gatesSchema() obj {
 	}, "vary", "levels", "hold", "slo")
 }
 
-func (b *schemaBuilder) monitorSchema() obj {
+func monitorSchema() obj {
 	kinds := []string{"postgres", "redis", "prometheus", "process", "host"}
 	props := make([]prop, 0, len(kinds)+6)
 	for _, k := range kinds {
@@ -105,7 +105,7 @@ func (b *schemaBuilder) monitorSchema() obj {
 	props = append(props,
 		prop{"name", str()}, prop{"required", boolish()}, prop{"interval", duration()},
 		prop{"timeout", duration()}, prop{"select", oneOrList(str())}, prop{"queries", mapOf(str())})
-	m := b.section("monitors[]", "a server monitor: one kind key", props)
+	m := section("monitors[]", "a server monitor: one kind key", props)
 	any := make([]obj, len(kinds))
 	for i, k := range kinds {
 		any[i] = obj{"required": []string{k}}
@@ -115,20 +115,20 @@ func (b *schemaBuilder) monitorSchema() obj {
 	return obj{"anyOf": []obj{{"enum": kinds}, m}}
 }
 
-func (b *schemaBuilder) websocketSchema() obj {
-	send := b.section("websocket.steps[].send", "", []prop{{"text", scalar()}, {"json", anyValue()}, {"binary", str()}})
-	wait := b.section("websocket.steps[].wait", "", []prop{
-		{"json", str()}, {"equals", anyValue()}, {"regex", str()}, {"timeout", duration()}, {"capture", b.captureSchema()},
+func websocketSchema() obj {
+	send := section("websocket.steps[].send", "", []prop{{"text", scalar()}, {"json", anyValue()}, {"binary", str()}})
+	wait := section("websocket.steps[].wait", "", []prop{
+		{"json", str()}, {"equals", anyValue()}, {"regex", str()}, {"timeout", duration()}, {"capture", captureSchema()},
 	})
-	closeStep := b.section("websocket.steps[].close", "", []prop{{"code", intish()}, {"reason", str()}})
-	step := b.section("websocket.steps[]", "one step of the connection's script", []prop{
+	closeStep := section("websocket.steps[].close", "", []prop{{"code", intish()}, {"reason", str()}})
+	step := section("websocket.steps[]", "one step of the connection's script", []prop{
 		{"name", str()},
 		{"send", obj{"anyOf": []obj{scalar(), send}}},
 		{"wait", wait},
 		{"hold", durationOr("run")},
 		{"close", obj{"anyOf": []obj{{"type": "null"}, closeStep}}},
 	})
-	return b.section("scenarios.NAME.websocket", "", []prop{
+	return section("scenarios.NAME.websocket", "", []prop{
 		{"url", str()},
 		{"subprotocols", oneOrList(str())},
 		{"headers", headers()},
@@ -136,16 +136,16 @@ func (b *schemaBuilder) websocketSchema() obj {
 		{"keep_alive", durationOr("off", "false", "never")},
 		{"server_timeout", durationOr("off", "false", "never")},
 		{"steps", listOf(step)},
-		{"reconnect", duration()},
+		{"reconnect", reconnectSchema()},
 	}, "url")
 }
 
-func (b *schemaBuilder) signalrSchema() obj {
-	call := b.section("signalr.invoke[]", "", []prop{
+func signalrSchema() obj {
+	call := section("signalr.invoke[]", "", []prop{
 		{"method", str()}, {"invoke", str()}, {"send", str()}, {"stream", str()},
 		{"args", listOf(anyValue())}, {"timeout", duration()},
 	})
-	s := b.section("scenarios.NAME.signalr", "", []prop{
+	s := section("scenarios.NAME.signalr", "", []prop{
 		{"url", str()},
 		{"access_token", scalar()},
 		{"headers", headers()},
@@ -158,7 +158,7 @@ func (b *schemaBuilder) signalrSchema() obj {
 		{"listen", oneOrList(str())},
 		{"timestamp", scalar()},
 		{"hold", durationOr("run")},
-		{"reconnect", duration()},
+		{"reconnect", reconnectSchema()},
 		{"protocol", enum(signalrProtocols...)},
 		{"transport", enum(signalrTransports...)},
 		{"stateful_reconnect", boolish()},

@@ -5,27 +5,27 @@ package plan
 
 const stepRef = "#/$defs/step"
 
-func (b *schemaBuilder) stepsSchema() obj {
+func stepsSchema() obj {
 	return listOf(obj{"$ref": stepRef})
 }
 
 // stepSchema is one step: a request, a think, a script or a control step.
 // Each kind is a closed set of keys told apart by the key it must have.
-func (b *schemaBuilder) stepSchema() obj {
+func stepSchema() obj {
 	return obj{
 		"description": "a step: a request (get, post, ...), think, script, or a control step (if, repeat, for_each, choose)",
 		"anyOf": []obj{
-			b.requestStepSchema(),
-			b.section("steps[] (think step)", "", []prop{{"think", b.pauseSchema()}}, "think"),
-			b.section("steps[] (script step)", "", []prop{
+			requestStepSchema(),
+			section("steps[] (think step)", "", []prop{{"think", pauseSchema()}}, "think"),
+			section("steps[] (script step)", "", []prop{
 				{"script", str()}, {"name", str()}, {"group", str()}, {"sets", listOf(str())},
 			}, "script"),
-			b.controlStepSchema(),
+			controlStepSchema(),
 		},
 	}
 }
 
-func (b *schemaBuilder) requestStepSchema() obj {
+func requestStepSchema() obj {
 	props := make([]prop, 0, len(methods)+20)
 	for _, m := range methods {
 		props = append(props, prop{m, str()})
@@ -40,14 +40,14 @@ func (b *schemaBuilder) requestStepSchema() obj {
 		prop{"body", scalar()},
 		prop{"timeout", duration()},
 		prop{"redirects", intish()},
-		prop{"capture", mapOf(b.captureSchema())},
-		prop{"expect", b.expectSchema()},
+		prop{"capture", mapOf(captureSchema())},
+		prop{"expect", expectSchema()},
 		prop{"body_file", str()},
-		prop{"multipart", mapOf(obj{"anyOf": []obj{scalar(), b.multipartSchema()}})},
+		prop{"multipart", mapOf(obj{"anyOf": []obj{scalar(), multipartSchema()}})},
 		prop{"gzip", boolish()},
 		prop{"if", scalar()},
 	)
-	s := b.section("scenarios.NAME.steps[] (request step)", "a request step: one method key with its URL", props)
+	s := section("scenarios.NAME.steps[] (request step)", "a request step: one method key with its URL", props)
 	one := make([]obj, len(methods))
 	for i, m := range methods {
 		one[i] = obj{"required": []string{m}}
@@ -56,37 +56,37 @@ func (b *schemaBuilder) requestStepSchema() obj {
 	return s
 }
 
-func (b *schemaBuilder) captureSchema() obj {
-	return b.section("steps[].capture.NAME", "a value taken from the answer", []prop{
+func captureSchema() obj {
+	return section("steps[].capture.NAME", "a value taken from the answer", []prop{
 		{"json", str()}, {"regex", str()}, {"header", str()}, {"secret", boolish()},
 	})
 }
 
-func (b *schemaBuilder) expectSchema() obj {
-	return b.section("steps[].expect", "", []prop{
+func expectSchema() obj {
+	return section("steps[].expect", "", []prop{
 		{"status", oneOrList(obj{"type": []string{"integer", "string"}, "pattern": `^\s*([1-5][0-9]{2}|[1-5]xx)\s*$|` + envRef})},
 		{"body_contains", scalar()},
 		{"json", mapOf(anyValue())},
 	})
 }
 
-func (b *schemaBuilder) multipartSchema() obj {
-	return b.section("steps[].multipart.FIELD", "", []prop{
+func multipartSchema() obj {
+	return section("steps[].multipart.FIELD", "", []prop{
 		{"value", scalar()}, {"file", str()}, {"content_type", str()}, {"filename", str()},
 	})
 }
 
-func (b *schemaBuilder) controlStepSchema() obj {
-	s := b.section("steps[] (control step)", "a control step", []prop{
+func controlStepSchema() obj {
+	s := section("steps[] (control step)", "a control step", []prop{
 		{"if", scalar()},
-		{"else", b.stepsSchema()},
+		{"else", stepsSchema()},
 		{"repeat", intish()},
 		{"for_each", scalar()},
 		{"as", str()},
-		{"choose", listOf(b.section("steps[].choose[]", "", []prop{
-			{"weight", scalar()}, {"steps", b.stepsSchema()},
+		{"choose", listOf(section("steps[].choose[]", "", []prop{
+			{"weight", scalar()}, {"steps", stepsSchema()},
 		}, "steps"))},
-		{"steps", b.stepsSchema()},
+		{"steps", stepsSchema()},
 	})
 	s["anyOf"] = []obj{{"required": []string{"if"}}, {"required": []string{"repeat"}}, {"required": []string{"for_each"}}, {"required": []string{"choose"}}}
 	return s

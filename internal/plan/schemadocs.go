@@ -2,8 +2,8 @@ package plan
 
 // keyDocs describes every plan key in one line, by the section path and
 // key the plan-keys reference uses. The schema's descriptions come from
-// here; docs/schema_test.go holds it equal to the reference's own map, so
-// an editor's hover and the reference page say the same thing.
+// here; docs/schema_test.go holds them equal to the reference's own map,
+// so an editor's hover and the reference page say the same thing.
 var keyDocs = map[string]string{
 	"(top level) name":           "the plan's name: in summaries, reports, result file names and metric labels",
 	"(top level) target":         "base URL that step paths are joined to (`http://user:password@host` sends Basic auth to it), or `demo` for the built-in demo target",
@@ -160,7 +160,9 @@ var keyDocs = map[string]string{
 	"scenarios.NAME.signalr listen":             "hub methods the server pushes, counted per target",
 	"scenarios.NAME.signalr timestamp":          "a path into a push's arguments holding its send time (ms since the epoch): push latency",
 	"scenarios.NAME.signalr hold":               "how long to hold each connection before closing and connecting again (default: the whole run)",
-	"scenarios.NAME.signalr reconnect":          "how long to wait before connecting again after a failure or a drop (default 1s)",
+	"scenarios.NAME.signalr reconnect":          "the retry after a failure or a drop: a duration (the first delay, default 1s) or `{initial, max, attempts, jitter}` (see connections.md)",
+	"scenarios.NAME.signalr urls":               "several hub URLs to spread the connections over (instead of `url`), counted per hub",
+	"scenarios.NAME.signalr spread":             "how `urls` share the connections: `round_robin` (default) or `tenant` (a tenant's connections on one hub)",
 	"scenarios.NAME.signalr protocol":           "the hub protocol: `json` (default) or `messagepack`",
 	"scenarios.NAME.signalr transport":          "`websockets` (default), `sse`, `long_polling` or `auto`",
 	"scenarios.NAME.signalr stateful_reconnect": "`true`: resume a cut WebSocket losing nothing (ASP.NET Core 8+; websockets or auto)",
@@ -179,7 +181,7 @@ var keyDocs = map[string]string{
 	"scenarios.NAME.websocket keep_alive":      "how often to send a ping frame (default `off`)",
 	"scenarios.NAME.websocket server_timeout":  "drop the connection when the server sends nothing for this long (default `off`)",
 	"scenarios.NAME.websocket steps":           "the connection's script; it starts again on a new connection when it ends",
-	"scenarios.NAME.websocket reconnect":       "how long to wait before connecting again after a failure or a drop (default 1s)",
+	"scenarios.NAME.websocket reconnect":       "the retry after a failure or a drop: a duration (the first delay, default 1s) or `{initial, max, attempts, jitter}` (see connections.md)",
 	"websocket.steps[] name":                   "the step's metric key (default `wait N`)",
 	"websocket.steps[] send":                   "send a message: text, or `{text: T}`, `{json: V}`, `{binary: T}`",
 	"websocket.steps[] wait":                   "wait for a message matching `json`/`equals` or `regex`, timed",
