@@ -76,6 +76,7 @@ names it with the segment's own error message.`,
 	fl.StringVarP(&f.Out, "out", "o", "", "write the manifest here (default stdout; with --apply, not written unless given); create it with kubectl create -f or kubectl apply --server-side -f")
 	fl.BoolVar(&f.Apply, "apply", false, "create the objects, wait for the Job, collect and merge the results")
 	fl.StringVar(&f.Result, "result", "", "with --apply: merged result file (default stampede-<name>-<time>.json)")
+	addPodOutputFlags(fl, &f.PodOutputs)
 	cmd.AddCommand(newK8sLevelsCmd(pr, gatesCmd), newK8sLevelsCmd(pr, sweepCmd))
 	return cmd
 }

@@ -103,6 +103,10 @@ type K8s struct {
 	// Level, when set, makes the pods run one level of gates or a sweep
 	// (k8s_levels.go) instead of the whole plan.
 	Level *LevelRun
+	// StreamArgs are added to every pod's command line: the --output
+	// streams each segment pushes itself, with the run's --testid and
+	// --label, so every pod's series are the same run's.
+	StreamArgs []string
 }
 
 // Manifest is what `stampede k8s` writes and applies.

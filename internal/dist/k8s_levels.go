@@ -56,12 +56,13 @@ func (k K8s) segmentArgs() []string {
 			args = append(args, "--ids-after", l.IDsAfter)
 		}
 	}
-	return append(args,
+	args = append(args,
 		"--segment", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", k.Segments),
 		"--start-at", k.StartAt.UTC().Format(time.RFC3339Nano),
 		"--start-grace", k.StartGrace.String(),
 		"--emit-result", "-q", "-o", "/tmp/result.json",
 	)
+	return append(args, k.StreamArgs...)
 }
 
 // loadLasts is how long the pods' load may run: the plan's, or the

@@ -44,6 +44,9 @@ type K8sRequest struct {
 	Secret     string
 	Pull       string
 	DataPVC    string
+	// PodOutputs are the network outputs each pod streams its segment to
+	// (k8s PLAN: its --output, --testid, --label, --output-header).
+	PodOutputs Outputs
 }
 
 // K8s writes the manifest, or applies it and collects the merged result.
@@ -95,10 +98,14 @@ func (pr Process) manifest(p *plan.Plan, f K8sRequest, start time.Time) (*dist.M
 	if f.DataPVC != "" && claim == "" {
 		return nil, nil, Fail(ExitUsage, fmt.Errorf("--data-pvc %q: expected CLAIM or CLAIM:SUBPATH", f.DataPVC))
 	}
+	streams, err := f.PodOutputs.podArgs(pr.Stderr, time.Now())
+	if err != nil {
+		return nil, nil, Fail(ExitUsage, err)
+	}
 	m, err := dist.BuildManifest(p, dist.K8s{Name: f.Name, Namespace: f.Namespace, Image: f.Image,
 		Segments: f.Segments, StartAt: start, StartGrace: f.StartGrace, PlanFile: f.PlanFile,
 		CPU: f.CPU, Memory: f.Mem, EnvFromSecret: f.Secret, PullPolicy: f.Pull,
-		DataPVC: claim, DataSubPath: subPath})
+		DataPVC: claim, DataSubPath: subPath, StreamArgs: streams})
 	if err != nil {
 		return nil, nil, Fail(ExitUsage, err)
 	}

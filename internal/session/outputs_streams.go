@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -134,4 +135,47 @@ func shownSpec(kind, raw string) string {
 		raw = u.Redacted()
 	}
 	return kind + "=" + raw
+}
+
+// podArgs are the flags that make every pod of a Kubernetes run push its
+// own segment to the network outputs, as one run: the --testid (made
+// here when not given, so all pods share it) and the --labels. Header
+// values go as written, so a ${NAME} in one is read in the pod, from the
+// --env-from-secret Secret, as the token is.
+func (o Outputs) podArgs(stderr io.Writer, now time.Time) ([]string, error) {
+	if len(o.Streams) == 0 {
+		return nil, nil
+	}
+	if o.TokenFile != "" {
+		return nil, fmt.Errorf("--output-token-file: a pod cannot read this machine's files: put %s in the --env-from-secret Secret", OutputTokenEnv)
+	}
+	var args []string
+	for _, spec := range o.Streams {
+		kind, target, _ := strings.Cut(spec, "=")
+		if kind != "prometheus-rw" && kind != "otlp" {
+			return nil, fmt.Errorf("--output %q: pods stream to prometheus-rw=URL or otlp=URL (a pod's files go with it)", spec)
+		}
+		if u, err := url.Parse(target); err != nil || u.Host == "" || u.Scheme == "" {
+			return nil, fmt.Errorf("--output %s: expected a URL the pods can reach, http(s)://host:port/…", shownSpec(kind, target))
+		}
+		args = append(args, "--output", spec)
+	}
+	for _, l := range o.Labels {
+		if _, err := points.ParseLabel(l); err != nil {
+			return nil, fmt.Errorf("--label: %v", err)
+		}
+		args = append(args, "--label", l)
+	}
+	for _, h := range o.Headers {
+		if name, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("--output-header %q: expected 'Name: value'", h)
+		}
+		args = append(args, "--output-header", h)
+	}
+	id := o.TestID
+	if id == "" {
+		id = NewTestID(now)
+	}
+	fmt.Fprintf(stderr, "pods stream as testid=%s, each with its segment label\n", id)
+	return append(args, "--testid", id), nil
 }
