@@ -398,42 +398,35 @@ func (c *correlator) find(v string, pathSeg bool) (string, bool) {
 
 func correlate(steps []*step, s *Summary) {
 	c := &correlator{steps: steps, s: s, ix: newIndex(steps), names: map[string]bool{}, byExpr: map[string]string{}, held: map[string]string{}}
-	uses := map[string]int{}
-	for _, st := range steps {
-		for _, f := range st.fields() {
-			uses[f.value]++
-		}
-	}
-	generated := map[string]bool{}
+	gen := newClientUUIDs(c, steps)
 	for j, st := range steps {
 		segs := map[*field]bool{}
 		for _, f := range st.segs {
 			segs[f] = true
 		}
+		leaves := map[*field]bool{}
+		if st.json != nil {
+			st.json.leaves(nil, func(_ []string, l *jv) { leaves[l.f] = true })
+		}
 		for _, f := range st.fields() {
-			v := f.value
-			if name, ok := c.find(v, segs[f]); ok {
+			if name, ok := c.find(f.value, segs[f]); ok {
 				f.tmpl, f.expr = "{{ "+name+" }}", name
 				continue
 			}
 			// A UUID no response handed out was made by the client; a
-			// fresh one each iteration is what the client would send. One
-			// sent twice must stay one value, so it is left as recorded.
-			if uuidRE.MatchString(v) && uses[v] == 1 {
-				f.tmpl = "{{ uuid }}"
-				if !generated[v] {
-					generated[v] = true
-					s.Generated = append(s.Generated, fmt.Sprintf("%s in %s %s", v, st.x.method, st.x.u.Path))
-				}
-			}
+			// fresh one each iteration is what the client would send
+			// (clientvalues.go).
+			gen.field(st, f, leaves[f])
 		}
 		c.cookieHeaders(st)
 		// A long value in a raw body is replaced wherever it appears.
 		if st.raw != nil {
 			c.rawTemplate(st)
+			gen.raw(st)
 		}
 		c.ix.add(j)
 	}
+	varyingValues(steps, s)
 }
 
 // cookieHeaders templates a header that sends back a cookie's value

@@ -38,6 +38,7 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 		return nil, Summary{}, err
 	}
 	c.setMethodAndBody()
+	c.setRedirects()
 	if err := c.setBasicAuth(); err != nil {
 		return nil, Summary{}, err
 	}
@@ -65,6 +66,10 @@ type curlCmd struct {
 	notes    []string
 	basic    string // curl -u USER:PASSWORD
 	hasBasic bool
+	// location is -L: follow redirects, as the plan does by default;
+	// without it curl answers with the 3xx (redirects: 0).
+	location  bool
+	maxRedirs string
 	// envRefs are the ${NAME} references the URL's shell variables
 	// became, by placeholder number (curlenv.go).
 	envRefs []string
@@ -120,6 +125,17 @@ func (c *curlCmd) apply(name, v string) error {
 		c.rawURL = v
 	case "url-query":
 		c.urlQuery = append(c.urlQuery, v)
+	default:
+		return c.behaviour(name, v)
+	}
+	return nil
+}
+
+// behaviour takes the options that change how curl sends rather than
+// what: the method's switches, certificate checks, compression, the time
+// limit, redirects.
+func (c *curlCmd) behaviour(name, v string) error {
+	switch name {
 	case "get":
 		c.get = true
 	case "head":
@@ -131,7 +147,9 @@ func (c *curlCmd) apply(name, v string) error {
 	case "max-time":
 		return c.maxTime(v)
 	case "location":
-		c.notes = append(c.notes, "curl -L: the plan does not follow redirects; a 3xx answer counts as a success")
+		c.location = true
+	case "max-redirs":
+		return c.setMaxRedirs(v)
 	}
 	return nil
 }

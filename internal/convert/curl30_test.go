@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,39 @@ func TestCurlCookieHeaderCommentSaysWhatThePlanDoes(t *testing.T) {
 	_, text, _ = curlPlan(t, `curl https://api.test/x`)
 	if !strings.Contains(text, "Cookies are left to each user's jar") {
 		t.Errorf("without a cookie the comment changed:\n%s", text)
+	}
+}
+
+// The plan follows redirects by default now; curl follows them only with
+// -L, and a browser's recorded 3xx is a step of its own followed by the
+// step it led to. Both were left to the plan's default, so a recorded
+// 302 step followed the redirect too (and failed its expect: {status: 302}).
+func TestRedirectsFollowTheRecording(t *testing.T) {
+	limit := func(cmd string) string {
+		p, _, _ := curlPlan(t, cmd)
+		r := requests(p)[0].Redirects
+		if r == nil {
+			return "default"
+		}
+		return strconv.Itoa(*r)
+	}
+	for cmd, want := range map[string]string{
+		`curl https://api.test/x`:                     "0",
+		`curl -L https://api.test/x`:                  "default",
+		`curl -L --max-redirs 3 https://api.test/x`:   "3",
+		`curl --location --max-redirs -1 https://a/x`: "default",
+	} {
+		if got := limit(cmd); got != want {
+			t.Errorf("%s: redirects %s, want %s", cmd, got, want)
+		}
+	}
+	har := harOf(t,
+		entry{started: t0, ms: 5, method: "POST", url: "http://app.test/login", reqMime: "application/x-www-form-urlencoded", reqText: "u=a", status: 302, respH: map[string]string{"Location": "/home"}},
+		entry{started: t0, ms: 5, method: "GET", url: "http://app.test/home", status: 200},
+	)
+	p, text, _ := load(t, har, Options{})
+	steps := requests(p)
+	if steps[0].Redirects == nil || *steps[0].Redirects != 0 || steps[1].Redirects != nil {
+		t.Errorf("the recorded 302 must not be followed by its step, the next step is the hop:\n%s", text)
 	}
 }

@@ -77,3 +77,27 @@ func (c *curlCmd) maxTime(v string) error {
 	c.x.timeout = d
 	return nil
 }
+
+// setMaxRedirs takes curl --max-redirs N: with -L, the step's redirect limit
+// (-1 is curl's "no limit", which a plan does not have: its default).
+func (c *curlCmd) setMaxRedirs(v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < -1 {
+		return fmt.Errorf("curl --max-redirs %q: expected a whole number of redirects", v)
+	}
+	if n >= 0 {
+		c.maxRedirs = strconv.Itoa(n)
+	}
+	return nil
+}
+
+// setRedirects makes the step follow redirects as curl would: not at
+// all without -L (curl answers with the 3xx), else up to --max-redirs.
+func (c *curlCmd) setRedirects() {
+	switch {
+	case !c.location:
+		c.x.redirects = "0"
+	case c.maxRedirs != "":
+		c.x.redirects = c.maxRedirs
+	}
+}

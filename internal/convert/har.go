@@ -96,6 +96,9 @@ type exchange struct {
 	fromCurl bool
 	// timeout is curl's --max-time: the step's timeout (0: the default).
 	timeout time.Duration
+	// redirects is the step's redirect limit as plan text ("": the
+	// plan's default, which follows them).
+	redirects string
 }
 
 type kv struct{ name, value string }

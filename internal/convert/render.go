@@ -68,14 +68,19 @@ func durText(d time.Duration) string {
 
 func render(steps []*step, target string, o Options, s *Summary) ([]byte, error) {
 	var list []*yaml.Node
+	var draws []draw
 	for i, st := range steps {
 		if i > 0 {
 			if gap, ok := thinkGap(steps[i-1].x, st.x); ok && gap >= o.MinThink {
 				list = append(list, flow(mapping(str("think"), str(durText(gap)))))
 			}
 		}
+		for _, name := range st.draws {
+			draws = append(draws, draw{at: len(list), name: name})
+		}
 		list = append(list, st.node())
 	}
+	list = wrapDraws(list, draws)
 	scenarios := mapping()
 	if len(list) > 0 {
 		scenarios.Content = append(scenarios.Content, str(ident(o.Name)), mapping(str("steps"), &yaml.Node{Kind: yaml.SequenceNode, Content: list}))
@@ -175,12 +180,18 @@ func (st *step) node() *yaml.Node {
 	if x.timeout > 0 {
 		n.Content = append(n.Content, str("timeout"), str(durText(x.timeout)))
 	}
+	redirects := x.redirects
 	if x.status >= 300 && x.status <= 399 && x.status != 304 {
 		// A redirect is answered as recorded: the plan sends the request
-		// it led to as a step of its own, as the browser did. A 304 was
-		// the answer to conditional headers the plan does not send, and a
-		// recorded error is not what a load test should require.
+		// it led to as a step of its own, as the browser did, so this step
+		// must not follow it too. A 304 was the answer to conditional
+		// headers the plan does not send, and a recorded error is not what
+		// a load test should require.
+		redirects = "0"
+		n.Content = append(n.Content, str("redirects"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: redirects})
 		n.Content = append(n.Content, str("expect"), flow(mapping(str("status"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x.status)})))
+	} else if redirects != "" {
+		n.Content = append(n.Content, str("redirects"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: redirects})
 	}
 	if len(st.captures) > 0 {
 		c := mapping()

@@ -40,6 +40,9 @@ type step struct {
 	parts    []*partField // multipart
 	raw      *field       // a body that is neither JSON nor a form
 	captures []capture
+	// draws are the client-made UUIDs first sent here and sent again
+	// later, drawn once per iteration from here on (clientvalues.go).
+	draws []string
 }
 
 type qpart struct {

@@ -67,21 +67,24 @@ type ConnScenario struct {
 	// of the scenario's streams, by streamed method.
 	ServerCloses map[string]int64 `json:"server_closes,omitempty"`
 	StreamItems  map[string]int64 `json:"stream_items,omitempty"`
-	// Retries (reconnect:): GaveUp counts slots that spent their
-	// attempts in a row and stopped for the rest of the run; RetryAfter
-	// the waits a server's Retry-After lengthened. PeakWaiting is the
-	// most slots waiting to retry at once, the largest of WaitingPerS,
-	// which holds each second's most; AttemptsPerS the attempts started
-	// in each second from the run's start (they sum to Attempts once the
-	// run is over). Merged segments add their series second by second
-	// on the merged clock, and PeakWaiting is the largest of the sums:
-	// segments follow one schedule, so their waits overlap as they would
-	// in one process (an upper bound when they do not).
-	GaveUp       int64   `json:"gave_up,omitempty"`
-	RetryAfter   int64   `json:"retry_after,omitempty"`
-	PeakWaiting  int64   `json:"peak_waiting"`
+	// GaveUp counts slots that spent their attempts in a row (reconnect:
+	// attempts) and stopped for the rest of the run.
+	GaveUp int64 `json:"gave_up,omitempty"`
+	// RetryAfter counts the waits to retry that a server's Retry-After
+	// lengthened (the wait is at least what the server asked for).
+	RetryAfter int64 `json:"retry_after,omitempty"`
+	// PeakWaiting is the most connections waiting to retry at once: the
+	// largest of WaitingPerS. Merged segments add their WaitingPerS
+	// second by second on the merged clock and take the largest sum
+	// (segments follow one schedule, so their waits overlap as in one
+	// process; an upper bound where they do not).
+	PeakWaiting int64 `json:"peak_waiting"`
+	// AttemptsPerS counts the connection attempts started in each second
+	// from the run's start; once the run is over they sum to Attempts.
 	AttemptsPerS []int64 `json:"attempts_per_s,omitempty"`
-	WaitingPerS  []int64 `json:"waiting_per_s,omitempty"`
+	// WaitingPerS is, for each second from the run's start, the most
+	// connections waiting to retry at once.
+	WaitingPerS []int64 `json:"waiting_per_s,omitempty"`
 	// Hubs counts a scenario spread over several hub URLs (urls:) hub by
 	// hub, in the plan's order.
 	Hubs        []HubCount `json:"hubs,omitempty"`
@@ -96,12 +99,19 @@ type ConnScenario struct {
 // open at the end, and the pushes it sent (to any target). Opened and
 // Failed sum over the hubs to the scenario's.
 type HubCount struct {
-	URL       string `json:"url"`
-	Opened    int64  `json:"opened"`
-	Failed    int64  `json:"failed"`
-	PeakOpen  int64  `json:"peak_open"`
-	OpenAtEnd int64  `json:"open_at_end"`
-	Pushes    int64  `json:"pushes"`
+	// URL is the hub's URL as the plan wrote it, without its query.
+	URL string `json:"url"`
+	// Opened counts the connections opened on this hub.
+	Opened int64 `json:"opened"`
+	// Failed counts the attempts on this hub that never opened.
+	Failed int64 `json:"failed"`
+	// PeakOpen is the most connections open on this hub at once.
+	PeakOpen int64 `json:"peak_open"`
+	// OpenAtEnd counts this hub's connections still open when the run
+	// ended.
+	OpenAtEnd int64 `json:"open_at_end"`
+	// Pushes counts the pushes this hub sent, to any target.
+	Pushes int64 `json:"pushes"`
 }
 
 // AddHubs adds in's hubs to hubs by URL, keeping the order first seen.
