@@ -358,6 +358,12 @@ func (l *loop) drain() {
 	for i := 0; i < len(l.runq); i++ {
 		c := l.runq[i]
 		l.runq[i] = nil
+		if c.u.LoopRedirectDue() {
+			// The step answered with a redirect to follow: its next
+			// hop, rendered by the user (vu/redirect.go).
+			l.send(c)
+			continue
+		}
 		if c.goOn {
 			c.pc++
 			l.send(c)

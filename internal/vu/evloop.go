@@ -5,7 +5,6 @@ import (
 
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
-	"github.com/stampede-load/stampede/internal/sample"
 )
 
 // This file is what the event-loop engine (internal/evloop) needs of a
@@ -62,6 +61,11 @@ func (u *User) LoopResponse() *httpc.Response { return &u.resp }
 // LoopCustom renders st for this user alone when its answers gave it
 // cookies (nil: the shared bytes are this user's too), appending to b.
 func (u *User) LoopCustom(st *Step, b []byte) ([]byte, error) {
+	if u.redir != nil && u.redir.loopDue {
+		// The next hop of st's redirects, made ready by LoopDone.
+		u.redir.loopDue = false
+		return httpc.AppendRequest(b[:0], &u.req), nil
+	}
 	if u.jar == nil {
 		return nil, nil
 	}
@@ -77,23 +81,34 @@ func (u *User) LoopCustom(st *Step, b []byte) ([]byte, error) {
 // reports whether the iteration goes on. A failure's sample shows the
 // request as rendered for this user.
 func (u *User) LoopDone(st *Step, err error, sent time.Time, latency time.Duration) bool {
+	hopping := u.redir != nil && u.redir.loopHops > 0
+	if u.redir != nil {
+		u.redir.loopDue = false
+	}
+	redirect := err == nil && isRedirect(&u.resp) && u.prog.Plan.HTTP.RedirectLimit(st.Step) > 0
 	// finish reads the request where it samples a failure or stores
-	// cookies; the shared bytes have no User of their own.
-	if err != nil || u.shard.Failures() != nil || u.jar != nil || u.resp.Get("Set-Cookie") != nil {
+	// cookies; the shared bytes have no User of their own. A hop's
+	// request is u.req already (redirect.go).
+	if !hopping && (redirect || err != nil || u.shard.Failures() != nil || u.jar != nil || u.resp.Get("Set-Cookie") != nil) {
 		// build fails only for a URL whose origin is rendered per user,
 		// which the loop never runs (stepNeeds: FeatDynamicOrigin): its
 		// steps' origins are fixed, so nothing is lost here.
 		_ = u.build(st)
 	}
-	if err == nil && isRedirect(&u.resp) && u.prog.Plan.HTTP.RedirectLimit(st.Step) > 0 {
-		// The loop sends each step's bytes and no others: a redirect it
-		// would follow is a request it cannot send, so the answer is not
-		// taken for the step's.
-		u.failed(st, sample.Redirects, loopRedirectMsg(&u.resp), nil, sent, latency)
+	if redirect {
+		u.loopRedirect(st, sent, latency) // redirect.go
 		return false
+	}
+	if hopping {
+		u.redir.loopHops = 0
 	}
 	return u.finish(st, err, sent, latency)
 }
+
+// LoopRedirectDue says the step just finished answered with a redirect
+// the loop is to follow: it sends the step again, and LoopCustom renders
+// the next hop.
+func (u *User) LoopRedirectDue() bool { return u.redir != nil && u.redir.loopDue }
 
 // LoopEnd ends an iteration the engine ran. Its header storage stays with
 // the user, which is never idle between iterations.

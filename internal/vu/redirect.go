@@ -26,6 +26,11 @@ import (
 type redirectState struct {
 	hdr    []httpc.Field
 	cookie []byte
+	// loopHops is how many redirects of its current step the event loop
+	// has followed for the user; loopDue says the next hop is ready in
+	// u.req for the loop to send (evloop.go).
+	loopHops int
+	loopDue  bool
 }
 
 // isRedirect reports whether an answer is a redirect to follow: 301, 302,
@@ -152,9 +157,37 @@ func (u *User) hopHeaders(keepBody, sameHost bool) {
 
 var cookieName = []byte("Cookie")
 
-// loopRedirectMsg is why a redirect the event loop met failed: it does
-// not follow redirects, and says so rather than measure the 3xx as the
-// step's answer.
-func loopRedirectMsg(r *httpc.Response) []byte {
-	return fmt.Appendf(nil, "%d to %s: the event-loop engine does not follow redirects; run with --engine goroutines to follow them, or set redirects: 0 to measure the 3xx itself", r.Status, r.Get("Location"))
+// loopRedirect is redirected for the event loop, one hop at a time: the
+// 3xx in u.resp, an answer to st sent at sent, is recorded as its hop and
+// the next request made ready (LoopRedirectDue), or it fails as
+// redirects. The loop dials its one address, so it follows a redirect
+// only to the step's own origin and says so of any other.
+func (u *User) loopRedirect(st *Step, sent time.Time, latency time.Duration) {
+	if u.redir == nil {
+		u.redir = &redirectState{}
+	}
+	rs := u.redir
+	limit := u.prog.Plan.HTTP.RedirectLimit(st.Step)
+	if rs.loopHops == limit {
+		rs.loopHops = 0
+		u.failed(st, sample.Redirects, fmt.Appendf(nil, "%d %s after %d redirects (the limit: redirects, http.redirects): a loop, or a longer chain than the limit", u.resp.Status, u.resp.Get("Location"), limit), nil, sent, latency)
+		return
+	}
+	if u.jar != nil || u.resp.Get("Set-Cookie") != nil {
+		u.storeCookies(st)
+	}
+	status, loc := u.resp.Status, string(u.resp.Get("Location"))
+	if err := u.nextHop(); err != nil {
+		rs.loopHops = 0
+		u.failed(st, sample.Redirects, []byte(err.Error()), nil, sent, latency)
+		return
+	}
+	if u.req.Endpoint != st.endpoint {
+		rs.loopHops = 0
+		u.failed(st, sample.Redirects, fmt.Appendf(nil, "%d to %s: the event-loop engine follows redirects only to the step's own origin; run with --engine goroutines to follow this one, or set redirects: 0 to measure the 3xx itself", status, loc), nil, sent, latency)
+		return
+	}
+	u.shard.RecordResponse(st.ID, sample.OK, status, latency)
+	rs.loopHops++
+	rs.loopDue = true
 }
