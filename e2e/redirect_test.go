@@ -19,7 +19,7 @@ import (
 // cookie, and POST /vote answers 303 to /thanks, which must come as a
 // GET without the vote's body. Every request is counted by what it was.
 func loginApp(t *testing.T) (http.Handler, *counter) {
-	c := newCounter("POST /login", "GET /dashboard", "POST /vote", "GET /thanks", "wrong")
+	c := newCounter("POST /login", "GET /dashboard", "POST /vote", "GET /thanks", "GET /loop", "wrong")
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		key := r.Method + " " + r.URL.Path
@@ -47,6 +47,9 @@ func loginApp(t *testing.T) (http.Handler, *counter) {
 			}
 			c.add(key)
 			io.WriteString(w, "thanks")
+		case "GET /loop":
+			c.add(key)
+			http.Redirect(w, r, "loop", http.StatusFound)
 		default:
 			c.add("wrong")
 			http.NotFound(w, r)
@@ -126,6 +129,17 @@ load: {stages: [{duration: 500ms, users: 2}]}
 		srv := httpServer(t, h)
 		res := runEngine(t, "target: "+srv.URL+"\n"+flow, engine)
 		checkLoginFlow(t, res, c)
+	}
+	for _, engine := range []string{"loop", "goroutines"} {
+		h, c := loginApp(t)
+		srv := httpServer(t, h)
+		res := runEngine(t, "target: "+srv.URL+"\nscenarios: {s: {steps: [{name: loop, get: /loop, redirects: 3}]}}\nload: {stages: [{duration: 300ms, users: 2}]}\n", engine)
+		st := stepOf(t, res, "s", "loop")
+		// Each iteration: the first answer and 3 hops, the 4th answer the
+		// failure (a 302 past the limit).
+		if st.Requests == 0 || st.Requests != c.get("GET /loop") || st.Requests != 4*st.ByClass["redirects"] || st.Failed != st.ByClass["redirects"] || st.Statuses["302"] != st.Requests {
+			t.Errorf("%s, a loop: %d requests (the server saw %d), %v, statuses %v", engine, st.Requests, c.get("GET /loop"), st.ByClass, st.Statuses)
+		}
 	}
 	other := httpServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "elsewhere") }))
 	away := httpServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
