@@ -73,6 +73,10 @@ func classHint(class string) string {
 		return "the generator had no free slot: raise max_in_flight or the target is too slow for this rate"
 	case sample.ClientError:
 		return "the target rejects the requests (4xx): check the plan's data and headers"
+	case sample.Redirects:
+		return "redirects did not end: a loop, a chain longer than http.redirects, or (event loop) another origin; the messages name the last Location"
+	case sample.Proxy:
+		return "the proxy refused: check the proxy URL's credentials (407) and that it allows CONNECT to the target's port"
 	}
 	return "see error_samples for the text"
 }
