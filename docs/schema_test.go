@@ -200,6 +200,20 @@ func TestSchemaValidatesExamplesAndGuides(t *testing.T) {
 	if len(examples) < 10 || plans < 2 {
 		t.Fatalf("found %d examples and %d guide plans", len(examples), plans)
 	}
+	// The parser's own good plans, which use every kind of section.
+	good, _ := filepath.Glob("../internal/plan/testdata/good/*.yaml")
+	for _, file := range good {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := validatePlan(s, src); err != nil {
+			t.Errorf("%s does not validate against the schema:\n%v", file, err)
+		}
+	}
+	if len(good) < 5 {
+		t.Fatalf("found %d plans in the parser's testdata/good", len(good))
+	}
 }
 
 // Plans the parser refuses for an unknown key or a value of the wrong type

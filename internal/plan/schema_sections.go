@@ -118,7 +118,7 @@ func monitorSchema() obj {
 func websocketSchema() obj {
 	send := section("websocket.steps[].send", "", []prop{{"text", scalar()}, {"json", anyValue()}, {"binary", str()}})
 	wait := section("websocket.steps[].wait", "", []prop{
-		{"json", str()}, {"equals", anyValue()}, {"regex", str()}, {"timeout", duration()}, {"capture", captureSchema()},
+		{"json", str()}, {"equals", anyValue()}, {"regex", str()}, {"timeout", duration()}, {"capture", mapOf(captureSchema())},
 	})
 	closeStep := section("websocket.steps[].close", "", []prop{{"code", intish()}, {"reason", str()}})
 	step := section("websocket.steps[]", "one step of the connection's script", []prop{
