@@ -158,6 +158,12 @@ func (c *conv) collect(root *elem) {
 	}
 }
 
+// reserved are the names templates give a meaning of their own; a
+// capture may not take one.
+var reserved = map[string]bool{
+	"tenant": true, "vu": true, "iter": true, "uuid": true, "now_ms": true, "rand_int": true, "vars": true, "data": true,
+}
+
 func (c *conv) captureName(n string) string {
 	n = strings.TrimSpace(n)
 	if n == "" {
@@ -167,6 +173,11 @@ func (c *conv) captureName(n string) string {
 		return p
 	}
 	p := ident(n)
+	// The template parser reads any name starting "rand_int" as the
+	// function.
+	if reserved[p] || strings.HasPrefix(p, "rand_int") {
+		p = "v_" + p
+	}
 	c.captures[n] = p
 	return p
 }

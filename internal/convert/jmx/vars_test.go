@@ -1,6 +1,7 @@
 package jmx
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -75,5 +76,30 @@ func TestNotAPlan(t *testing.T) {
 		if _, _, err := Convert([]byte(in), Options{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", in, err, want)
 		}
+	}
+}
+
+// A JMeter variable named like one of the plan's template names (vu,
+// uuid, data, ...) is captured under another name: the plan refused the
+// capture name, and the conversion failed.
+func TestReservedCaptureNames(t *testing.T) {
+	data, err := os.ReadFile("testdata/floor.jmx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(f string) ([]byte, error) { return os.ReadFile("testdata/" + f) }
+	for _, n := range []string{"tenant", "vu", "iter", "uuid", "now_ms", "rand_int", "vars", "data", "status", "my-var", "rand_integer"} {
+		d := strings.ReplaceAll(string(data), ">party<", ">"+n+"<")
+		d = strings.ReplaceAll(d, "${party}", "${"+n+"}")
+		out, _, err := Convert([]byte(d), Options{ReadFile: read})
+		if err != nil {
+			t.Errorf("%s: %v", n, err)
+			continue
+		}
+		name := ident(n)
+		if reserved[name] || strings.HasPrefix(name, "rand_int") {
+			name = "v_" + name
+		}
+		mustContain(t, string(out), "  "+name+": {json: parties.1.id}", `"partyId": "{{ `+name+` }}"`)
 	}
 }
