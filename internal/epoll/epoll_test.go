@@ -86,3 +86,48 @@ func TestFailuresAreErrors(t *testing.T) {
 		t.Fatalf("Add on no set: %v, want EBADF", err)
 	}
 }
+
+// TestEdgeRegistration: a socket added edge-triggered with out reports its
+// writability under its key and generation; ModEdge without out stops
+// that, and data from the peer is reported as readable, once.
+func TestEdgeRegistration(t *testing.T) {
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	evs := make([]Event, 4)
+	if err := s.AddEdge(fds[0], 3, 9, true); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Wait(evs, -1); n != 1 || err != nil || evs[0].Fd != 3 || evs[0].Pad != 9 || evs[0].Events&Out == 0 {
+		t.Fatalf("a writable socket: %d events %+v (%v), want Out under 3/9", n, evs[:n], err)
+	}
+	if n, _ := s.Wait(evs, 0); n != 0 {
+		t.Fatalf("edge-triggered: the same writability reported again (%+v)", evs[:n])
+	}
+	if err := s.ModEdge(fds[0], 3, 10, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Wait(evs, 0); n != 0 {
+		t.Fatalf("not watched for writing, nothing to read: %+v", evs[:n])
+	}
+	if _, err := unix.Write(fds[1], []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Wait(evs, -1); n != 1 || err != nil || evs[0].Pad != 10 || evs[0].Events&In == 0 || evs[0].Events&Out != 0 {
+		t.Fatalf("data from the peer: %d events %+v (%v), want In alone under generation 10", n, evs[:n], err)
+	}
+	if err := s.Del(fds[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ModEdge(fds[0], 3, 11, true); !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("ModEdge of a socket not in the set: %v, want ENOENT", err)
+	}
+}
