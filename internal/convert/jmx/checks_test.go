@@ -88,3 +88,19 @@ func TestDataDir(t *testing.T) {
 	}
 	mustContain(t, string(out), "accounts: {file: ../tests/data/accounts.csv, pick: unique}", "cities: {file: ../tests/cities.csv,")
 }
+
+// A column whose name a template cannot read is listed, and the plan
+// still loads.
+func TestOddColumnName(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "floor.jmx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := strings.Replace(string(data), `<stringProp name="variableNames"></stringProp>`, `<stringProp name="variableNames">voter-id,district_id</stringProp>`, 1)
+	out, res, err := Convert([]byte(d), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(out), `column "voter-id"`)
+	mustContain(t, strings.Join(res.Skipped, "\n"), `Voters CSV": column "voter-id" (a template reads letters, digits and _): not converted`)
+}

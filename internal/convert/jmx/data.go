@@ -61,7 +61,13 @@ func (c *conv) csv(e *elem) {
 		c.note("%s: %s: each %s read the file on its own in JMeter; a plan's users share one reading", e.where(), sm, strings.TrimPrefix(sm, "shareMode."))
 	}
 	for _, n := range names {
-		c.columns[n] = ds.name + "." + ident(n)
+		if ident(n) != n {
+			// A template reads data.SOURCE.COLUMN by name: a column
+			// named otherwise cannot be read.
+			c.skip(e.where(), "column "+strconv.Quote(n)+" (a template reads letters, digits and _): not converted")
+			continue
+		}
+		c.columns[n] = ds.name + "." + n
 	}
 	c.sources = append(c.sources, ds)
 }
