@@ -115,4 +115,5 @@ func TestConvertJMXRunsWithoutFailures(t *testing.T) {
 	if votes == 0 || votes != box.counted.Load() || box.refused.Load() != 0 {
 		t.Fatalf("the result counts %d votes, the server %d (and refused %d)", votes, box.counted.Load(), box.refused.Load())
 	}
+	t.Logf("%d requests, %d failed; %d votes counted by the result and the server", res.Totals.Requests, res.Totals.Failed, votes)
 }
