@@ -386,3 +386,53 @@ load:
 		t.Errorf("%d requests reached the target before the refusal", hits.Load())
 	}
 }
+
+// TestOTelResourceFromEnvironment: the binary reads OTEL_SERVICE_NAME
+// and OTEL_RESOURCE_ATTRIBUTES, as every OpenTelemetry SDK does, and the
+// exports carry them on their resource (before, always
+// service.name=stampede), with the run's testid on every data point.
+func TestOTelResourceFromEnvironment(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer target.Close()
+	rc := &otlpReceiver{}
+	otlpSrv := httptest.NewServer(rc)
+	defer otlpSrv.Close()
+	planPath := e2etest.WritePlan(t, fmt.Sprintf(`
+name: otel
+target: %s
+scenarios:
+  s:
+    steps:
+      - get: /
+      - think: 100ms
+load:
+  stages: [{duration: 2s, users: 1}]
+`, target.URL), nil)
+	p := e2etest.Start(t, "", []string{"OTEL_SERVICE_NAME=checkout-load", "OTEL_RESOURCE_ATTRIBUTES=deployment.environment=ci,team=perf%20eng"},
+		"run", planPath, "-q", "-o", filepath.Join(filepath.Dir(planPath), "r.json"), "--output", "otlp="+otlpSrv.URL, "--testid", "otel-1")
+	if o := p.Wait(t, time.Minute); o.Code != 0 {
+		t.Fatalf("run: %s", o)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) == 0 {
+		t.Fatal("no export")
+	}
+	rm := rc.got[len(rc.got)-1].ResourceMetrics().At(0)
+	res := rm.Resource().Attributes().AsRaw()
+	if res["service.name"] != "checkout-load" || res["deployment.environment"] != "ci" || res["team"] != "perf eng" {
+		t.Errorf("resource %v, want the OTEL_ variables' service name and attributes", res)
+	}
+	ms := rm.ScopeMetrics().At(0).Metrics()
+	for i := 0; i < ms.Len(); i++ {
+		m := ms.At(i)
+		if m.Name() == "stampede.target" && m.Unit() == "1" {
+			t.Errorf("stampede.target has unit 1: Prometheus names it stampede_target_ratio")
+		}
+		if m.Name() == "stampede.requests" {
+			if id, _ := m.Sum().DataPoints().At(0).Attributes().Get("testid"); id.AsString() != "otel-1" {
+				t.Errorf("requests data point attributes %v, want testid otel-1", m.Sum().DataPoints().At(0).Attributes().AsRaw())
+			}
+		}
+	}
+}
