@@ -208,10 +208,11 @@ func start(ctx context.Context, hub string, kind Transport, ep endpoint, hdr htt
 	hs := make(chan error, 1)
 	c := &Conn{o: o, cid: ep.cid, stat: o.Stats, hs: hs, kind: kind}
 	if kind == WebSockets {
-		u, err := transportURL(ep, true, true)
+		u, err := transportURL(ep, true, o.WebSocketTokenInQuery)
 		if err != nil {
 			return nil, &Error{Phase: "upgrade", Class: sample.Other, Msg: "bad hub URL: " + err.Error(), Err: err}
 		}
+		hdr = wsTokenHeader(hdr, ep.token, o.WebSocketTokenInQuery)
 		if o.StatefulReconnect && ep.nr != nil && ep.nr.UseStatefulReconnect {
 			c.sf = newStateful(ep, hdr)
 		}

@@ -216,6 +216,14 @@ func (h *httpConn) readStream(body io.ReadCloser, p *sseParser, buf []byte) {
 		return
 	}
 	body.Close()
+	if !h.closing.Load() && !h.ended.Load() {
+		// A server may end the stream of a connection whose send it
+		// refuses before that send's 401 is read: the send in flight
+		// decides the end first, so the refusal is not counted a reset.
+		// Sends are bounded by sendTimeout.
+		h.smu.Lock()
+		h.smu.Unlock() //nolint:staticcheck // SA2001: waits out the send in flight
+	}
 	switch {
 	case h.closing.Load() || h.ended.Load():
 		h.end(&ws.Disconnect{Reason: ws.ClientClose, Class: sample.OK})
@@ -354,7 +362,7 @@ func (h *httpConn) pollAnswered(resp *http.Response, body []byte, rerr error, d 
 			e.Msg, e.Err = e.Msg+": "+errTokenRefused.Error(), errTokenRefused
 		}
 		h.o.record(OpPoll, cl, d, e)
-		h.end(&ws.Disconnect{Reason: ws.ServerClose, Class: cl, Text: e.Msg, Err: e})
+		h.end(&ws.Disconnect{Reason: endReason(e.Err, ws.ServerClose), Class: cl, Text: e.Msg, Err: e})
 		return false
 	case int64(len(body)) > h.o.maxMessage()+maxVarint:
 		e := fmt.Errorf("poll answer longer than %d bytes", h.o.maxMessage())
@@ -405,7 +413,7 @@ func (h *httpConn) Send(_ ws.MessageType, b []byte) error {
 			if !closing() {
 				// Anything but 200 means the server dropped the
 				// connection (TransportProtocols.md, HTTP Post).
-				h.end(&ws.Disconnect{Reason: ws.WriteFailed, Class: cl, Text: e.Msg, Err: e})
+				h.end(&ws.Disconnect{Reason: endReason(e.Err, ws.WriteFailed), Class: cl, Text: e.Msg, Err: e})
 			}
 			return e
 		}
@@ -529,10 +537,9 @@ func (h *httpConn) tick() {
 
 // transportURL is the URL for the negotiated connection: ws(s) for the
 // WebSocket, http(s) for the others. The access token goes in its query
-// only where the JavaScript client puts it (tokenInQuery): the WebSocket
-// and the event stream, on which a browser can set no header; polls and
-// sends carry it in their Authorization header alone, so it stays out of
-// the service's and proxies' request logs.
+// only with tokenInQuery (token.go says where): the event stream, and the
+// WebSocket when the plan says so; elsewhere it stays in the
+// Authorization header, out of the service's and proxies' request logs.
 func transportURL(ep endpoint, websocket, tokenInQuery bool) (string, error) {
 	u, err := url.Parse(ep.base)
 	if err != nil {

@@ -330,20 +330,21 @@ func TestHold(t *testing.T) {
 
 // TestRedirect: the app server's negotiate answers with the service URL
 // and an access token, as Azure SignalR Service does; the token must be a
-// bearer header on the second negotiate and access_token on the socket.
+// bearer header on the second negotiate and on the socket's upgrade.
 func TestRedirect(t *testing.T) {
 	o := testOptions()
 	noLeak(t, o)
 	var mu sync.Mutex
-	var sawBearer, sawQuery bool
+	var sawBearer, sawSocket bool
 	svc := hubServer(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			if strings.HasSuffix(r.URL.Path, "/negotiate") && r.Header.Get("Authorization") == "Bearer svc-token" {
 				sawBearer = true
 			}
-			if r.URL.Query().Get("access_token") == "svc-token" && r.URL.Query().Get("hub") == "kitchen" {
-				sawQuery = true
+			// The socket's token is in its upgrade's header by default.
+			if !strings.HasSuffix(r.URL.Path, "/negotiate") && r.Header.Get("Authorization") == "Bearer svc-token" && r.URL.Query().Get("hub") == "kitchen" {
+				sawSocket = true
 			}
 			mu.Unlock()
 			h.ServeHTTP(w, r)
@@ -369,8 +370,8 @@ func TestRedirect(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !sawBearer || !sawQuery {
-		t.Errorf("bearer on negotiate %v, access_token on socket %v", sawBearer, sawQuery)
+	if !sawBearer || !sawSocket {
+		t.Errorf("bearer on negotiate %v, service token on socket %v", sawBearer, sawSocket)
 	}
 }
 

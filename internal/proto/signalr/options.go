@@ -13,9 +13,14 @@ import (
 // Options configure every connection of a population; shared, read-only
 // once the first connection starts.
 type Options struct {
-	// AccessToken is sent as a bearer token on negotiate and as
-	// access_token on the WebSocket URL.
+	// AccessToken is the bearer token until a negotiate redirect gives
+	// one (token.go says where each request carries it).
 	AccessToken string
+	// WebSocketTokenInQuery puts the WebSocket's access token in its
+	// URL's access_token query, as browsers must, instead of in the
+	// upgrade's Authorization header, as the .NET client and the
+	// JavaScript client in Node do.
+	WebSocketTokenInQuery bool
 	// HTTPClient is used for negotiate (default: when TLS is set, a pool
 	// of these Options' own over a clone of TLS; else a shared pool).
 	HTTPClient *http.Client

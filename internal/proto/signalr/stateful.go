@@ -334,7 +334,8 @@ func (c *Conn) redial(deadline time.Time) (redialOutcome, error) {
 	s.waitSeq = true
 	s.rmu.Unlock()
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
-	u, err := transportURL(s.ep, true, true)
+	// s.hdr carries the token already when it goes in a header.
+	u, err := transportURL(s.ep, true, c.o.WebSocketTokenInQuery)
 	if err != nil {
 		cancel()
 		return redialGiveUp, err
@@ -388,7 +389,7 @@ func (c *Conn) reconnectFailed(cause *ws.Disconnect, err error) {
 		msg += ": " + err.Error()
 	}
 	// err joins the cause so a refused token stays visible (tokenRefused).
-	_ = c.finish(&ws.Disconnect{Reason: cause.Reason, Class: cause.Class, Code: cause.Code, Err: errors.Join(cause, err),
+	_ = c.finish(&ws.Disconnect{Reason: endReason(err, cause.Reason), Class: cause.Class, Code: cause.Code, Err: errors.Join(cause, err),
 		Text: cause.Error() + "; " + msg})
 }
 

@@ -32,6 +32,31 @@ import (
 // connects again after its reconnect delay; that connection's first
 // negotiate counts under "negotiate restart".
 
+// Where the token goes: negotiate, polls and sends carry it in their
+// Authorization header, as every official client does. The event stream
+// carries it in its URL's access_token query, as the JavaScript client
+// always sends it (an EventSource sets no header; the .NET client puts it
+// in the header): stampede imitates the JavaScript client there, and
+// servers accept both. The WebSocket carries it in the upgrade's
+// Authorization header, as the .NET client and the JavaScript client in
+// Node do, or with Options.WebSocketTokenInQuery (plan: access_token_in:
+// query) in the URL's query, as a browser must.
+
+// wsTokenHeader is the WebSocket upgrade's header: hdr with the bearer
+// token unless it goes in the query (or there is none). hdr is shared by
+// the population, so it is copied, never changed.
+func wsTokenHeader(hdr http.Header, token string, inQuery bool) http.Header {
+	if token == "" || inQuery {
+		return hdr
+	}
+	h := hdr.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Authorization", "Bearer "+token)
+	return h
+}
+
 // errTokenRefused is the cause of a connection's end when the server
 // refused the access token it was given (401 to a poll, a send, or a
 // stateful reconnect's dial).
@@ -41,6 +66,16 @@ var errTokenRefused = errors.New("the server refused the access token (401): the
 // its access token.
 func tokenRefused(d *ws.Disconnect) bool {
 	return d != nil && errors.Is(d.Err, errTokenRefused)
+}
+
+// endReason is the disconnect reason of a request that failed with err:
+// a refused token has its own, so that server_close keeps meaning the
+// peer sent a close, and write_failed a broken socket.
+func endReason(err error, other ws.Reason) ws.Reason {
+	if errors.Is(err, errTokenRefused) {
+		return ws.TokenRefused
+	}
+	return other
 }
 
 // refusedToken says whether an answer with status to a request that

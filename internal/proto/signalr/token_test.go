@@ -173,7 +173,7 @@ func TestTokenLikeJavaScriptClient(t *testing.T) {
 				t.Errorf("stampede:\n%s\nofficial JavaScript client:\n%s\nstampede's trace:\n%s",
 					strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(a.Requests(), "\n"))
 			}
-			checkRestartCounts(t, o.Stats, r, tr)
+			checkRestartCounts(t, o.Stats, r)
 			js := tokenPlaces(t, strings.Split(string(fixture), "\n"))
 			for kind, where := range tokenPlaces(t, a.Requests()) {
 				if want, ok := js[kind]; ok && where != want {
@@ -184,22 +184,18 @@ func TestTokenLikeJavaScriptClient(t *testing.T) {
 	}
 }
 
-// checkRestartCounts: three connections, each ended by its token, the
-// first two restarted. An event stream the service ends with the refusal
-// may be seen ending before the refused send's answer is read; that end
-// is then a reset, and the restart after it negotiates under "negotiate".
-func checkRestartCounts(t *testing.T, st *Stats, r *rec, tr Transport) {
+// checkRestartCounts: three connections, each ended by its token under
+// its own disconnect reason, the first two restarted, each restart timed
+// under "negotiate restart".
+func checkRestartCounts(t *testing.T, st *Stats, r *rec) {
 	t.Helper()
 	const ends = 1 + jsRestarts
 	refusals := st.TokenRefusals.Load()
-	if tr == LongPolling && refusals != ends {
-		t.Errorf("token refusals %d, want %d", refusals, ends)
-	}
-	if resets := st.Disconnects[ws.NetworkReset].Load(); refusals+resets != ends {
-		t.Errorf("token refusals %d, resets %d: want %d ends", refusals, resets, ends)
+	if n := st.Disconnects[ws.TokenRefused].Load(); refusals != ends || n != ends {
+		t.Errorf("token refusals %d, token_refused disconnects %d, resets %d: want %d of each", refusals, n, st.Disconnects[ws.NetworkReset].Load(), ends)
 	}
 	first, restart, redirect := r.classes("negotiate"), r.classes("negotiate restart"), r.classes("negotiate redirect")
-	if int64(len(restart)) > refusals || len(first)+len(restart) != ends || len(redirect) != ends || (tr == LongPolling && len(restart) != jsRestarts) {
+	if len(first) != 1 || len(restart) != jsRestarts || len(redirect) != ends {
 		t.Errorf("negotiate %v, negotiate restart %v, negotiate redirect %v (token refusals %d)", first, restart, redirect, refusals)
 	}
 	for _, cl := range append(append(first, restart...), redirect...) {
@@ -236,41 +232,45 @@ func TestTokenKeptForConnection(t *testing.T) {
 	}
 }
 
-// TestTokenRefusedOnSend: the service refuses the token of a send (the
-// event stream still open); the connection ends at once with the cause
-// named, and no negotiate is sent for a new token.
+// TestTokenRefusedOnSend: the service refuses the token of a send; the
+// connection ends at once as a token refusal, with the cause named, and
+// no negotiate is sent for a new token. Whether the service keeps the
+// event stream open (as ASP.NET Core does) or ends it before its 401
+// (the client then reads the stream's end first), the end is the
+// refusal, so the restart is counted as one.
 func TestTokenRefusedOnSend(t *testing.T) {
-	noLeak(t, nil)
-	// Uses: negotiate, the stream's GET, the handshake, one Add.
-	a := &sigtest.Azure{Hub: &sigtest.Hub{Transports: []string{"ServerSentEvents"}}, TokenUses: 4}
-	a.Start()
-	t.Cleanup(a.Close)
-	o := testOptions()
-	o.Transport = ServerSentEvents
-	ctx := ctx5(t)
-	c, err := Connect(ctx, a.AppURL(), nil, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if res, err := c.Invoke(ctx, "Add", 1, 2); err != nil || string(res) != "3" {
-		t.Fatalf("add: %s %v", res, err)
-	}
-	if _, err := c.Invoke(ctx, "Add", 2, 2); err == nil {
-		t.Fatal("an Add with a refused token succeeded")
-	}
-	<-c.Done()
-	d := c.Disconnect()
-	if a.Issued.Load() != 1 || a.Refused.Load() != 1 || d == nil {
-		t.Fatalf("tokens issued %d, refused %d, end %v", a.Issued.Load(), a.Refused.Load(), d)
-	}
-	// The refused send's answer ends it, or the stream the service ended
-	// with it: whichever came first.
-	if !tokenRefused(d) && d.Reason != ws.NetworkReset {
-		t.Errorf("end %v", d)
-	}
-	if tokenRefused(d) && (d.Class != sample.FromStatus(http.StatusUnauthorized) || !strings.Contains(d.Error(), "refused the access token") || o.Stats.TokenRefusals.Load() != 1) {
-		t.Errorf("end %q, refusals %d", d.Error(), o.Stats.TokenRefusals.Load())
+	for _, endStream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream ended first %v", endStream), func(t *testing.T) {
+			noLeak(t, nil)
+			// Uses: negotiate, the stream's GET, the handshake, one Add.
+			a := &sigtest.Azure{Hub: &sigtest.Hub{Transports: []string{"ServerSentEvents"}}, TokenUses: 4, EndStreamOnRefusal: endStream}
+			a.Start()
+			t.Cleanup(a.Close)
+			o := testOptions()
+			o.Transport = ServerSentEvents
+			ctx := ctx5(t)
+			c, err := Connect(ctx, a.AppURL(), nil, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if res, err := c.Invoke(ctx, "Add", 1, 2); err != nil || string(res) != "3" {
+				t.Fatalf("add: %s %v", res, err)
+			}
+			if _, err := c.Invoke(ctx, "Add", 2, 2); err == nil {
+				t.Fatal("an Add with a refused token succeeded")
+			}
+			<-c.Done()
+			d := c.Disconnect()
+			if a.Issued.Load() != 1 || a.Refused.Load() != 1 || d == nil {
+				t.Fatalf("tokens issued %d, refused %d, end %v", a.Issued.Load(), a.Refused.Load(), d)
+			}
+			st := o.Stats
+			if !tokenRefused(d) || d.Reason != ws.TokenRefused || d.Class != sample.FromStatus(http.StatusUnauthorized) ||
+				!strings.Contains(d.Error(), "refused the access token") || st.TokenRefusals.Load() != 1 || st.Disconnects[ws.TokenRefused].Load() != 1 {
+				t.Errorf("end %q, refusals %d, token_refused %d", d.Error(), st.TokenRefusals.Load(), st.Disconnects[ws.TokenRefused].Load())
+			}
+		})
 	}
 }
 
@@ -333,7 +333,7 @@ func TestStatefulReconnectTokenRefused(t *testing.T) {
 		t.Fatal("the connection still dials with a refused token")
 	}
 	st := o.Stats
-	if d := c.Disconnect(); !tokenRefused(d) || st.TokenRefusals.Load() != 1 || rv.issued.Load() != 1 || h.Unauthorized.Load() != 1 || st.ReconnectFailures.Load() != 1 {
+	if d := c.Disconnect(); !tokenRefused(d) || d.Reason != ws.TokenRefused || st.TokenRefusals.Load() != 1 || rv.issued.Load() != 1 || h.Unauthorized.Load() != 1 || st.ReconnectFailures.Load() != 1 {
 		t.Errorf("end %v; refusals %d, tokens issued %d, 401s %d, reconnect failures %d", d, st.TokenRefusals.Load(), rv.issued.Load(),
 			h.Unauthorized.Load(), st.ReconnectFailures.Load())
 	}
@@ -398,5 +398,37 @@ func TestEventStreamEndsAtTokenExpiry(t *testing.T) {
 	}
 	if d := c.Disconnect(); d.Reason != ws.NetworkReset || a.Issued.Load() != 1 || a.Refused.Load() != 0 {
 		t.Errorf("end %v; tokens issued %d, requests refused %d", d, a.Issued.Load(), a.Refused.Load())
+	}
+}
+
+// TestWebSocketTokenPlace: the WebSocket's token goes in the upgrade's
+// Authorization header (the .NET client, the JavaScript client in Node),
+// or with WebSocketTokenInQuery in the URL's access_token query (a
+// browser), never both; negotiate carries it in its header either way.
+func TestWebSocketTokenPlace(t *testing.T) {
+	for _, inQuery := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in query %v", inQuery), func(t *testing.T) {
+			a := &sigtest.Azure{Hub: &sigtest.Hub{Transports: []string{"WebSockets"}}, Record: true}
+			a.Start()
+			t.Cleanup(a.Close)
+			o := testOptions()
+			o.WebSocketTokenInQuery = inQuery
+			ctx := ctx5(t)
+			c, err := Connect(ctx, a.AppURL(), nil, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := c.Invoke(ctx, "Add", 1, 2); err != nil || string(res) != "3" {
+				t.Fatalf("add: %s %v", res, err)
+			}
+			c.Close()
+			want := map[string]string{"POST negotiate": "header", "GET": "header"}
+			if inQuery {
+				want["GET"] = "query"
+			}
+			if got := tokenPlaces(t, a.Requests()); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("token places %v, want %v:\n%s", got, want, strings.Join(a.Requests(), "\n"))
+			}
+		})
 	}
 }

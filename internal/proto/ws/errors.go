@@ -42,10 +42,11 @@ const (
 	NetworkReset         // TCP reset or EOF without a close frame
 	ProtocolError        // bad frame, message over the read limit, bad SignalR record
 	WriteFailed          // a send failed (the socket was already broken)
+	TokenRefused         // the server refused the access token (SignalR: 401 to a poll, a send or a reconnect's dial)
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"open", "client_close", "server_close", "ping_timeout", "network_reset", "protocol_error", "write_failed"}
+var reasonNames = [NumReasons]string{"open", "client_close", "server_close", "ping_timeout", "network_reset", "protocol_error", "write_failed", "token_refused"}
 
 func (r Reason) String() string {
 	if r < NumReasons {

@@ -46,6 +46,11 @@ type Azure struct {
 	RetryAfter time.Duration
 	// Record keeps every request's Line (Requests returns them).
 	Record bool
+	// EndStreamOnRefusal ends a connection's event stream before its
+	// refused request is answered 401 (ASP.NET Core keeps the stream
+	// open): the client sees the stream end first and must still count
+	// the end as the refusal.
+	EndStreamOnRefusal bool
 
 	App, Service *httptest.Server
 
@@ -165,7 +170,7 @@ func (a *Azure) serveService(w http.ResponseWriter, r *http.Request) {
 		a.Refused.Add(1)
 		a.record("service", r, http.StatusUnauthorized)
 		if id := r.URL.Query().Get("id"); id != "" {
-			a.Hub.detach(id)
+			a.Hub.detach(id, a.EndStreamOnRefusal)
 		}
 		http.Error(w, why, http.StatusUnauthorized)
 		return

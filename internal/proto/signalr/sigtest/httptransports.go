@@ -53,8 +53,10 @@ func (h *Hub) poll(w http.ResponseWriter, r *http.Request, c *conn) {
 }
 
 func (h *Hub) sse(w http.ResponseWriter, r *http.Request, c *conn) {
+	over := make(chan struct{})
+	defer close(over)
 	c.mu.Lock()
-	c.sse = true
+	c.sseOver = over
 	c.mu.Unlock()
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")

@@ -73,8 +73,8 @@ type conn struct {
 	proto   string // "" until the handshake
 	closed  bool
 	done    chan struct{}
-	started bool // the first poll was answered
-	sse     bool // served by an event stream
+	started bool          // the first poll was answered
+	sseOver chan struct{} // an event stream's: closed when its handler returned
 
 	// Stateful reconnect (WebSockets), under mu.
 	stateful bool
@@ -230,12 +230,14 @@ func (h *Hub) Open() int {
 }
 
 // detach takes the connection whose connection token is id out of Open,
-// as a service forgets a connection whose token it refused. An event
-// stream ends at once (the client learns nothing else from it); a held
-// long poll is answered as usual and the next request is refused, so the
-// client sees a refusal, not an end by the server. Close ends what is
-// left.
-func (h *Hub) detach(id string) {
+// as a service forgets a connection whose token it refused. The client
+// learns of it from the refused request's 401: a held long poll is
+// answered as usual and the next request is refused, and an event stream
+// stays open, as ASP.NET Core leaves it when it refuses a send. With
+// endStream, the event stream ends first, and detach returns once its
+// handler has: a server that ends the stream before it answers the
+// refused request. Close ends what is left.
+func (h *Hub) detach(id string, endStream bool) {
 	h.mu.Lock()
 	c := h.conns[id]
 	if c != nil {
@@ -243,14 +245,18 @@ func (h *Hub) detach(id string) {
 		h.detached = append(h.detached, c)
 	}
 	h.mu.Unlock()
-	if c == nil {
+	if c == nil || !endStream {
 		return
 	}
 	c.mu.Lock()
-	sse := c.sse
+	over := c.sseOver
 	c.mu.Unlock()
-	if sse {
+	if over != nil {
 		c.close()
+		<-over
+		// Time for the stream's end to reach the client before the
+		// refusal does: the order the client must not depend on.
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
