@@ -137,25 +137,22 @@ func (l *loop) closeIdle() {
 	l.idle = l.idle[:0]
 }
 
-// openAhead connects the loop's preopen slots, one after another, before
-// its first arrival is taken, and leaves them idle: an arrival then finds
-// a kept-alive connection, where at a high rate the first arrivals each
-// waited for a dial of their own and, with every slot still connecting,
-// were dropped. A connection that fails or takes longer than
-// preopenTimeout ends the pre-opening, quietly: no request was asked of
-// it, and the arrivals dial for themselves and count what they meet.
-// HTTPS slots are not pre-opened (their handshake is a goroutine's).
+// openAhead connects the loop's preopen slots before its first arrival
+// is taken, and leaves them idle: an arrival then finds a kept-alive
+// connection, where at a high rate the first arrivals each waited for a
+// dial of their own and, with every slot still connecting, were dropped.
+// The connections are dialed together (connectAll), so the wait is one
+// round trip, at most preopenBudget. One that fails or is not open by then
+// is closed, quietly: no request was asked of it, and the arrivals dial
+// for themselves and count what they meet. HTTPS slots are not pre-opened
+// (their handshake is a goroutine's).
 func (l *loop) openAhead() {
 	n := l.preopen
 	l.preopen = 0
 	if l.e.https {
 		return
 	}
-	for i := 0; i < n; i++ {
-		fd, ok := l.connectNow()
-		if !ok {
-			return
-		}
+	for _, fd := range l.connectAll(n) {
 		tr := l.e.transportOn(l)
 		c := &conn{fd: fd, u: l.open.NewUser(tr)}
 		c.resp = c.u.LoopResponse()
@@ -164,7 +161,7 @@ func (l *loop) openAhead() {
 		c.gen = l.gen
 		if err := l.set.AddEdge(fd, c.slot, c.gen, false); err != nil {
 			l.leaveSlot(c)
-			return
+			continue
 		}
 		// Held open for arrivals to come, as a kept-alive connection is:
 		// one the server closes meanwhile is found idle and redialed
@@ -174,31 +171,63 @@ func (l *loop) openAhead() {
 	}
 }
 
-// preopenTimeout bounds the wait for one pre-opened connection.
-const preopenTimeout = time.Second
+// preopenBudget bounds the wait for the pre-opened connections: the most
+// the first arrivals wait for them (their lateness, counted), far below
+// the second after which an arrival is dropped.
+const preopenBudget = 100 * time.Millisecond
 
-// connectNow opens a connection to the target and waits for it, at most
-// preopenTimeout; ok false means it did not open (the socket is closed).
-func (l *loop) connectNow() (fd int, ok bool) {
-	fd, err := unix.Socket(l.e.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
-	if err != nil {
-		return -1, false
-	}
-	// As dial's: no Nagle delay.
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	if err := unix.Connect(fd, l.sa); err == unix.EINPROGRESS || err == unix.EINTR {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
-		if n, perr := unix.Poll(pfd, int(preopenTimeout/time.Millisecond)); perr != nil || n != 1 {
-			unix.Close(fd)
-			return -1, false
+// connectAll starts n connections to the target at once and returns the
+// sockets of those open within preopenBudget; it closes the rest. It
+// stops starting more at the first that fails at once (a refused or
+// unreachable target, no files left).
+func (l *loop) connectAll(n int) []int {
+	pending := make([]unix.PollFd, 0, n)
+	var open []int
+	for i := 0; i < n; i++ {
+		fd, err := unix.Socket(l.e.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+		if err != nil {
+			break
 		}
-		if errno, gerr := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR); gerr != nil || errno != 0 {
-			unix.Close(fd)
-			return -1, false
+		// As dial's: no Nagle delay.
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		err = unix.Connect(fd, l.sa)
+		if err == nil {
+			open = append(open, fd)
+			continue
 		}
-	} else if err != nil {
-		unix.Close(fd)
-		return -1, false
+		if err != unix.EINPROGRESS && err != unix.EINTR {
+			unix.Close(fd)
+			break
+		}
+		pending = append(pending, unix.PollFd{Fd: int32(fd), Events: unix.POLLOUT})
 	}
-	return fd, true
+	deadline := time.Now().Add(preopenBudget)
+	for left := len(pending); left > 0; {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			break
+		}
+		if _, err := unix.Poll(pending, int((wait+time.Millisecond-1)/time.Millisecond)); err != nil && err != unix.EINTR {
+			break
+		}
+		for i := range pending {
+			p := &pending[i]
+			if p.Fd < 0 || p.Revents == 0 {
+				continue
+			}
+			fd := int(p.Fd)
+			if errno, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR); err == nil && errno == 0 {
+				open = append(open, fd)
+			} else {
+				unix.Close(fd)
+			}
+			p.Fd, left = -1, left-1 // poll skips a negative fd
+		}
+	}
+	for _, p := range pending {
+		if p.Fd >= 0 {
+			unix.Close(int(p.Fd))
+		}
+	}
+	return open
 }

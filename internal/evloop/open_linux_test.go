@@ -238,3 +238,30 @@ func newAcceptCounter(t *testing.T) (addr string, accepted *atomic.Int64) {
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	return ln.Addr().String(), accepted
 }
+
+// A target that refuses connections leaves nothing pre-opened and no
+// error of the pre-opening's own: the loop's one arrival dials for itself
+// and its refusal is the run's one failed request.
+func TestOpenLoopPreopenAgainstARefusingTarget(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var made atomic.Int64
+	madeAtFirstTake := int64(-1)
+	arr := &listedArrivals{due: []time.Time{time.Now().Add(5 * time.Millisecond)}}
+	arr.beforeTake = func(*listedArrivals, time.Time) {
+		if madeAtFirstTake < 0 {
+			madeAtFirstTake = made.Load()
+		}
+	}
+	rec := runOpenLoopWith(t, addr, arr, OpenLoop{Max: 16, Preopen: 6}, func() { made.Add(1) })
+	if madeAtFirstTake != 0 {
+		t.Errorf("%d slots made before the first arrival against a refusing target, want 0", madeAtFirstTake)
+	}
+	if tot := rec.Snapshot().Totals; tot.Requests != 1 || tot.Failed != 1 || arr.dropped != 0 {
+		t.Errorf("recorded %d requests (%d failed), dropped %d; want the one arrival, failed, none dropped", tot.Requests, tot.Failed, arr.dropped)
+	}
+}
