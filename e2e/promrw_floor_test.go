@@ -74,6 +74,8 @@ load:
 		sum := promAt(t, prom, "sum("+sel+")", last)
 		inc := promAt(t, prom, fmt.Sprintf("sum(increase(%s[%ds]))", sel, int(window.Seconds())), last)
 		fails := promAt(t, prom, fmt.Sprintf(`sum(increase(stampede_failures_total{testid=%q}[%ds]))`, id, int(window.Seconds())), last)
+		t.Logf("%s: result %d requests (%d failed); Prometheus: sum %v, increase() over %ds %v, failures increase() %v",
+			id, total, failed, sum, int(window.Seconds()), inc, fails)
 		if len(sum) != 1 || sum[0] != float64(total) || len(inc) != 1 || inc[0] != float64(total) {
 			t.Errorf("%s: requests summed %v, increase() over the run %v; the result's total %d", id, sum, inc, total)
 		}
