@@ -148,7 +148,8 @@ var planKeyDocs = map[string]string{
 	"monitors[] queries":    "PostgreSQL: named SQL queries sampled as series `query.NAME`",
 
 	"scenarios.NAME.signalr url":                "the hub URL: a path joined to `target`, or absolute http(s)/ws(s)",
-	"scenarios.NAME.signalr access_token":       "a bearer token: on negotiate, and as `access_token` on the WebSocket URL",
+	"scenarios.NAME.signalr access_token":       "a bearer token for negotiate; the connection then uses it, or the token a negotiate redirect gives, in the Authorization header of polls and sends, in the `access_token` query of an event stream, and on a WebSocket where `access_token_in` says",
+	"scenarios.NAME.signalr access_token_in":    "where a WebSocket carries the access token: `header` (default: the upgrade's Authorization header, as the .NET client and the JavaScript client in Node send it) or `query` (the URL's `access_token`, as browsers must)",
 	"scenarios.NAME.signalr headers":            "headers on negotiate and the connection (templates allowed)",
 	"scenarios.NAME.signalr skip_negotiate":     "`true`: connect the WebSocket directly, without negotiate",
 	"scenarios.NAME.signalr keep_alive":         "how often to send a ping (default 15s; `off` disables)",

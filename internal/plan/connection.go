@@ -96,7 +96,10 @@ type SignalRSpec struct {
 	URLs        []*Template
 	Spread      string
 	AccessToken string
-	Headers     []Header
+	// WebSocketTokenInQuery puts the WebSocket's access token in its
+	// URL's query (access_token_in: query) instead of its header.
+	WebSocketTokenInQuery bool
+	Headers               []Header
 	// SkipNegotiate connects the WebSocket directly.
 	SkipNegotiate bool
 	// Protocol is the hub protocol: "json" (default) or "messagepack".

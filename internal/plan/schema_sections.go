@@ -148,6 +148,7 @@ func signalrSchema() obj {
 	s := section("scenarios.NAME.signalr", "", []prop{
 		{"url", str()},
 		{"access_token", scalar()},
+		{"access_token_in", enum(tokenPlaces...)},
 		{"headers", headers()},
 		{"skip_negotiate", boolish()},
 		{"keep_alive", durationOr("off", "false", "never")},

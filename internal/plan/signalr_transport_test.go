@@ -44,3 +44,36 @@ func TestSignalRProtocolTransport(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalRTokenPlace: access_token_in says where a WebSocket carries
+// its token (header by default), and is refused, at its line and column,
+// with a value it cannot take or a transport it does not apply to.
+func TestSignalRTokenPlace(t *testing.T) {
+	for _, tc := range []struct {
+		section string
+		inQuery bool
+	}{
+		{"", false},
+		{", access_token_in: header", false},
+		{", access_token_in: query", true},
+		{", transport: auto, access_token_in: query", true},
+	} {
+		p, err := Parse("p.yaml", []byte(signalrPlan(tc.section)), fixtureEnv)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.section, err)
+		}
+		if got := p.Scenarios[0].Connection.Spec().SignalR.WebSocketTokenInQuery; got != tc.inQuery {
+			t.Errorf("%q: token in query %v", tc.section, got)
+		}
+	}
+	for _, tc := range []struct{ section, want string }{
+		{", access_token_in: url", `p.yaml:5:41: bad access_token_in "url": expected header (the .NET client's and Node's way) or query (a browser's)`},
+		{", access_token_in: Query", `(did you mean "query"?)`},
+		{", transport: sse, access_token_in: query", "p.yaml:5:57: access_token_in applies to the websockets transport, not sse"},
+	} {
+		_, err := Parse("p.yaml", []byte(signalrPlan(tc.section)), fixtureEnv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.section, err, tc.want)
+		}
+	}
+}

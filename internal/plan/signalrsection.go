@@ -9,7 +9,7 @@ import (
 
 // The signalr: section of a connection scenario.
 
-var signalrKeys = []string{"url", "access_token", "headers", "skip_negotiate", "keep_alive", "server_timeout",
+var signalrKeys = []string{"url", "access_token", "access_token_in", "headers", "skip_negotiate", "keep_alive", "server_timeout",
 	"handshake_timeout", "negotiate_timeout", "invoke", "listen", "timestamp", "hold", "reconnect", "protocol", "transport", "stateful_reconnect", "urls", "spread"}
 
 // signalrProtocols are the hub protocols a signalr section may name.
@@ -17,6 +17,9 @@ var signalrProtocols = []string{"json", "messagepack"}
 
 // signalrTransports are the transports a signalr section may name.
 var signalrTransports = []string{"websockets", "sse", "long_polling", "auto"}
+
+// tokenPlaces are where a WebSocket may carry its access token.
+var tokenPlaces = []string{"header", "query"}
 
 func (p *parser) signalrSection(s *Scenario, n *yaml.Node) {
 	c := p.connection(s, n, KindSignalR)
@@ -97,6 +100,9 @@ func (p *parser) hubWire(spec *SignalRSpec, f map[string]kv) {
 			}
 		}
 	}
+	if e, ok := f["access_token_in"]; ok {
+		p.tokenPlace(spec, e.v)
+	}
 	if e, ok := f["stateful_reconnect"]; ok {
 		if v, ok := p.boolean(e.v, "stateful_reconnect"); ok && v {
 			switch {
@@ -108,6 +114,23 @@ func (p *parser) hubWire(spec *SignalRSpec, f map[string]kv) {
 				spec.StatefulReconnect = true
 			}
 		}
+	}
+}
+
+// tokenPlace reads where the WebSocket carries its access token: the
+// upgrade's Authorization header (default, as the .NET client and the
+// JavaScript client in Node send it) or the URL's query (as browsers
+// must). The other transports carry it where the JavaScript client does.
+func (p *parser) tokenPlace(spec *SignalRSpec, n *yaml.Node) {
+	v, ok := p.text(n, "access_token_in")
+	switch {
+	case !ok:
+	case !slices.Contains(tokenPlaces, v):
+		p.errf(n, "%s", suggestion("bad access_token_in "+q(v)+": expected header (the .NET client's and Node's way) or query (a browser's)", v, tokenPlaces))
+	case spec.Transport == "sse" || spec.Transport == "long_polling":
+		p.errf(n, "access_token_in applies to the websockets transport, not %s (the event stream carries the token in its query, polls and sends in their header)", spec.Transport)
+	default:
+		spec.WebSocketTokenInQuery = v == "query"
 	}
 }
 

@@ -30,9 +30,10 @@ type ConnScenario struct {
 	OpenAtEnd int64 `json:"open_at_end"`
 	// Disconnects counts connections that ended during the run, by
 	// reason: client_close (the script or a ramp down ended them),
-	// server_close, ping_timeout, network_reset, protocol_error,
-	// write_failed. Each opened connection ends once, so Opened =
-	// OpenAtEnd + the sum of Disconnects.
+	// server_close (the peer sent a close), ping_timeout, network_reset,
+	// protocol_error, write_failed, token_refused (SignalR: the server
+	// refused the access token with 401). Each opened connection ends
+	// once, so Opened = OpenAtEnd + the sum of Disconnects.
 	Disconnects map[string]int64 `json:"disconnects,omitempty"`
 	// Pushes counts server pushes per listened target (SignalR);
 	// OtherPushes those to targets the plan does not listen to.

@@ -45,18 +45,19 @@ func (p *population) setupHubs(tlsConf *tls.Config) {
 	}
 	for _, u := range urls {
 		o := &signalr.Options{
-			AccessToken:       s.AccessToken,
-			SkipNegotiate:     s.SkipNegotiate,
-			Protocol:          signalr.ProtocolNamed(s.Protocol),
-			Transport:         signalr.TransportNamed(s.Transport),
-			NegotiateTimeout:  s.NegotiateTimeout,
-			HandshakeTimeout:  s.HandshakeTimeout,
-			KeepAlive:         s.KeepAlive,
-			ServerTimeout:     s.ServerTimeout,
-			TimestampPath:     s.Timestamp,
-			StatefulReconnect: s.StatefulReconnect,
-			Stats:             signalr.NewStats(s.Listen...),
-			Recorder:          p.rec,
+			AccessToken:           s.AccessToken,
+			WebSocketTokenInQuery: s.WebSocketTokenInQuery,
+			SkipNegotiate:         s.SkipNegotiate,
+			Protocol:              signalr.ProtocolNamed(s.Protocol),
+			Transport:             signalr.TransportNamed(s.Transport),
+			NegotiateTimeout:      s.NegotiateTimeout,
+			HandshakeTimeout:      s.HandshakeTimeout,
+			KeepAlive:             s.KeepAlive,
+			ServerTimeout:         s.ServerTimeout,
+			TimestampPath:         s.Timestamp,
+			StatefulReconnect:     s.StatefulReconnect,
+			Stats:                 signalr.NewStats(s.Listen...),
+			Recorder:              p.rec,
 			// The client clones the config for negotiate and again,
 			// offering only http/1.1, for the upgrade: the run's config
 			// is shared with the HTTP users' transport and must not be
