@@ -200,3 +200,27 @@ func TestRetryAfterSpreadsTheFleet(t *testing.T) {
 		t.Errorf("no jitter, a 16s bound over Retry-After 5s: %v", w)
 	}
 }
+
+// A WebSocket upgrade refused with 429 and Retry-After waits as long as a
+// refused negotiate does: one attempt each in a 1.5 s run.
+func TestRetryAfterOnWebSocketUpgrade(t *testing.T) {
+	leakCheck(t)
+	var upgrades atomic.Int64
+	srv := quotaServer(t, "5", &upgrades)
+	p := connPlan(t, `
+target: `+srv.URL+`
+scenarios:
+  ticker: {users: 4, websocket: {url: /ws, reconnect: {initial: 10ms, max: 20ms}, steps: [{hold: 1s}]}}
+load: {grace: 1s, stages: [{duration: 1500ms, users: 1}]}
+`)
+	res, err := Run(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	cs := connScenario(t, res, "ticker")
+	checkConnSums(t, cs)
+	if cs.Attempts != 4 || upgrades.Load() != 4 || cs.RetryAfter != 4 || cs.ByClass["rate_limited"] != 4 || cs.PeakWaiting != 4 {
+		t.Errorf("attempts %d (server saw %d), waits lengthened %d, by class %v, peak waiting %d; want 4 of each", cs.Attempts, upgrades.Load(), cs.RetryAfter, cs.ByClass, cs.PeakWaiting)
+	}
+}

@@ -3,9 +3,9 @@ package signalr
 import (
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/proto/ws"
 )
 
 // A server over its quota (Azure SignalR Service's "Connection count
@@ -18,35 +18,26 @@ type retryAfterError struct{ wait time.Duration }
 
 func (e *retryAfterError) Error() string { return "retry after " + e.wait.String() }
 
-// RetryAfter is the wait a refused negotiate or connect asked for in its
-// Retry-After header; false when err carries none.
+// RetryAfter is the wait a refused negotiate or WebSocket upgrade asked
+// for in its Retry-After header; false when err carries none.
 func RetryAfter(err error) (time.Duration, bool) {
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
 		return ra.wait, true
 	}
+	var we *ws.Error
+	if errors.As(err, &we) {
+		return we.RetryAfter()
+	}
 	return 0, false
 }
 
-// retryAfterOf reads h's Retry-After, delay-seconds or an HTTP-date
-// (RFC 9110 10.2.3) counted from now; nil when absent or unreadable. A
-// date in the past asks for no wait.
+// retryAfterOf reads h's Retry-After (ws.ParseRetryAfter); nil when
+// absent or unreadable.
 func retryAfterOf(h http.Header, now time.Time) error {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
+	d, ok := ws.ParseRetryAfter(h.Get("Retry-After"), now)
+	if !ok {
 		return nil
 	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return nil
-		}
-		// A day at most: a larger number is more likely a mistake than a
-		// wait any client would keep to.
-		return &retryAfterError{wait: time.Duration(min(secs, 86400)) * time.Second}
-	}
-	at, err := http.ParseTime(v)
-	if err != nil {
-		return nil
-	}
-	return &retryAfterError{wait: max(at.Sub(now), 0)}
+	return &retryAfterError{wait: d}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -24,6 +25,9 @@ type Error struct {
 	Status int // HTTP status of a refused upgrade
 	Msg    string
 	Err    error
+	// A refused upgrade's Retry-After (RetryAfter).
+	retryAfter    time.Duration
+	hasRetryAfter bool
 }
 
 func (e *Error) Error() string { return "ws " + e.Op + ": " + e.Msg }
@@ -114,7 +118,9 @@ func dialError(err error, resp *http.Response, ctx context.Context) *Error {
 				msg = "expected 101 Switching Protocols, got " + msg
 			}
 		}
-		return &Error{Op: "upgrade", Class: cl, Status: st, Msg: msg, Err: err}
+		e := &Error{Op: "upgrade", Class: cl, Status: st, Msg: msg, Err: err}
+		e.retryAfter, e.hasRetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return e
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return &Error{Op: "dial", Class: sample.Interrupted, Msg: "canceled: " + err.Error(), Err: err}
