@@ -56,7 +56,7 @@ scenarios:
     steps:
       - think: 300ms
       - {name: order, post: "/restaurants/{{ tenant }}/orders", json: {n: 1}, expect: {status: 201}}
-load: {grace: 1s, stages: [{duration: 1500ms, users: 4}]}
+load: {grace: 1s, stages: [{duration: 2s, users: 4}]}
 `, urls[0], urls[0], urls[1]))
 	return urls, p
 }

@@ -123,7 +123,7 @@ func checkAttemptSeries(t *testing.T, cs result.ConnScenario) {
 }
 
 // After its attempts in a row fail, a slot gives up for the rest of the
-// run: five slots with three attempts make exactly fifteen, and all five
+// run: five slots with three attempts make exactly fifteen in a 3 s run, and all five
 // are counted as given up.
 func TestRetryAttemptsBounded(t *testing.T) {
 	leakCheck(t)
@@ -133,7 +133,7 @@ func TestRetryAttemptsBounded(t *testing.T) {
 target: `+srv.URL+`
 scenarios:
   display: {users: 5, signalr: {url: /hubs/full, reconnect: {initial: 1ms, max: 4ms, attempts: 3}}}
-load: {grace: 1s, stages: [{duration: 2s, users: 1}]}
+load: {grace: 1s, stages: [{duration: 3s, users: 1}]}
 `)
 	res, err := Run(context.Background(), p, Options{})
 	if err != nil {
