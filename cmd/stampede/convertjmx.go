@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -32,6 +33,9 @@ func convertJMX(cmd *cobra.Command, file, out string, o convert.Options) error {
 		},
 	})
 	if err != nil {
+		// What was left out says why nothing was converted (every
+		// thread group disabled, a sampler not HTTP).
+		printJMXLists(cmd.ErrOrStderr(), res)
 		return fail(exitUsage, err)
 	}
 	dest := "stdout"
@@ -49,13 +53,17 @@ func convertJMX(cmd *cobra.Command, file, out string, o convert.Options) error {
 		fmt.Fprintf(w, "; %d not converted (listed in the plan's header)", len(res.Skipped))
 	}
 	fmt.Fprintln(w)
+	printJMXLists(w, res)
+	return nil
+}
+
+func printJMXLists(w io.Writer, res convert.JMXResult) {
 	for _, n := range res.Notes {
 		fmt.Fprintln(w, "  note:", n)
 	}
 	for _, s := range res.Skipped {
 		fmt.Fprintln(w, "  not converted:", s)
 	}
-	return nil
 }
 
 // dataDir is the .jmx's directory relative to the plan's: JMeter reads a

@@ -93,8 +93,14 @@ func (c *conv) responseAssertion(a *elem, ex *expect) {
 	}
 	field := a.prop("Assertion.test_field")
 	switch {
+	case a.prop("Assertion.scope") == "variable":
+		c.skip(a.where(), "checks the variable "+strconv.Quote(a.prop("Scope.variable"))+", not the response: not converted")
 	case typ&testNot != 0:
 		c.skip(a.where(), "a negated (NOT) assertion: not converted")
+	case a.boolProp("Assertion.assume_success", false) && field == "Assertion.response_code" && len(tests) > 0:
+		// "Ignore status" with a code: the code given, a 404 say, is the
+		// step's success, as expect.status makes it.
+		c.statusAssertion(a, typ, tests, ex)
 	case a.boolProp("Assertion.assume_success", false):
 		c.skip(a.where(), "\"ignore status\": not converted (the plan's default checks still apply)")
 	case len(tests) == 0:

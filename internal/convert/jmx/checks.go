@@ -141,13 +141,21 @@ func onBody(x *elem, prop string) bool {
 	return false
 }
 
-func firstMatch(x *elem, prop string) bool {
-	n := x.prop(prop)
-	return n == "" || n == "1"
+// firstMatch says whether the plan can take the match the extractor
+// wants: the first, or a random one (0), which it takes as the first.
+func (c *conv) firstMatch(x *elem, prop string) bool {
+	switch x.prop(prop) {
+	case "", "1":
+		return true
+	case "0":
+		c.note("%s: match number 0 (a random match): the plan takes the first", x.where())
+		return true
+	}
+	return false
 }
 
 func (c *conv) regexExtractor(x *elem) [][]*yaml.Node {
-	name := c.captureName(x.prop("RegexExtractor.refname"))
+	name := strings.TrimSpace(x.prop("RegexExtractor.refname"))
 	re := x.rawProp("RegexExtractor.regex")
 	tmpl := x.prop("RegexExtractor.template")
 	switch {
@@ -155,7 +163,7 @@ func (c *conv) regexExtractor(x *elem) [][]*yaml.Node {
 		c.skip(x.where(), "no variable name or expression")
 	case !onBody(x, "RegexExtractor.useHeaders"):
 		c.skip(x.where(), "extracts from "+source(x, "RegexExtractor.useHeaders")+", not the body: not converted")
-	case !firstMatch(x, "RegexExtractor.match_number"):
+	case !c.firstMatch(x, "RegexExtractor.match_number"):
 		c.skip(x.where(), "match number "+x.prop("RegexExtractor.match_number")+" (the plan takes the first match): not converted")
 	case tmpl != "" && tmpl != "$1$" && !(tmpl == "$0$" && !strings.Contains(re, "(")):
 		c.skip(x.where(), "template "+strconv.Quote(tmpl)+" (the plan takes the first group): not converted")
@@ -167,20 +175,20 @@ func (c *conv) regexExtractor(x *elem) [][]*yaml.Node {
 			return nil
 		}
 		c.defaultValue(x, "RegexExtractor.default")
-		return [][]*yaml.Node{{str(name), flow(mapping(str("regex"), str(re)))}}
+		return [][]*yaml.Node{{str(c.captureName(name)), flow(mapping(str("regex"), str(re)))}}
 	}
 	return nil
 }
 
 func (c *conv) boundaryExtractor(x *elem) [][]*yaml.Node {
-	name := c.captureName(x.prop("BoundaryExtractor.refname"))
+	name := strings.TrimSpace(x.prop("BoundaryExtractor.refname"))
 	l, r := x.rawProp("BoundaryExtractor.lboundary"), x.rawProp("BoundaryExtractor.rboundary")
 	switch {
 	case name == "":
 		c.skip(x.where(), "no variable name")
 	case !onBody(x, "BoundaryExtractor.useHeaders"):
 		c.skip(x.where(), "extracts from "+source(x, "BoundaryExtractor.useHeaders")+", not the body: not converted")
-	case !firstMatch(x, "BoundaryExtractor.match_number"):
+	case !c.firstMatch(x, "BoundaryExtractor.match_number"):
 		c.skip(x.where(), "match number "+x.prop("BoundaryExtractor.match_number")+" (the plan takes the first match): not converted")
 	case strings.Contains(l+r, "${"):
 		c.skip(x.where(), "boundaries with variables: not converted")
@@ -192,7 +200,7 @@ func (c *conv) boundaryExtractor(x *elem) [][]*yaml.Node {
 			group = "(.*)"
 		}
 		c.defaultValue(x, "BoundaryExtractor.default")
-		return [][]*yaml.Node{{str(name), flow(mapping(str("regex"), str("(?s)"+regexp.QuoteMeta(l)+group+regexp.QuoteMeta(r))))}}
+		return [][]*yaml.Node{{str(c.captureName(name)), flow(mapping(str("regex"), str("(?s)"+regexp.QuoteMeta(l)+group+regexp.QuoteMeta(r))))}}
 	}
 	return nil
 }
@@ -203,8 +211,7 @@ func (c *conv) jsonExtractor(x *elem) [][]*yaml.Node {
 	matches := strings.Split(x.prop("JSONPostProcessor.match_numbers"), ";")
 	var out [][]*yaml.Node
 	for i, n := range names {
-		name := c.captureName(n)
-		if name == "" {
+		if strings.TrimSpace(n) == "" {
 			continue
 		}
 		if i >= len(paths) {
@@ -220,7 +227,7 @@ func (c *conv) jsonExtractor(x *elem) [][]*yaml.Node {
 			c.skip(x.where(), "JSON path "+strconv.Quote(strings.TrimSpace(paths[i]))+" for "+n+" (the plan takes dotted names and indexes): not converted")
 			continue
 		}
-		out = append(out, []*yaml.Node{str(name), flow(mapping(str("json"), str(p)))})
+		out = append(out, []*yaml.Node{str(c.captureName(n)), flow(mapping(str("json"), str(p)))})
 	}
 	if strings.TrimSpace(x.prop("JSONPostProcessor.defaultValues")) != "" {
 		c.note("%s: default values are not kept: a capture that finds nothing fails its step", x.where())

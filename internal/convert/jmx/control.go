@@ -13,7 +13,7 @@ import (
 // into choose; those the plan has no form for keep their steps, run
 // once, and are listed.
 func (c *conv) controller(e *elem, sc scope) []*yaml.Node {
-	inner := sc.with(c, e.children)
+	inner := sc.with(c, e)
 	switch e.class {
 	case "TransactionController":
 		inner.group = e.name

@@ -29,13 +29,18 @@ func (c *conv) csv(e *elem) {
 		delim = ","
 	}
 	names := splitNames(e.prop("variableNames"))
-	if len(names) == 0 {
+	header := names
+	switch {
+	case len(names) == 0:
 		names = c.headerRow(file, delim, e)
 		if names == nil {
 			return
 		}
-	} else if !e.boolProp("ignoreFirstLine", false) {
-		c.note("%s: the plan reads column names from the file's first row: add the row %q to %s", e.where(), strings.Join(names, ","), file)
+		header = names
+	case e.boolProp("ignoreFirstLine", false):
+		header = c.namedHeader(file, delim, names, e)
+	default:
+		c.note("%s: the plan reads column names from the file's first row: add the row %q to %s (the plan does not load without it)", e.where(), strings.Join(names, ","), file)
 	}
 	if delim != "," {
 		c.note("%s: %s is delimited by %q; a plan reads commas: convert the file", e.where(), file, delim)
@@ -44,7 +49,7 @@ func (c *conv) csv(e *elem) {
 	if c.o.DataDir != "" && !path.IsAbs(file) && !strings.Contains(file, ":\\") {
 		planFile = path.Join(c.o.DataDir, file)
 	}
-	ds := &dataSource{name: c.sourceName(file), file: planFile, columns: names}
+	ds := &dataSource{name: c.sourceName(file), file: planFile, columns: header}
 	recycle := e.boolProp("recycle", true)
 	stop := e.boolProp("stopThread", false)
 	switch {
@@ -60,14 +65,19 @@ func (c *conv) csv(e *elem) {
 	if sm := e.prop("shareMode"); sm != "" && sm != "shareMode.all" {
 		c.note("%s: %s: each %s read the file on its own in JMeter; a plan's users share one reading", e.where(), sm, strings.TrimPrefix(sm, "shareMode."))
 	}
-	for _, n := range names {
-		if ident(n) != n {
-			// A template reads data.SOURCE.COLUMN by name: a column
-			// named otherwise cannot be read.
-			c.skip(e.where(), "column "+strconv.Quote(n)+" (a template reads letters, digits and _): not converted")
+	for i, n := range names {
+		if i >= len(header) {
+			c.skip(e.where(), "variable "+strconv.Quote(n)+": the file's header row has no column "+strconv.Itoa(i+1)+": not converted")
 			continue
 		}
-		c.columns[n] = ds.name + "." + n
+		col := header[i]
+		if ident(col) != col {
+			// A template reads data.SOURCE.COLUMN by name: a column
+			// named otherwise cannot be read.
+			c.skip(e.where(), "column "+strconv.Quote(col)+" (a template reads letters, digits and _): not converted")
+			continue
+		}
+		c.columns[n] = ds.name + "." + col
 	}
 	c.sources = append(c.sources, ds)
 }
@@ -85,15 +95,35 @@ func splitNames(s string) []string {
 // headerRow reads the column names from the file's first line, as JMeter
 // does when the set names no variables.
 func (c *conv) headerRow(file, delim string, e *elem) []string {
+	names, why := c.readHeader(file, delim)
+	if why != "" {
+		c.skip(e.where(), "no variable names, and "+why+": not converted")
+	}
+	return names
+}
+
+// namedHeader is the header row of a file whose first line JMeter skips
+// while it names the columns itself, by position: the plan reads them by
+// the header's names, so the i-th variable is the i-th header column.
+func (c *conv) namedHeader(file, delim string, names []string, e *elem) []string {
+	header, why := c.readHeader(file, delim)
+	if why != "" {
+		c.note("%s: %s; the plan reads columns by the file's header row: check that it is %q", e.where(), why, strings.Join(names, ","))
+		return names
+	}
+	return header
+}
+
+// readHeader is the file's first row, or why there is none.
+func (c *conv) readHeader(file, delim string) ([]string, string) {
 	if c.o.ReadFile == nil {
-		c.skip(e.where(), "no variable names, and "+file+" was not read: not converted")
-		return nil
+		return nil, file + " was not read"
 	}
 	data, err := c.o.ReadFile(file)
 	if err != nil {
-		c.skip(e.where(), "no variable names, and "+file+" cannot be read ("+err.Error()+"): not converted")
-		return nil
+		return nil, file + " cannot be read (" + err.Error() + ")"
 	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	line, _, _ := bufio.NewReader(bytes.NewReader(data)).ReadLine()
 	r := csv.NewReader(bytes.NewReader(line))
 	if len(delim) == 1 {
@@ -101,13 +131,12 @@ func (c *conv) headerRow(file, delim string, e *elem) []string {
 	}
 	names, err := r.Read()
 	if err != nil || len(splitNames(strings.Join(names, ","))) == 0 {
-		c.skip(e.where(), file+" has no header row to name its columns: not converted")
-		return nil
+		return nil, file + " has no header row to name its columns"
 	}
 	for i := range names {
 		names[i] = strings.TrimSpace(names[i])
 	}
-	return names
+	return names, ""
 }
 
 func (c *conv) sourceName(file string) string {

@@ -58,10 +58,16 @@ type conv struct {
 	captures map[string]string // extracted variables: their capture names
 	columns  map[string]string // CSV columns: "source.column"
 	env      map[string]string
-	sources  []*dataSource
-	target   string
-	lbrace   bool
-	seen     map[string]bool
+	// required are the environment variables without a default the
+	// plan reads: the loader refuses to run it until they are set.
+	required map[string]bool
+	secrets  map[string]string // the variables of Azure secrets: their names
+	// quiet > 0 keeps a trial conversion of text off the lists.
+	quiet   int
+	sources []*dataSource
+	target  string
+	lbrace  bool
+	seen    map[string]bool
 	// setup and teardown are the setUp and tearDown thread groups' steps.
 	setup, teardown []*yaml.Node
 	defaultHeaders  *yaml.Node
@@ -69,7 +75,7 @@ type conv struct {
 
 func (c *conv) skip(where, why string) {
 	line := where + ": " + why
-	if !c.seen[line] {
+	if c.quiet == 0 && !c.seen[line] {
 		c.seen[line] = true
 		c.res.Skipped = append(c.res.Skipped, line)
 	}
@@ -77,7 +83,7 @@ func (c *conv) skip(where, why string) {
 
 func (c *conv) note(format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
-	if !c.seen[line] {
+	if c.quiet == 0 && !c.seen[line] {
 		c.seen[line] = true
 		c.res.Notes = append(c.res.Notes, line)
 	}
@@ -95,7 +101,7 @@ func Convert(data []byte, o Options) ([]byte, Result, error) {
 	}
 	c := &conv{
 		o: o, vars: map[string]string{}, captures: map[string]string{}, columns: map[string]string{},
-		env: map[string]string{}, seen: map[string]bool{},
+		env: map[string]string{}, required: map[string]bool{}, secrets: map[string]string{}, seen: map[string]bool{},
 	}
 	if c.o.Name == "" {
 		c.o.Name = root.name
@@ -117,7 +123,7 @@ func Convert(data []byte, o Options) ([]byte, Result, error) {
 	if err != nil {
 		return nil, c.res, err
 	}
-	if err := validate(out, c.sources); err != nil {
+	if err := validate(out, c.sources, c.required); err != nil {
 		return nil, c.res, fmt.Errorf("the converted plan does not load (please report this): %v", err)
 	}
 	return out, c.res, nil
@@ -142,20 +148,21 @@ func (c *conv) collect(root *elem) {
 			}
 		case "CSVDataSet":
 			c.csv(e)
-		case "RegexExtractor", "BoundaryExtractor":
-			c.captureName(e.prop(e.class + ".refname"))
-		case "JSONPostProcessor":
-			for _, n := range strings.Split(e.prop("JSONPostProcessor.referenceNames"), ";") {
-				c.captureName(n)
-			}
 		}
 		for _, ch := range e.children {
+			if ch.enabled && isExtractor(ch.class) {
+				// Only an extractor that becomes a capture names one: a
+				// reference to another's variable stays text.
+				c.quiet++
+				if c.extractorApplies(e, ch) {
+					c.extractor(ch)
+				}
+				c.quiet--
+			}
 			walk(ch)
 		}
 	}
-	for _, ch := range root.children {
-		walk(ch)
-	}
+	walk(root)
 }
 
 // reserved are the names templates give a meaning of their own; a

@@ -62,7 +62,7 @@ func secs(v float64) time.Duration { return time.Duration(v * float64(time.Secon
 // threadGroups converts each thread group into a scenario and the first
 // one's profile into the plan's load (with every group's users).
 func (c *conv) threadGroups(root *elem) ([]*scenario, []stage, error) {
-	base := scope{}.with(c, root.children)
+	base := scope{}.with(c, root)
 	// The test plan's own header managers apply to every request: the
 	// plan's defaults, which a step's header of the same name replaces.
 	c.defaultHeaders = c.headers(base.headers, root.where())
@@ -83,11 +83,11 @@ func (c *conv) threadGroups(root *elem) ([]*scenario, []stage, error) {
 		}
 		switch tg.class {
 		case "SetupThreadGroup":
-			c.setup = append(c.setup, c.steps(tg.children, base.with(c, tg.children))...)
+			c.setup = append(c.setup, c.steps(tg.children, base.with(c, tg))...)
 			c.note("%s runs once, before the load, as the plan's setup", tg.where())
 			continue
 		case "PostThreadGroup":
-			c.teardown = append(c.teardown, c.steps(tg.children, base.with(c, tg.children))...)
+			c.teardown = append(c.teardown, c.steps(tg.children, base.with(c, tg))...)
 			c.note("%s runs once, after the load, as the plan's teardown", tg.where())
 			continue
 		}
@@ -99,7 +99,7 @@ func (c *conv) threadGroups(root *elem) ([]*scenario, []stage, error) {
 		for _, s := range stages {
 			sc.users = math.Max(sc.users, s.to)
 		}
-		sc.node = c.scenarioNode(tg, base.with(c, tg.children))
+		sc.node = c.scenarioNode(tg, base.with(c, tg))
 		if sc.node == nil {
 			c.skip(tg.where(), "no HTTP sampler converted: the thread group is left out")
 			continue

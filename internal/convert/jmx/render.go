@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -15,7 +17,10 @@ import (
 func (c *conv) render(scens []*scenario, load []stage) ([]byte, error) {
 	doc := newNode()
 	doc.add("name", str(c.literal(c.o.Name, modePlain)))
-	doc.add("target", str(c.target))
+	if c.target != "" {
+		// Every step names its server (a CSV column) when there is none.
+		doc.add("target", str(c.target))
+	}
 	if c.defaultHeaders != nil {
 		doc.add("defaults", mapping(str("headers"), c.defaultHeaders))
 	}
@@ -54,9 +59,8 @@ func (c *conv) render(scens []*scenario, load []stage) ([]byte, error) {
 		stages.Content = append(stages.Content, stageNode(s))
 	}
 	doc.add("load", mapping(str("stages"), stages))
-	var buf bytes.Buffer
-	buf.WriteString(c.header())
-	enc := yaml.NewEncoder(&buf)
+	var body bytes.Buffer
+	enc := yaml.NewEncoder(&body)
 	enc.SetIndent(2)
 	if err := enc.Encode(doc.m); err != nil {
 		return nil, err
@@ -64,7 +68,26 @@ func (c *conv) render(scens []*scenario, load []stage) ([]byte, error) {
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	// A user variable read from the environment counts only where the
+	// plan uses it.
+	for n := range c.required {
+		if !bytes.Contains(body.Bytes(), []byte("${"+n+"}")) {
+			delete(c.required, n)
+		}
+	}
+	return append([]byte(c.header()), body.Bytes()...), nil
+}
+
+// requiredText lists the variables to set, an Azure secret's with its
+// name.
+func (c *conv) requiredText() string {
+	names := sortedKeys(c.required)
+	for i, n := range names {
+		if s, ok := c.secrets[n]; ok {
+			names[i] = n + " (the Azure Load Testing secret " + strconv.Quote(s) + ")"
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // header is the plan's header comment: where it came from, the
@@ -79,6 +102,9 @@ func (c *conv) header() string {
 	b.WriteString("# Cookies are left to each user's jar. Check the load below before a real run.\n")
 	if len(c.res.Env) > 0 {
 		b.WriteString("# JMeter properties are environment variables (-Jname=value is NAME=value): " + strings.Join(c.res.Env, ", ") + "\n")
+	}
+	if len(c.required) > 0 {
+		b.WriteString("# Set before running (no default): " + c.requiredText() + "\n")
 	}
 	if len(c.sources) > 0 {
 		b.WriteString("# Data files are read relative to this plan.\n")
@@ -102,7 +128,7 @@ func oneLine(s string) string {
 // validate loads the plan as `stampede run` would, its data files stood
 // in for by files of their columns and one row: the plan's own structure
 // is checked here, whatever state the user's files are in.
-func validate(text []byte, sources []*dataSource) error {
+func validate(text []byte, sources []*dataSource, required map[string]bool) error {
 	dir, err := os.MkdirTemp("", "stampede-jmx-")
 	if err != nil {
 		return err
@@ -118,8 +144,28 @@ func validate(text []byte, sources []*dataSource) error {
 		check = bytes.Replace(check, []byte("{file: "+yamlText(ds.file)+","), []byte("{file: "+stand+","), 1)
 	}
 	name := filepath.Join(dir, "plan.yaml")
-	_, err = plan.ParseWith(name, check, nil, plan.LoadOptions{})
+	// The variables the user must set stand in as a server's URL or
+	// name, the only places the conversion writes them.
+	lookup := func(n string) (string, bool) {
+		switch {
+		case n == "TARGET" && required[n]:
+			return "http://target.invalid", true
+		case required[n]:
+			return "stand-in.invalid", true
+		}
+		return "", false
+	}
+	_, err = plan.ParseWith(name, check, lookup, plan.LoadOptions{})
 	return err
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // yamlText is s as the encoder writes it inside a flow mapping.

@@ -1,6 +1,7 @@
 package jmx
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -52,21 +53,70 @@ func fill(dst *string, v string) {
 	}
 }
 
-// origin is protocol://domain[:port] as plan text.
-func (c *conv) origin(h http, where string) string {
-	o := c.text(strings.ToLower(h.protocol), modePlain, where) + "://" + c.text(h.domain, modePlain, where)
+// origin is protocol://domain[:port] as plan text. A server named by a
+// CSV column is templated (perStep: the step's URL carries it, for a
+// target cannot); one the plan cannot name (a placeholder such as
+// "{my-app-endpoint}", a script, nothing at all) is ${TARGET}, which the
+// user sets.
+func (c *conv) origin(h http, where string) (o string, perStep bool) {
+	domain := strings.TrimSpace(h.domain)
 	port := c.text(h.port, modePlain, where)
-	if port != "" && !(port == "80" && h.protocol == "http") && !(port == "443" && h.protocol == "https") {
-		o += ":" + port
+	if port == "80" && h.protocol == "http" || port == "443" && h.protocol == "https" {
+		port = ""
 	}
-	return o
+	if port != "" {
+		port = ":" + port
+	}
+	scheme := c.text(strings.ToLower(h.protocol), modePlain, where) + "://"
+	if name, ok := soleRef(domain); ok {
+		if col, ok := c.columns[name]; ok && c.vars[name] == "" && c.captures[name] == "" {
+			c.note("%s: the server is the CSV column %s: each step's URL names it", where, name)
+			return scheme + "{{ data." + col + " }}" + port, true
+		}
+	}
+	c.quiet++
+	host := c.text(domain, modePlain, where)
+	c.quiet--
+	if !hostLike(host) {
+		return c.targetFallback(domain, where), false
+	}
+	return scheme + c.text(domain, modePlain, where) + port, false
+}
+
+// soleRef is the variable name of text that is one ${name} reference.
+func soleRef(s string) (string, bool) {
+	if !strings.HasPrefix(s, "${") || refEnd(s, 0) != len(s)-1 || strings.HasPrefix(s, "${__") {
+		return "", false
+	}
+	return strings.TrimSpace(s[2 : len(s)-1]), true
+}
+
+var (
+	envRef   = regexp.MustCompile(`\$\{[A-Za-z_]\w*(?::-[^${}]*)?\}`)
+	hostName = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])$`)
+)
+
+// hostLike says whether converted text is a host name once its
+// environment references are set.
+func hostLike(s string) bool {
+	return hostName.MatchString(envRef.ReplaceAllString(s, "x"))
+}
+
+func (c *conv) targetFallback(domain, where string) string {
+	c.required["TARGET"] = true
+	what := "no server name here or in HTTP Request Defaults"
+	if domain != "" {
+		what = "the server name " + strconv.Quote(domain) + " is not a host the plan can name"
+	}
+	c.note("%s: %s: the target is ${TARGET}: set TARGET to the server's base URL (https://host:port)", where, what)
+	return "${TARGET}"
 }
 
 // sampler converts an HTTP sampler into its think steps (the timers in
 // scope, which JMeter runs before it) and its request step.
 func (c *conv) sampler(e *elem, sc scope) []*yaml.Node {
 	c.res.Samplers++
-	own := sc.with(c, e.children)
+	own := sc.with(c, e)
 	for _, ch := range e.children {
 		if ch.enabled && kindOf(ch) == kindOther {
 			c.skip(ch.where(), "not converted")
@@ -75,10 +125,6 @@ func (c *conv) sampler(e *elem, sc scope) []*yaml.Node {
 	h := resolve(e, own)
 	if !methods[h.method] {
 		c.skip(e.where(), "method "+h.method+" (a plan sends GET, POST, PUT, PATCH, DELETE, HEAD)")
-		return nil
-	}
-	if h.domain == "" && !strings.Contains(h.path, "://") {
-		c.skip(e.where(), "no server name (domain) here or in HTTP Request Defaults")
 		return nil
 	}
 	out := c.timers(own.timers)
@@ -114,7 +160,10 @@ func (c *conv) url(h http, where string) string {
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
-	o := c.origin(h, where)
+	o, perStep := c.origin(h, where)
+	if perStep {
+		return o + path
+	}
 	if c.target == "" {
 		c.target = o
 	}

@@ -64,8 +64,40 @@ func kindOf(e *elem) string {
 	return kindOther
 }
 
-// with is sc and the config elements among children.
-func (sc scope) with(c *conv, children []*elem) scope {
+func isExtractor(class string) bool {
+	return class == "RegexExtractor" || class == "JSONPostProcessor" || class == "BoundaryExtractor"
+}
+
+// extractorApplies says whether extractor x, a child of parent, becomes
+// a capture: JMeter runs it after every sampler in its scope, and where
+// nothing matches sets its default, while a plan's capture that finds
+// nothing fails the step; so it is a capture where it applies to one
+// sampler only.
+func (c *conv) extractorApplies(parent, x *elem) bool {
+	if kindOf(parent) == kindSampler || countSamplers(parent.children) <= 1 {
+		return true
+	}
+	c.skip(x.where(), "applies to every sampler under "+parent.where()+" (JMeter sets its default where nothing matches; a plan's capture fails the step): put it under the sampler whose response holds the value")
+	return false
+}
+
+func countSamplers(list []*elem) int {
+	n := 0
+	for _, e := range list {
+		if !e.enabled {
+			continue
+		}
+		if kindOf(e) == kindSampler {
+			n++
+		}
+		n += countSamplers(e.children)
+	}
+	return n
+}
+
+// with is sc and the config elements among parent's children.
+func (sc scope) with(c *conv, parent *elem) scope {
+	children := parent.children
 	out := scope{
 		defaults: append([]*elem(nil), sc.defaults...),
 		headers:  append([]*elem(nil), sc.headers...),
@@ -92,7 +124,9 @@ func (sc scope) with(c *conv, children []*elem) scope {
 		case "ResponseAssertion", "DurationAssertion", "JSONPathAssertion":
 			out.asserts = append(out.asserts, e)
 		case "RegexExtractor", "JSONPostProcessor", "BoundaryExtractor":
-			out.extracts = append(out.extracts, e)
+			if c.extractorApplies(parent, e) {
+				out.extracts = append(out.extracts, e)
+			}
 		}
 	}
 	return out
@@ -134,7 +168,7 @@ func (c *conv) scenarioNode(tg *elem, sc scope) *yaml.Node {
 	}
 	var onceSteps []*yaml.Node
 	for _, o := range once {
-		onceSteps = append(onceSteps, c.steps(o.children, sc.with(c, o.children))...)
+		onceSteps = append(onceSteps, c.steps(o.children, sc.with(c, o))...)
 	}
 	steps := c.steps(rest, sc)
 	if len(steps) == 0 && len(onceSteps) == 0 {

@@ -99,6 +99,10 @@ func (c *conv) function(inner string, m mode, where string) string {
 		if len(args) > 0 && strings.TrimSpace(args[0]) != "" {
 			return c.property(fn, args, where)
 		}
+	case "__env", "__BeanShell", "__groovy", "__GetSecret":
+		if ref, ok := c.envFunction(fn, args); ok {
+			return ref
+		}
 	case "__UUID":
 		if m == modeTemplate {
 			return "{{ uuid }}"
@@ -130,11 +134,12 @@ func (c *conv) function(inner string, m mode, where string) string {
 func (c *conv) property(fn string, args []string, where string) string {
 	name := strings.TrimSpace(args[0])
 	def := "1"
+	// JMeter trims a function's arguments: ${__P(threads, 30)} is 30.
 	switch {
 	case fn == "__P" && len(args) > 1:
-		def = args[1]
+		def = strings.TrimSpace(args[1])
 	case fn == "__property" && len(args) > 2:
-		def = args[2]
+		def = strings.TrimSpace(args[2])
 	case fn == "__property":
 		def = name
 	}
