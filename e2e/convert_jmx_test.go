@@ -117,3 +117,76 @@ func TestConvertJMXRunsWithoutFailures(t *testing.T) {
 	}
 	t.Logf("%d requests, %d failed; %d votes counted by the result and the server", res.Totals.Requests, res.Totals.Failed, votes)
 }
+
+// reviewJMX is the Azure quickstart's shape: a placeholder for the
+// server, and a step that expects a 404 with "ignore status".
+const reviewJMX = `<?xml version="1.0" encoding="UTF-8"?>
+<jmeterTestPlan version="1.2"><hashTree>
+<TestPlan testclass="TestPlan" testname="Quickstart" enabled="true"/>
+<hashTree>
+<ThreadGroup testclass="ThreadGroup" testname="Users" enabled="%s">
+<stringProp name="ThreadGroup.num_threads">2</stringProp><stringProp name="ThreadGroup.ramp_time">0</stringProp>
+<boolProp name="ThreadGroup.scheduler">true</boolProp><stringProp name="ThreadGroup.duration">1</stringProp></ThreadGroup>
+<hashTree>
+<HTTPSamplerProxy testclass="HTTPSamplerProxy" testname="Home page" enabled="true">
+<stringProp name="HTTPSampler.domain">{my-app-endpoint}</stringProp><stringProp name="HTTPSampler.protocol">https</stringProp>
+<stringProp name="HTTPSampler.path">/</stringProp><stringProp name="HTTPSampler.method">GET</stringProp></HTTPSamplerProxy>
+<hashTree/>
+<HTTPSamplerProxy testclass="HTTPSamplerProxy" testname="Missing page" enabled="true">
+<stringProp name="HTTPSampler.path">/gone</stringProp><stringProp name="HTTPSampler.method">GET</stringProp></HTTPSamplerProxy>
+<hashTree>
+<ResponseAssertion testclass="ResponseAssertion" testname="404 expected" enabled="true">
+<collectionProp name="Asserion.test_strings"><stringProp name="51512">404</stringProp></collectionProp>
+<stringProp name="Assertion.test_field">Assertion.response_code</stringProp>
+<boolProp name="Assertion.assume_success">true</boolProp><intProp name="Assertion.test_type">8</intProp></ResponseAssertion>
+<hashTree/>
+</hashTree>
+</hashTree></hashTree></hashTree></jmeterTestPlan>`
+
+// A .jmx whose server is a placeholder converts to target: ${TARGET},
+// which the run reads from the environment, and a step that expects a
+// 404 counts the 404 a success (issue 30 §6 review, F1 and F6).
+func TestConvertJMXPlaceholderServerRuns(t *testing.T) {
+	var home, gone atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			home.Add(1)
+			return
+		}
+		gone.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "q.jmx"), []byte(fmt.Sprintf(reviewJMX, "true")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conv := e2etest.Stampede(t, 60*time.Second, dir, "convert", "jmx", "q.jmx", "-o", "q.yaml")
+	if conv.Code != 0 || strings.Contains(conv.Stderr, "please report") {
+		t.Fatalf("convert: %s", conv)
+	}
+	text, _ := os.ReadFile(filepath.Join(dir, "q.yaml"))
+	resultPath := filepath.Join(dir, "r.json")
+	run := e2etest.Start(t, dir, []string{"TARGET=" + srv.URL}, "run", "q.yaml", "-o", resultPath, "-q").Wait(t, 90*time.Second)
+	if run.Code != 0 {
+		t.Fatalf("run: %s\nplan:\n%s", run, text)
+	}
+	res := e2etest.ReadResult(t, resultPath)
+	if res.Totals.Requests == 0 || res.Totals.Failed != 0 || res.Totals.Requests != home.Load()+gone.Load() || gone.Load() == 0 {
+		t.Fatalf("%d requests, %d failed; the server saw %d + %d 404s\nplan:\n%s", res.Totals.Requests, res.Totals.Failed, home.Load(), gone.Load(), text)
+	}
+}
+
+// When nothing converts, the command says why: what it left out is
+// printed with the error (issue 30 §6 review, F3).
+func TestConvertJMXFailureSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "q.jmx"), []byte(fmt.Sprintf(reviewJMX, "false")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conv := e2etest.Stampede(t, 60*time.Second, dir, "convert", "jmx", "q.jmx", "-o", "q.yaml")
+	if conv.Code != 2 || !strings.Contains(conv.Stderr, "no enabled thread group") ||
+		!strings.Contains(conv.Stderr, `not converted: TestPlan/ThreadGroup "Users": disabled`) {
+		t.Fatalf("convert of a plan whose only group is disabled: %s", conv)
+	}
+}
