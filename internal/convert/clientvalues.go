@@ -35,11 +35,18 @@ type clientUUIDs struct {
 	// dropped are UUIDs sent several times past maxSharedUUIDs: left as
 	// recorded.
 	dropped map[string]bool
+	// handed maps a UUID an earlier response held to the template that
+	// sends it back ("": left as recorded, noted) (clientvalues_handed.go).
+	handed   map[string]string
+	pos      map[*step]int
+	firstURL map[string]*step
 }
 
 func newClientUUIDs(c *correlator, steps []*step) *clientUUIDs {
-	u := &clientUUIDs{c: c, uses: map[string]int{}, named: map[string]string{}, seen: map[string]bool{}, dropped: map[string]bool{}}
-	for _, st := range steps {
+	u := &clientUUIDs{c: c, uses: map[string]int{}, named: map[string]string{}, seen: map[string]bool{}, dropped: map[string]bool{},
+		handed: map[string]string{}, pos: map[*step]int{}, firstURL: firstURLs(steps)}
+	for i, st := range steps {
+		u.pos[st] = i
 		for _, f := range st.fields() {
 			for _, m := range uuidAnyRE.FindAllString(f.value, -1) {
 				u.uses[strings.ToLower(m)]++
@@ -54,9 +61,9 @@ func newClientUUIDs(c *correlator, steps []*step) *clientUUIDs {
 	return u
 }
 
-// template turns the client-made UUIDs in v into templates; ok is false
-// when v has none, or one a response handed out (that is a capture's
-// business, or stays as recorded).
+// template turns the UUIDs in v into templates: one an earlier response
+// held into its capture, one the client made into a fresh one; ok is false
+// when v has none, or one that stays as recorded.
 func (u *clientUUIDs) template(st *step, v string, quoteSafe bool) (string, bool) {
 	locs := uuidAnyRE.FindAllStringIndex(v, -1)
 	if len(locs) == 0 {
@@ -68,24 +75,34 @@ func (u *clientUUIDs) template(st *step, v string, quoteSafe bool) (string, bool
 	var b strings.Builder
 	last := 0
 	for _, l := range locs {
-		m := v[l[0]:l[1]]
-		if _, handed := u.c.ix.lookup(m); handed {
-			return "", false
-		}
-		ref, ok := u.ref(st, strings.ToLower(m))
+		ref, ok := u.uuidRef(st, v[l[0]:l[1]])
 		if !ok {
 			return "", false
 		}
 		b.WriteString(lit(v[last:l[0]]))
 		b.WriteString(ref)
 		last = l[1]
-		if !u.seen[m] {
-			u.seen[m] = true
-			u.c.s.Generated = append(u.c.s.Generated, fmt.Sprintf("%s in %s %s", m, st.x.method, st.x.u.Path))
-		}
 	}
 	b.WriteString(lit(v[last:]))
 	return b.String(), true
+}
+
+// uuidRef is how the plan sends UUID m at st: read from the response that
+// handed it out, or made afresh when nothing says the server knows it.
+func (u *clientUUIDs) uuidRef(st *step, m string) (string, bool) {
+	if ref, found, ok := u.handedRef(st, m); found {
+		return ref, ok
+	}
+	if why := u.unsure(st, m); why != "" {
+		u.noteUnsure(st, m, why)
+		return "", false
+	}
+	ref, ok := u.ref(st, strings.ToLower(m))
+	if ok && !u.seen[m] {
+		u.seen[m] = true
+		u.c.s.Generated = append(u.c.s.Generated, fmt.Sprintf("%s in %s %s", m, st.x.method, st.x.u.Path))
+	}
+	return ref, ok
 }
 
 // ref is how the plan writes UUID m at st: {{ uuid }}, or the name of the

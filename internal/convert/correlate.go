@@ -271,6 +271,12 @@ func regexFor(body, v string) (string, string, bool) {
 	if len(v) < 4 || !valueRE.MatchString(v) {
 		return "", "", false
 	}
+	return regexForClass(body, v, valueClass+"+")
+}
+
+// regexForClass is regexFor with the capture group matching class, a
+// pattern narrower than the value class where the value's shape is known.
+func regexForClass(body, v, class string) (string, string, bool) {
 	i := strings.Index(body, v)
 	if i < 0 {
 		return "", "", false
@@ -291,7 +297,7 @@ func regexFor(body, v string) (string, string, bool) {
 	if len(left) < 4 {
 		return "", "", false
 	}
-	re := regexp.QuoteMeta(left) + "(" + valueClass + "+)"
+	re := regexp.QuoteMeta(left) + "(" + class + ")"
 	c, err := regexp.Compile(re)
 	if err != nil {
 		return "", "", false

@@ -58,6 +58,7 @@ type harEntry struct {
 		Status  int     `json:"status"`
 		Headers []harNV `json:"headers"`
 		Content struct {
+			Size     int    `json:"size"`
 			MimeType string `json:"mimeType"`
 			Text     string `json:"text"`
 			Encoding string `json:"encoding"`
@@ -86,6 +87,9 @@ type exchange struct {
 	respHeaders []kv
 	respBody    []byte
 	respCT      string
+	// respUnrecorded: the response had a body the recording left out, so
+	// it may have handed out a value later requests send.
+	respUnrecorded bool
 
 	start    time.Time // zero when not recorded
 	duration time.Duration
@@ -247,6 +251,19 @@ func (x *exchange) harResponseBody(e *harEntry) {
 	} else {
 		x.respBody = []byte(c.Text)
 	}
+	x.respUnrecorded = c.Text == "" && c.Size > 0 && !staticType(x.respCT)
+}
+
+// staticType says a response is an image, font, stylesheet or media, which
+// hands out no id a request sends back.
+func staticType(ct string) bool {
+	ct = strings.ToLower(ct)
+	for _, p := range []string{"image/", "font/", "audio/", "video/", "text/css"} {
+		if strings.HasPrefix(ct, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // harTiming keeps when the request started and how long it took, for the
