@@ -18,6 +18,10 @@ func (c *conv) timers(ts []*elem) []*yaml.Node {
 		if !ok1 || t.class != "ConstantTimer" && !ok2 {
 			continue
 		}
+		if delay == 0 && rng == 0 {
+			// A zero wait: JMeter's templates leave one as a slot.
+			continue
+		}
 		var v *yaml.Node
 		switch t.class {
 		case "ConstantTimer":
@@ -31,6 +35,22 @@ func (c *conv) timers(ts []*elem) []*yaml.Node {
 			v = flow(mapping(str("normal"), str(msText(delay)), str("sd"), str(msText(rng))))
 		}
 		out = append(out, flow(mapping(str("think"), v)))
+	}
+	return out
+}
+
+// flowAction converts a Flow Control Action that pauses (JMeter's "Think
+// Time" template: a pause with a timer under it) into think steps: the
+// timers in scope, which JMeter runs before it as before any sampler,
+// then its own pause.
+func (c *conv) flowAction(e *elem, sc scope) []*yaml.Node {
+	if e.prop("ActionProcessor.action") != "1" {
+		c.skip(e.where(), "a Flow Control Action that stops or restarts: not converted")
+		return nil
+	}
+	out := c.timers(sc.with(c, e).timers)
+	if ms, ok := c.millis(e, "ActionProcessor.duration"); ok && ms > 0 {
+		out = append(out, flow(mapping(str("think"), str(msText(ms)))))
 	}
 	return out
 }

@@ -222,10 +222,34 @@ func (c *conv) steppingGroup(tg *elem) []stage {
 	hold, _ := c.num(tg, "flighttime", c.o.Duration.Seconds())
 	stopN, _ := c.num(tg, "Stop users count", 0)
 	stopP, _ := c.num(tg, "Stop users period", 0)
+	ru, _ := c.num(tg, "rampUp", 0)
 	var out []stage
 	if delay > 0 {
 		out = append(out, stage{dur: secs(delay), text: "0"})
 	}
+	if b := math.Min(burst, n); ru <= 0 && step > 0 && period > 0 && b < n && math.Mod(n-b, step) != 0 {
+		c.note("%s: %s users in %d equal steps (JMeter's last step is smaller)", tg.where(), formatNum(n-b), int(math.Ceil((n-b)/step)))
+	}
+	if ru > 0 && step > 0 {
+		out = append(out, steppedRamps(n, nText, burst, step, period, ru)...)
+		out = append(out, stage{dur: secs(math.Max(hold, 1)), to: n, text: nText})
+	} else {
+		out = append(out, steppedJumps(n, nText, burst, step, period, hold)...)
+	}
+	if stopN > 0 && stopN < n && stopP > 0 {
+		k := int(math.Ceil(n / stopN))
+		out = append(out, stage{dur: secs(float64(k) * stopP), from: n, fromText: nText, text: "0", steps: k})
+	}
+	if len(out) == 0 {
+		out = append(out, stage{dur: c.o.Duration, to: n, text: nText})
+	}
+	return out
+}
+
+// steppedJumps is the stepping group's climb when each step's users start
+// at once: a burst, then a step every period, the last held for hold.
+func steppedJumps(n float64, nText string, burst, step, period, hold float64) []stage {
+	var out []stage
 	held := hold
 	burst = math.Min(burst, n)
 	if burst > 0 && period > 0 {
@@ -233,9 +257,6 @@ func (c *conv) steppingGroup(tg *elem) []stage {
 	}
 	if step > 0 && period > 0 && burst < n {
 		k := int(math.Ceil((n - burst) / step))
-		if math.Mod(n-burst, step) != 0 {
-			c.note("%s: %s users in %d equal steps (JMeter's last step is smaller)", tg.where(), formatNum(n-burst), k)
-		}
 		out = append(out, stage{dur: secs(float64(k) * period), from: burst, fromText: formatNum(burst), to: n, text: nText, steps: k})
 		// The ramp's last step already holds every user for a period.
 		held = math.Max(hold-period, 0)
@@ -243,16 +264,30 @@ func (c *conv) steppingGroup(tg *elem) []stage {
 	if held > 0 {
 		out = append(out, stage{dur: secs(held), to: n, text: nText})
 	}
-	if stopN > 0 && stopN < n && stopP > 0 {
-		k := int(math.Ceil(n / stopN))
-		out = append(out, stage{dur: secs(float64(k) * stopP), from: n, fromText: nText, text: "0", steps: k})
+	return out
+}
+
+// steppedRamps is the climb when each step's users start over rampUp
+// seconds, as the plugin does: a step lasts period + rampUp (its users
+// starting over the rampUp, then held for the period), a burst of 0 is a
+// first step of "Start users count", and the hold ("flighttime") starts
+// when the last step's users have started.
+func steppedRamps(n float64, nText string, burst, step, period, rampUp float64) []stage {
+	burst = math.Min(burst, n)
+	if burst <= 0 {
+		burst = math.Min(step, n)
 	}
-	if ru, _ := c.num(tg, "rampUp", 0); ru > 0 {
-		c.note("%s: each step's users start at once (JMeter spreads them over rampUp %ss)", tg.where(), formatNum(ru))
+	out := []stage{{dur: secs(rampUp), fromText: "0", to: burst, text: formatNum(burst)}}
+	for cur := burst; cur < n; {
+		next := math.Min(cur+step, n)
+		if period > 0 {
+			out = append(out, stage{dur: secs(period), to: cur, text: formatNum(cur)})
+		}
+		out = append(out, stage{dur: secs(rampUp * (next - cur) / step), from: cur, fromText: formatNum(cur), to: next, text: formatNum(next)})
+		cur = next
 	}
-	if len(out) == 0 {
-		out = append(out, stage{dur: c.o.Duration, to: n, text: nText})
-	}
+	last := &out[len(out)-1]
+	last.text = nText
 	return out
 }
 

@@ -3,6 +3,8 @@ package jmx
 import (
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -175,4 +177,74 @@ func TestGroupLevelExtractor(t *testing.T) {
 	// Over one sampler it is that sampler's capture.
 	out, _ = convertTiny(t, tinyPlan(nil, "", regex("csrf", `value="([^"]+)"`, "1")+get("home", "example.org", "/", "")), nil)
 	mustContain(t, out, "capture:\n          csrf: {regex:")
+}
+
+// F7: the Azure sample's Stepping Thread Group (250 threads, 50 more
+// every 30 s, each step's users started over a rampUp of 10 s, 120 s of
+// flight, 25 stopped every 10 s): in the plugin a step lasts period +
+// rampUp and a burst of 0 is a first step of 50, so every user runs at
+// 170 s and the stop starts at 290 s.
+func TestSteppingGroupRampUp(t *testing.T) {
+	group := `<kg.apc.jmeter.threads.SteppingThreadGroup testclass="kg.apc.jmeter.threads.SteppingThreadGroup" testname="Stepping" enabled="true">
+<stringProp name="ThreadGroup.num_threads">250</stringProp><stringProp name="Threads initial delay">0</stringProp>
+<stringProp name="Start users count">50</stringProp><stringProp name="Start users count burst">0</stringProp>
+<stringProp name="Start users period">30</stringProp><stringProp name="Stop users count">25</stringProp>
+<stringProp name="Stop users period">10</stringProp><stringProp name="flighttime">120</stringProp><stringProp name="rampUp">10</stringProp>
+</kg.apc.jmeter.threads.SteppingThreadGroup>`
+	out, _ := convertTiny(t, tinyPlan(nil, group, get("a", "example.org", "/", "")), nil)
+	mustContain(t, out, `  stages:
+    - {duration: 10s, users: 0 -> 50}
+    - {duration: 30s, users: 50}
+    - {duration: 10s, users: 50 -> 100}
+    - {duration: 30s, users: 100}
+    - {duration: 10s, users: 100 -> 150}
+    - {duration: 30s, users: 150}
+    - {duration: 10s, users: 150 -> 200}
+    - {duration: 30s, users: 200}
+    - {duration: 10s, users: 200 -> 250}
+    - {duration: 120s, users: 250}
+    - {duration: 100s, users: 250 -> 0, steps: 10}
+`)
+	var full, stop float64
+	for _, s := range regexpStages.FindAllStringSubmatch(out, -1) {
+		d, _ := strconv.ParseFloat(s[1], 64)
+		if stop == 0 && strings.HasSuffix(s[2], "250") && !strings.Contains(s[2], "->") {
+			stop = full + d
+		}
+		if stop == 0 {
+			full += d
+		}
+	}
+	if full != 170 || stop != 290 {
+		t.Errorf("every user runs from %vs, the stop starts at %vs; want 170 and 290", full, stop)
+	}
+}
+
+var regexpStages = regexp.MustCompile(`\{duration: (\d+)s, users: '?([^,'}]+)'?`)
+
+func timer(class, delay, rng string) string {
+	return `<` + class + ` testclass="` + class + `" testname="t" enabled="true"><stringProp name="ConstantTimer.delay">` + delay +
+		`</stringProp><stringProp name="RandomTimer.range">` + rng + `</stringProp></` + class + `><hashTree/>`
+}
+
+// F8: a Flow Control Action that pauses is think time: its child timers
+// (JMeter's "Think Time" template) and its own pause; F10: a zero timer
+// is no think step.
+func TestFlowControlActionThinks(t *testing.T) {
+	action := func(name, action, ms, children string) string {
+		return `<TestAction testclass="TestAction" testname="` + name + `" enabled="true"><intProp name="ActionProcessor.action">` + action +
+			`</intProp><intProp name="ActionProcessor.target">0</intProp><stringProp name="ActionProcessor.duration">` + ms + `</stringProp></TestAction><hashTree>` + children + `</hashTree>`
+	}
+	body := get("a", "example.org", "/a", timer("ConstantTimer", "0", "")) +
+		action("Think Time", "1", "0", timer("UniformRandomTimer", "1000", "100.0")) +
+		get("b", "example.org", "/b", "") +
+		action("Pause", "1", "2000", "") +
+		get("c", "example.org", "/c", "") +
+		action("Stop", "0", "0", "")
+	out, res := convertTiny(t, tinyPlan(nil, "", body), nil)
+	mustContain(t, out, "redirects: 0\n      - {think: 1s..1100ms}\n      - name: b\n", "redirects: 0\n      - {think: 2s}\n      - name: c\n")
+	if strings.Contains(out, "think: 0s") {
+		t.Errorf("a zero timer is a think step:\n%s", out)
+	}
+	mustContain(t, strings.Join(res.Skipped, "\n"), `TestAction "Stop": a Flow Control Action that stops or restarts`)
 }

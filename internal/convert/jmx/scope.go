@@ -18,6 +18,7 @@ type scope struct {
 // kinds of element, by what the conversion does with them.
 const (
 	kindSampler = "sampler"
+	kindAction  = "action" // Flow Control Action: a pause or a stop
 	kindControl = "controller"
 	kindConfig  = "config" // applied through the scope or collected first
 	kindIgnored = "ignored"
@@ -27,6 +28,7 @@ const (
 var kinds = map[string]string{
 	"HTTPSamplerProxy":      kindSampler,
 	"HTTPSampler":           kindSampler,
+	"TestAction":            kindAction,
 	"TransactionController": kindControl,
 	"LoopController":        kindControl,
 	"IfController":          kindControl,
@@ -147,6 +149,8 @@ func (c *conv) steps(children []*elem, sc scope) []*yaml.Node {
 			out = append(out, c.sampler(e, sc)...)
 		case kindControl:
 			out = append(out, c.controller(e, sc)...)
+		case kindAction:
+			out = append(out, c.flowAction(e, sc)...)
 		case kindConfig, kindIgnored:
 		default:
 			c.skip(e.where(), "not converted")
