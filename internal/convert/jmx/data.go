@@ -49,6 +49,9 @@ func (c *conv) csv(e *elem) {
 	if c.o.DataDir != "" && !path.IsAbs(file) && !strings.Contains(file, ":\\") {
 		planFile = path.Join(c.o.DataDir, file)
 	}
+	if strings.HasPrefix(planFile, "../") || path.IsAbs(planFile) || strings.Contains(planFile, ":\\") {
+		c.note("%s: %s is outside the plan's directory: run the plan with --allow-files naming its directory", e.where(), planFile)
+	}
 	ds := &dataSource{name: c.sourceName(file), file: planFile, columns: header}
 	recycle := e.boolProp("recycle", true)
 	stop := e.boolProp("stopThread", false)

@@ -35,16 +35,39 @@ func resolve(e *elem, sc scope) http {
 		fill(&h.protocol, d.prop("HTTPSampler.protocol"))
 		fill(&h.domain, d.prop("HTTPSampler.domain"))
 		fill(&h.port, d.prop("HTTPSampler.port"))
+		fill(&h.path, d.rawProp("HTTPSampler.path"))
 		fill(&h.timeout, d.prop("HTTPSampler.response_timeout"))
 		if len(h.args) == 0 && !h.raw {
-			// JMeter adds the defaults' parameters to a sampler's own.
 			h.args = d.arguments("HTTPsampler.Arguments")
 			h.raw = d.boolProp("HTTPSampler.postBodyRaw", false)
+		} else {
+			h.args = mergeArgs(h, d)
 		}
 	}
 	fill(&h.protocol, "http")
 	fill(&h.method, "GET")
 	return h
+}
+
+// mergeArgs adds the defaults' parameters to a sampler's own, as JMeter
+// does; a parameter the sampler names itself keeps its value, and a raw
+// body takes none.
+func mergeArgs(h http, d *elem) []argument {
+	defs := d.arguments("HTTPsampler.Arguments")
+	if h.raw || d.boolProp("HTTPSampler.postBodyRaw", false) {
+		return h.args
+	}
+	own := map[string]bool{}
+	for _, a := range h.args {
+		own[a.name] = true
+	}
+	out := h.args
+	for _, a := range defs {
+		if !own[a.name] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func fill(dst *string, v string) {

@@ -248,3 +248,41 @@ func TestFlowControlActionThinks(t *testing.T) {
 	}
 	mustContain(t, strings.Join(res.Skipped, "\n"), `TestAction "Stop": a Flow Control Action that stops or restarts`)
 }
+
+// F10: HTTP Request Defaults give a sampler without a path theirs, and
+// add their parameters to a sampler's own, as JMeter does; a data file
+// outside the plan's directory needs --allow-files, which the header says.
+func TestDefaultsPathAndParameters(t *testing.T) {
+	defaults := `<ConfigTestElement testclass="ConfigTestElement" testname="Defaults" enabled="true">
+<elementProp name="HTTPsampler.Arguments" elementType="Arguments"><collectionProp name="Arguments.arguments">
+<elementProp name="lang" elementType="HTTPArgument"><stringProp name="Argument.name">lang</stringProp><stringProp name="Argument.value">en</stringProp></elementProp>
+<elementProp name="q" elementType="HTTPArgument"><stringProp name="Argument.name">q</stringProp><stringProp name="Argument.value">default</stringProp></elementProp>
+</collectionProp></elementProp>
+<stringProp name="HTTPSampler.domain">example.org</stringProp><stringProp name="HTTPSampler.path">/home</stringProp></ConfigTestElement><hashTree/>`
+	search := `<HTTPSamplerProxy testclass="HTTPSamplerProxy" testname="search" enabled="true">
+<elementProp name="HTTPsampler.Arguments" elementType="Arguments"><collectionProp name="Arguments.arguments">
+<elementProp name="q" elementType="HTTPArgument"><stringProp name="Argument.name">q</stringProp><stringProp name="Argument.value">shoes</stringProp></elementProp>
+</collectionProp></elementProp>
+<stringProp name="HTTPSampler.path">/search</stringProp><stringProp name="HTTPSampler.protocol">https</stringProp></HTTPSamplerProxy><hashTree/>`
+	out, _ := convertTiny(t, tinyPlan(nil, "", defaults+get("home", "", "", "")+search), nil)
+	mustContain(t, out, "- name: home\n        get: /home\n        query:\n          lang: en\n          q: default\n",
+		"get: /search\n        query:\n          q: shoes\n          lang: en\n        redirects: 0\n")
+
+	csv := `<CSVDataSet testclass="CSVDataSet" testname="Sites" enabled="true"><stringProp name="filename">sites.csv</stringProp>
+<stringProp name="variableNames">Id</stringProp><boolProp name="ignoreFirstLine">true</boolProp></CSVDataSet><hashTree/>`
+	res, _, err := Convert(tinyPlan(nil, "", csv+get("a", "example.org", "/${Id}", "")), Options{DataDir: "../in/az"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(res), "../in/az/sites.csv is outside the plan's directory: run the plan with --allow-files")
+}
+
+// F10: a set naming its variables over a file without a header row (the
+// podcast sample's shows.csv) converts, and says the plan does not load
+// until the file has one.
+func TestCSVWithoutHeaderSaysSo(t *testing.T) {
+	csv := `<CSVDataSet testclass="CSVDataSet" testname="Shows" enabled="true"><stringProp name="filename">shows.csv</stringProp>
+<stringProp name="variableNames">Name,Id</stringProp></CSVDataSet><hashTree/>`
+	_, res := convertTiny(t, tinyPlan(nil, "", csv+get("a", "example.org", "/show/${Id}", "")), nil)
+	mustContain(t, strings.Join(res.Notes, "\n"), `add the row "Name,Id" to shows.csv (the plan does not load without it)`)
+}
