@@ -105,6 +105,7 @@ func (s *Sink) Sample(r *result.Result) {
 // sample already held seconds of counts (5 s of them where --workers
 // streams the workers' checkpoints) would have them left out.
 func (s *Sink) request(b points.Batch) *prompb.WriteRequest {
+	b.Time = s.after(b.Time)
 	wr := writeRequest(b)
 	zeroAt := b.Start
 	if !s.last.IsZero() {
@@ -116,7 +117,7 @@ func (s *Sink) request(b points.Batch) *prompb.WriteRequest {
 			continue
 		}
 		s.written[key] = ts.Labels
-		if counterName(ts.Labels) && zeroAt.Before(b.Time) {
+		if counterName(ts.Labels) && zeroAt.UnixMilli() < b.Time.UnixMilli() {
 			wr.Timeseries[i].Samples = append([]prompb.Sample{{Value: 0, Timestamp: zeroAt.UnixMilli()}}, ts.Samples...)
 		}
 	}
@@ -149,10 +150,7 @@ func (s *Sink) staleMarkers() *prompb.WriteRequest {
 	if len(s.written) == 0 {
 		return nil
 	}
-	at := s.now()
-	if !at.After(s.last) {
-		at = s.last.Add(time.Millisecond)
-	}
+	at := s.after(s.now())
 	stale := math.Float64frombits(value.StaleNaN)
 	keys := make([]string, 0, len(s.written))
 	for k := range s.written {
@@ -165,6 +163,17 @@ func (s *Sink) staleMarkers() *prompb.WriteRequest {
 			Samples: []prompb.Sample{{Value: stale, Timestamp: at.UnixMilli()}}})
 	}
 	return wr
+}
+
+// after is at, or the millisecond after the last one sent when at is not
+// later: samples go out in milliseconds, and a second sample in the same
+// millisecond (a final figure or a stale marker just after the last
+// tick) makes Prometheus refuse the whole batch as a duplicate.
+func (s *Sink) after(at time.Time) time.Time {
+	if !s.last.IsZero() && at.UnixMilli() <= s.last.UnixMilli() {
+		return time.UnixMilli(s.last.UnixMilli() + 1)
+	}
+	return at
 }
 
 func seriesKey(ls []prompb.Label) string {
