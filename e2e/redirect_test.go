@@ -68,25 +68,30 @@ scenarios:
 load: {stages: [{duration: 1s, users: 2}]}
 `
 
-// checkLoginFlow: each hop a request of its step, counted with its
-// status, equal to what the server was sent, and no failure.
+// checkLoginFlow: each step's row holds its final answers (a 200 an
+// iteration), each hop is counted with its status under the step's hop
+// row, the rows equal what the server was sent, and nothing failed.
 func checkLoginFlow(t *testing.T, res *result.Result, c *counter) {
 	t.Helper()
 	checkSums(t, res)
-	login, vote := stepOf(t, res, "s", "login"), stepOf(t, res, "s", "vote")
 	if c.get("POST /login") == 0 || c.get("wrong") != 0 {
 		t.Fatalf("the server saw %d logins, %d wrong requests", c.get("POST /login"), c.get("wrong"))
 	}
-	if login.Requests != c.get("POST /login")+c.get("GET /dashboard") || login.Failed != 0 ||
-		login.Statuses["302"] != c.get("POST /login") || login.Statuses["200"] != c.get("GET /dashboard") {
-		t.Errorf("login: %d requests, %d failed, statuses %v; the server saw %d logins and %d dashboards", login.Requests, login.Failed, login.Statuses, c.get("POST /login"), c.get("GET /dashboard"))
+	for _, f := range []struct{ step, first, final, hopStatus string }{
+		{"login", "POST /login", "GET /dashboard", "302"},
+		{"vote", "POST /vote", "GET /thanks", "303"},
+	} {
+		st, hop := stepOf(t, res, "s", f.step), stepOf(t, res, "s", f.step+" ↪ redirect")
+		if st.Requests != c.get(f.final) || st.Failed != 0 || st.Statuses["200"] != st.Requests || len(st.Statuses) != 1 {
+			t.Errorf("%s: %d requests, %d failed, statuses %v; the server saw %d %s", f.step, st.Requests, st.Failed, st.Statuses, c.get(f.final), f.final)
+		}
+		if hop.Requests != c.get(f.first) || hop.Failed != 0 || hop.Statuses[f.hopStatus] != hop.Requests {
+			t.Errorf("%s: %d requests, %d failed, statuses %v; the server saw %d %s", hop.Name, hop.Requests, hop.Failed, hop.Statuses, c.get(f.first), f.first)
+		}
 	}
-	if vote.Requests != c.get("POST /vote")+c.get("GET /thanks") || vote.Failed != 0 ||
-		vote.Statuses["303"] != c.get("POST /vote") || vote.Statuses["200"] != c.get("GET /thanks") {
-		t.Errorf("vote: %d requests, %d failed, statuses %v; the server saw %d votes and %d thanks", vote.Requests, vote.Failed, vote.Statuses, c.get("POST /vote"), c.get("GET /thanks"))
-	}
-	if res.Totals.Failed != 0 {
-		t.Errorf("%d failed: %v", res.Totals.Failed, res.Totals.ByClass)
+	served := c.get("POST /login") + c.get("GET /dashboard") + c.get("POST /vote") + c.get("GET /thanks")
+	if res.Totals.Requests != served || res.Totals.Failed != 0 {
+		t.Errorf("run: %d requests, %d failed %v; the server served %d", res.Totals.Requests, res.Totals.Failed, res.Totals.ByClass, served)
 	}
 }
 
@@ -134,11 +139,12 @@ load: {stages: [{duration: 500ms, users: 2}]}
 		h, c := loginApp(t)
 		srv := httpServer(t, h)
 		res := runEngine(t, "target: "+srv.URL+"\nscenarios: {s: {steps: [{name: loop, get: /loop, redirects: 3}]}}\nload: {stages: [{duration: 300ms, users: 2}]}\n", engine)
-		st := stepOf(t, res, "s", "loop")
-		// Each iteration: the first answer and 3 hops, the 4th answer the
+		st, hop := stepOf(t, res, "s", "loop"), stepOf(t, res, "s", "loop ↪ redirect")
+		// Each iteration: 3 hops, then the 4th answer, the step's, a
 		// failure (a 302 past the limit).
-		if st.Requests == 0 || st.Requests != c.get("GET /loop") || st.Requests != 4*st.ByClass["redirects"] || st.Failed != st.ByClass["redirects"] || st.Statuses["302"] != st.Requests {
-			t.Errorf("%s, a loop: %d requests (the server saw %d), %v, statuses %v", engine, st.Requests, c.get("GET /loop"), st.ByClass, st.Statuses)
+		if st.Requests == 0 || st.Requests != st.ByClass["redirects"] || st.Failed != st.Requests || hop.Requests != 3*st.Requests ||
+			hop.Statuses["302"] != hop.Requests || st.Requests+hop.Requests != c.get("GET /loop") || res.Totals.Requests != c.get("GET /loop") {
+			t.Errorf("%s, a loop: step %d requests %v, hops %d %v, run %d; the server saw %d", engine, st.Requests, st.ByClass, hop.Requests, hop.Statuses, res.Totals.Requests, c.get("GET /loop"))
 		}
 	}
 	other := httpServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "elsewhere") }))
@@ -158,8 +164,8 @@ load: {stages: [{duration: 300ms, users: 1}]}
 		t.Errorf("loop, cross-origin: %d requests, %v, %+v", st.Requests, st.ByClass, st.Errors)
 	}
 	res = runEngine(t, "target: "+away.URL+"\n"+hop, "goroutines")
-	if st := stepOf(t, res, "s", "away"); st.Requests == 0 || st.Failed != 0 || st.Statuses["302"] != st.Statuses["200"] {
-		t.Errorf("goroutines, cross-origin: %d requests, %d failed, %v", st.Requests, st.Failed, st.Statuses)
+	if st, hop := stepOf(t, res, "s", "away"), stepOf(t, res, "s", "away ↪ redirect"); st.Requests == 0 || st.Failed != 0 || st.Statuses["200"] != st.Requests || hop.Statuses["302"] != st.Requests {
+		t.Errorf("goroutines, cross-origin: %d requests, %d failed, %v; hops %v", st.Requests, st.Failed, st.Statuses, hop.Statuses)
 	}
 	for _, engine := range []string{"loop", "goroutines"} {
 		h, c := loginApp(t)
@@ -186,4 +192,29 @@ func runEngine(t *testing.T, yaml, engine string) *result.Result {
 		t.Fatalf("ran on %q, want %s\n%s", res.Run.Engine, engine, o)
 	}
 	return res
+}
+
+// TestRedirectLoopFailsItsStepThreshold: a step whose every iteration
+// ends past the redirect limit has an error rate of 100 %, so its
+// threshold fails the run; its hops, served by the server, stay in the
+// run's totals under the hop row.
+func TestRedirectLoopFailsItsStepThreshold(t *testing.T) {
+	t.Parallel()
+	h, c := loginApp(t)
+	srv := httpServer(t, h)
+	out := filepath.Join(t.TempDir(), "r.json")
+	plan := e2etest.WritePlan(t, "target: "+srv.URL+`
+scenarios: {s: {steps: [{get: /loop}]}}
+load: {stages: [{duration: 300ms, users: 1}]}
+thresholds: ["GET /loop: error_rate < 10%"]
+`, nil)
+	o := e2etest.Stampede(t, 60*time.Second, "", "run", plan, "-o", out, "--engine", "goroutines")
+	if o.Code != 1 {
+		t.Fatalf("exit %d, want 1 (the step's threshold fails)\n%s", o.Code, o)
+	}
+	res := e2etest.ReadResult(t, out)
+	st, hop := stepOf(t, res, "s", "GET /loop"), stepOf(t, res, "s", "GET /loop ↪ redirect")
+	if st.Requests == 0 || st.Failed != st.Requests || hop.Requests != 10*st.Requests || res.Totals.Requests != c.get("GET /loop") {
+		t.Errorf("step %d requests, %d failed; hops %d; run %d; the server saw %d", st.Requests, st.Failed, hop.Requests, res.Totals.Requests, c.get("GET /loop"))
+	}
 }

@@ -25,6 +25,10 @@ type StepInfo struct {
 	Scenario string
 	Name     string
 	Group    string
+	// Hops marks the row of a step's redirect hops: it is left out of a
+	// snapshot while no hop was made, so a run that meets no redirect
+	// shows only its steps.
+	Hops bool
 }
 
 // Recorder is the run's collector. Create it with New.

@@ -107,6 +107,9 @@ func (r *Recorder) snapshot(open *openAt) Snapshot {
 	m.snap.Totals.ByClass = map[string]int64{}
 	for i := range r.steps {
 		st := m.step(i)
+		if r.steps[i].Hops && st.Requests == 0 {
+			continue
+		}
 		m.snap.Totals.Requests += st.Requests
 		m.snap.Totals.Successful += st.Successful
 		m.snap.Totals.Failed += st.Failed

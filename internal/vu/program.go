@@ -55,6 +55,9 @@ type Scenario struct {
 type Step struct {
 	*plan.Step
 	ID int // metrics step id; -1 for think steps
+	// hopID is the metrics id its redirect hops are counted under
+	// (redirect.go); -1 when it follows none.
+	hopID int
 	// failID is the request step a control step's failure is counted
 	// against: the next one, else the last before it (flow.go).
 	failID   int
@@ -97,7 +100,7 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 		}
 		prog.maxLoops = max(prog.maxLoops, ps.Flow.Loops)
 		for _, st := range ps.Steps {
-			cs := &Step{Step: st, ID: -1}
+			cs := &Step{Step: st, ID: -1, hopID: -1}
 			if st.Kind == plan.StepRequest {
 				cs.ID = len(prog.Steps)
 				if sc.firstReq < 0 {
@@ -128,8 +131,28 @@ func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (
 		prog.Scenarios = append(prog.Scenarios, sc)
 	}
 	prog.order = smoothOrder(weights)
+	prog.addHopRows()
 	return prog, nil
 }
+
+// addHopRows gives each request step that follows redirects a row of its
+// own for the hops, after the plan's steps, so the step's row holds only
+// its final answers (what the step means) while every hop stays a
+// counted, timed request of the run.
+func (p *Program) addHopRows() {
+	for _, sc := range p.Scenarios {
+		for _, st := range sc.Steps {
+			if st.ID < 0 || p.Plan.HTTP.RedirectLimit(st.Step) == 0 {
+				continue
+			}
+			st.hopID = len(p.Steps)
+			p.Steps = append(p.Steps, metrics.StepInfo{Scenario: sc.Name, Name: HopRowName(st.Name), Group: st.Group, Hops: true})
+		}
+	}
+}
+
+// HopRowName names the row a step's redirect hops are counted under.
+func HopRowName(step string) string { return step + " ↪ redirect" }
 
 // SetSegment makes the feeders hand out segment index of count's stripe
 // of every data source (rows index, index+count, ...), so the segments of

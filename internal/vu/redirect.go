@@ -12,10 +12,12 @@ import (
 
 // Redirects are followed as browsers and k6 follow them, up to the step's
 // limit (plan.HTTPOptions.RedirectLimit: redirects, http.redirects, 10).
-// Every hop is a request of its step: counted, timed from its own send
-// and recorded with its status (a 302 in the step's statuses), so a step
-// that redirects once counts two requests an iteration. The last answer
-// is the one checks, captures and expressions see. A 3xx is followed
+// Every hop is a request the server served: counted, timed from its own
+// send and recorded with its status under the step's hop row ("GET /a ↪
+// redirect", addHopRows), so the run's totals hold it while the step's
+// own row, its error rate and its percentiles are its final answers: one
+// request an iteration. The last answer is the one checks, captures and
+// expressions see. A 3xx is followed
 // only with a Location (a 300 or 304, or a 3xx without one, is the
 // answer); one that would go past the limit, or whose Location cannot be
 // followed, is a failure of class redirects.
@@ -64,7 +66,7 @@ func (u *User) redirected(st *Step, from, sent time.Time) bool {
 			u.failed(st, sample.Redirects, []byte(err.Error()), nil, sent, latency)
 			return false
 		}
-		u.shard.RecordResponse(st.ID, sample.OK, u.resp.Status, latency)
+		u.shard.RecordResponse(st.hopID, sample.OK, u.resp.Status, latency)
 		sent = time.Now()
 		from = sent
 		u.req.Sent = sent
@@ -187,7 +189,7 @@ func (u *User) loopRedirect(st *Step, sent time.Time, latency time.Duration) {
 		u.failed(st, sample.Redirects, fmt.Appendf(nil, "%d to %s: the event-loop engine follows redirects only to the step's own origin; run with --engine goroutines to follow this one, or set redirects: 0 to measure the 3xx itself", status, loc), nil, sent, latency)
 		return
 	}
-	u.shard.RecordResponse(st.ID, sample.OK, status, latency)
+	u.shard.RecordResponse(st.hopID, sample.OK, status, latency)
 	rs.loopHops++
 	rs.loopDue = true
 }

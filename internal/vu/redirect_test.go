@@ -128,17 +128,20 @@ scenarios:
 load: {stages: [{duration: 1s, users: 1}]}
 `, srv.URL, metrics.ErrorOptions{})
 	iterateN(u, sc, 3)
-	for _, name := range []string{"login", "vote"} {
-		st := stepNamed(t, rec, name)
-		if st.Requests != 6 || st.Failed != 0 {
-			t.Errorf("%s: %d requests, %d failed (%v), want 6 (3 iterations of 2 hops) and 0", name, st.Requests, st.Failed, st.Errors)
+	// The step's row holds its final answers, one an iteration; its hops
+	// are the hop row's, and the run counts both.
+	for _, c := range []struct{ name, hop string }{{"login", "302"}, {"vote", "303"}} {
+		st := stepNamed(t, rec, c.name)
+		if st.Requests != 3 || st.Failed != 0 || st.Statuses["200"] != 3 || len(st.Statuses) != 1 {
+			t.Errorf("%s: %d requests, %d failed (%v), statuses %v; want 3 answers of 200", c.name, st.Requests, st.Failed, st.Errors, st.Statuses)
+		}
+		hop := stepNamed(t, rec, HopRowName(c.name))
+		if hop.Requests != 3 || hop.Failed != 0 || hop.Statuses[c.hop] != 3 || len(hop.Statuses) != 1 {
+			t.Errorf("%s: %d requests, %d failed, statuses %v; want 3 %ss", hop.Name, hop.Requests, hop.Failed, hop.Statuses, c.hop)
 		}
 	}
-	if st := stepNamed(t, rec, "login"); st.Statuses["302"] != 3 || st.Statuses["200"] != 3 {
-		t.Errorf("login statuses %v, want 3 302s and 3 200s", st.Statuses)
-	}
-	if st := stepNamed(t, rec, "vote"); st.Statuses["303"] != 3 || st.Statuses["200"] != 3 {
-		t.Errorf("vote statuses %v, want 3 303s and 3 200s", st.Statuses)
+	if tot := rec.Snapshot().Totals; tot.Requests != 12 || tot.Failed != 0 {
+		t.Errorf("run: %d requests, %d failed; want the server's 12", tot.Requests, tot.Failed)
 	}
 	log := s.all()
 	want := []string{
@@ -167,13 +170,18 @@ load: {stages: [{duration: 1s, users: 1}]}
 	if len(log) != 2 || log[1] != `PUT /echo cookie="" auth="" body="payload"` {
 		t.Errorf("the server saw %q", log)
 	}
-	if st := stepNamed(t, rec, "keep"); st.Requests != 2 || st.Failed != 0 {
-		t.Errorf("%d requests, %d failed", st.Requests, st.Failed)
+	if st := stepNamed(t, rec, "keep"); st.Requests != 1 || st.Failed != 0 || st.Statuses["200"] != 1 {
+		t.Errorf("%d requests, %d failed, %v", st.Requests, st.Failed, st.Statuses)
+	}
+	if st := stepNamed(t, rec, HopRowName("keep")); st.Requests != 1 || st.Statuses["307"] != 1 {
+		t.Errorf("hops: %d requests, %v", st.Requests, st.Statuses)
 	}
 }
 
 // A loop ends at the limit: the hops are counted as the requests they
-// were, and the answer that would go past the limit fails as redirects.
+// were, under the hop row, and the answer that would go past the limit
+// is the step's, failed as redirects: a step that fails every iteration
+// has an error rate of 100 %, however many hops it made.
 func TestRedirectLoopEndsAtTheLimitAsRedirects(t *testing.T) {
 	srv, s := loginServer(t)
 	u, sc, rec := recUserFor(t, `
@@ -187,8 +195,14 @@ load: {stages: [{duration: 1s, users: 1}]}
 `, srv.URL, metrics.ErrorOptions{})
 	iterateN(u, sc, 2)
 	st := stepNamed(t, rec, "loop")
-	if st.Requests != 8 || st.Failed != 2 || st.ByClass["redirects"] != 2 || st.Statuses["302"] != 8 {
-		t.Errorf("loop: %d requests, %d failed %v, statuses %v; want 8 (2 × 4), 2 redirects", st.Requests, st.Failed, st.ByClass, st.Statuses)
+	if st.Requests != 2 || st.Failed != 2 || st.ByClass["redirects"] != 2 {
+		t.Errorf("loop: %d requests, %d failed %v, statuses %v; want 2, both redirects", st.Requests, st.Failed, st.ByClass, st.Statuses)
+	}
+	if hop := stepNamed(t, rec, HopRowName("loop")); hop.Requests != 6 || hop.Failed != 0 || hop.Statuses["302"] != 6 {
+		t.Errorf("loop's hops: %d requests, %d failed, statuses %v; want 6 (2 × 3) 302s", hop.Requests, hop.Failed, hop.Statuses)
+	}
+	if tot := rec.Snapshot().Totals; tot.Requests != 8 {
+		t.Errorf("run: %d requests, want the server's 8", tot.Requests)
 	}
 	if len(st.Errors) != 1 || !strings.Contains(st.Errors[0].Message, "after 3 redirects") {
 		t.Errorf("errors %+v", st.Errors)
@@ -219,8 +233,15 @@ load: {stages: [{duration: 1s, users: 1}]}
 	if st := stepNamed(t, rec, "login"); st.Requests != 1 || st.Failed != 0 {
 		t.Errorf("login: %d requests, %d failed", st.Requests, st.Failed)
 	}
-	if st := stepNamed(t, rec, "loop"); st.Requests != 2 || st.ByClass["redirects"] != 1 {
+	if st := stepNamed(t, rec, "loop"); st.Requests != 1 || st.ByClass["redirects"] != 1 {
 		t.Errorf("loop: %d requests, %v", st.Requests, st.ByClass)
+	}
+	// A step that follows none has no hop row; one whose hops were never
+	// made shows none either.
+	for _, st := range rec.Snapshot().Steps {
+		if st.Name == HopRowName("login") || st.Name == HopRowName("bad") {
+			t.Errorf("a hop row %q with %d requests", st.Name, st.Requests)
+		}
 	}
 	if n := len(s.all()); n != 3 {
 		t.Errorf("the server saw %d requests, want 3", n)
@@ -264,7 +285,10 @@ load: {stages: [{duration: 1s, users: 1}]}
 	if len(log) != 1 || log[0] != `GET /echo cookie="" auth="" body=""` {
 		t.Errorf("the other origin saw %q", log)
 	}
-	if st := stepNamed(t, rec, "go"); st.Requests != 2 || st.Failed != 0 {
+	if st := stepNamed(t, rec, "go"); st.Requests != 1 || st.Failed != 0 {
 		t.Errorf("%d requests, %d failed %+v", st.Requests, st.Failed, st.Errors)
+	}
+	if st := stepNamed(t, rec, HopRowName("go")); st.Requests != 1 || st.Statuses["302"] != 1 {
+		t.Errorf("hops: %d requests, %v", st.Requests, st.Statuses)
 	}
 }
