@@ -49,7 +49,11 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 	o.NoCorrelate = true
 	out, s, err := build([]*exchange{c.x}, o)
 	s.Notes = append(s.Notes, c.notes...)
-	return c.restoreEnvRefs(out, &s), s, err
+	out = c.restoreEnvRefs(out, &s)
+	if err == nil {
+		err = checkLoads(out, args, o.AllowFiles)
+	}
+	return out, s, err
 }
 
 // curlCmd is a curl command line read into the one exchange it sends.
@@ -78,6 +82,9 @@ type curlCmd struct {
 // apply takes one curl option (name "" is a bare URL).
 func (c *curlCmd) apply(name, v string) error {
 	x := c.x
+	if !envOptions[name] {
+		v = unmark(v)
+	}
 	switch name {
 	case "":
 		if c.rawURL == "" {
@@ -154,9 +161,11 @@ func (c *curlCmd) behaviour(name, v string) error {
 	return nil
 }
 
-// header takes a -H value.
-func (c *curlCmd) header(v string) error {
-	n, hv, ok := strings.Cut(v, ":")
+// header takes a -H value, its shell variables marked (curlauth.go).
+func (c *curlCmd) header(marked string) error {
+	v := unmark(marked)
+	n, hv, ok := strings.Cut(marked, ":")
+	n = unmark(n)
 	if !ok {
 		if n, ok := strings.CutSuffix(v, ";"); ok {
 			// -H 'X-Empty;' sends the header with no value.
@@ -168,7 +177,7 @@ func (c *curlCmd) header(v string) error {
 		}
 		return fmt.Errorf("bad curl header %q: expected \"Name: value\"", v)
 	}
-	if strings.TrimSpace(hv) == "" {
+	if strings.TrimSpace(unmark(hv)) == "" {
 		// -H 'Accept:' tells curl not to send its own; the plan sends
 		// none of curl's anyway.
 		return nil
@@ -300,7 +309,7 @@ func (c *curlCmd) setBasicAuth() error {
 	user, pass, ok := strings.Cut(c.basic, ":")
 	switch {
 	case !ok:
-		return fmt.Errorf("curl -u %s has no password (curl would prompt for one): write -u user:password", user)
+		return fmt.Errorf("curl -u %s has no password (curl would prompt for one): write -u user:password", unmark(user))
 	case header(c.x.headers, "Authorization") != "":
 		c.notes = append(c.notes, "the user:password is left out: an Authorization header is given, which wins")
 	default:
@@ -361,6 +370,9 @@ func shellWords(s string) ([]string, error) {
 				inWord = false
 			}
 		default:
+			if c == '$' {
+				cur.WriteByte(expandMark)
+			}
 			cur.WriteByte(c)
 			inWord = true
 		}
@@ -401,7 +413,9 @@ func ansiCEscape(s string, i int, cur *strings.Builder) int {
 	case 'x':
 		if i+2 < len(s) {
 			if b, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				cur.WriteByte(byte(b))
+				if b != 0 { // the shell ends the word at a NUL; expandMark is one
+					cur.WriteByte(byte(b))
+				}
 				return i + 2
 			}
 		}
@@ -430,6 +444,8 @@ func doubleQuoted(s string, i int, cur *strings.Builder) (int, error) {
 			if s[i] == '\n' {
 				continue
 			}
+		} else if s[i] == '$' {
+			cur.WriteByte(expandMark)
 		}
 		cur.WriteByte(s[i])
 	}

@@ -3,21 +3,50 @@ package convert
 import (
 	"net/url"
 	"regexp"
+	"strings"
 )
 
+// expandMark goes before each $ that shellWords read outside single
+// quotes and $'…', where the shell would have expanded it: only those
+// are variables. A $ in '…' is text ('…?$select=subject&$top=5', as
+// Chrome's "Copy as cURL" quotes every word). A NUL cannot be in a
+// command's word, so the mark is never the user's.
+const expandMark = '\x00'
+
 // shellRefRE is a shell variable as a copied command line holds it
-// unexpanded: $NAME or ${NAME}.
-var shellRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+// unexpanded, marked: $NAME or ${NAME}.
+var shellRefRE = regexp.MustCompile(`\x00\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\x00\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// envOptions are the curl options whose shell variables become the
+// plan's references; every other option's value is taken as text.
+var envOptions = map[string]bool{"": true, "url": true, "url-query": true, "header": true, "cookie": true, "user": true, "oauth2-bearer": true}
+
+// unmark drops the marks of the $s no variable followed.
+func unmark(v string) string { return strings.ReplaceAll(v, string(expandMark), "") }
 
 // envRefs turns the shell variables in v into the plan's ${NAME}
 // references, so `-H "Authorization: Bearer $TOKEN"` reads TOKEN from the
 // environment at run time as the shell would have, and the token is
 // never written into the plan.
+// A literal ${ (single-quoted) is escaped as the plan's $${, since the
+// result is plan text.
 func envRefs(v string) string {
-	return shellRefRE.ReplaceAllStringFunc(v, func(m string) string {
-		s := shellRefRE.FindStringSubmatch(m)
-		return "${" + s[1] + s[2] + "}"
-	})
+	var b strings.Builder
+	last := 0
+	for _, m := range shellRefRE.FindAllStringSubmatchIndex(v, -1) {
+		b.WriteString(litKey(unmark(v[last:m[0]])))
+		b.WriteString("${" + group(v, m, 1) + group(v, m, 2) + "}")
+		last = m[1]
+	}
+	b.WriteString(litKey(unmark(v[last:])))
+	return b.String()
+}
+
+func group(v string, m []int, k int) string {
+	if m[2*k] < 0 {
+		return ""
+	}
+	return v[m[2*k]:m[2*k+1]]
 }
 
 // onlyRef reports whether v is one shell variable and nothing else, and
@@ -45,7 +74,7 @@ const (
 func basicUserinfo(user, pass string) (userinfo, comment string) {
 	u, ok := onlyRef(user)
 	if !ok {
-		u = url.User(user).String()
+		u = url.User(unmark(user)).String()
 	}
 	p, ok := onlyRef(pass)
 	if !ok {

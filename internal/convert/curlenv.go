@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stampede-load/stampede/internal/plan"
 )
 
 // Shell variables in a curl command's URL ($HOST, ${API_KEY}) become the
@@ -24,16 +26,34 @@ func envPlaceholder(i int) string { return "stampedeenvref" + strconv.Itoa(i) + 
 // parts with placeholders.
 func (c *curlCmd) urlEnvRefs() {
 	swap := func(s string) string {
-		return shellRefRE.ReplaceAllStringFunc(s, func(m string) string {
+		return unmark(shellRefRE.ReplaceAllStringFunc(s, func(m string) string {
 			ph := envPlaceholder(len(c.envRefs))
 			c.envRefs = append(c.envRefs, envRefs(m))
 			return ph
-		})
+		}))
 	}
 	c.rawURL = swap(c.rawURL)
 	for i, q := range c.urlQuery {
 		c.urlQuery[i] = swap(q)
 	}
+}
+
+// checkLoads loads the converted plan as a run would, each variable the
+// command line names (and the credentials' CURL_PASSWORD and CURL_TOKEN)
+// set and no other: a plan that reads a variable nobody set, or does not
+// load at all, is the converter's fault and is refused, not written.
+func checkLoads(text []byte, args, allow []string) error {
+	names := map[string]bool{passwordEnv: true, tokenEnv: true}
+	for _, a := range args {
+		for _, m := range shellRefRE.FindAllStringSubmatch(a, -1) {
+			names[m[1]+m[2]] = true
+		}
+	}
+	env := func(name string) (string, bool) { return "set-by-the-user", names[name] }
+	if _, err := plan.ParseWith("converted.yaml", text, env, plan.LoadOptions{AllowFiles: append([]string{"."}, allow...)}); err != nil {
+		return fmt.Errorf("the converted plan does not load (please report this): %v", err)
+	}
+	return nil
 }
 
 // restoreEnvRefs turns the placeholders in the plan and the notes into

@@ -16,7 +16,7 @@ func TestCurlCredentialsBecomeEnvReferences(t *testing.T) {
 		{`curl -u alice:hunter22 https://api.test/x`, "target: https://alice:${CURL_PASSWORD}@api.test", "hunter22"},
 		{`curl https://alice:hunter22@api.test/x`, "target: https://alice:${CURL_PASSWORD}@api.test", "hunter22"},
 		{`curl --oauth2-bearer eyJtoken123 https://api.test/x`, "Authorization: Bearer ${CURL_TOKEN}", "eyJtoken123"},
-		{`curl -H "Authorization: Bearer $API_TOKEN" -H 'Cookie: sid=${SID}' https://api.test/x`, "Authorization: Bearer ${API_TOKEN}", ""},
+		{`curl -H "Authorization: Bearer $API_TOKEN" -H "Cookie: sid=${SID}" https://api.test/x`, "Authorization: Bearer ${API_TOKEN}", ""},
 	}
 	for _, c := range cases {
 		p, text, _ := curlPlan(t, c.cmd)
