@@ -80,7 +80,7 @@ func basicUserinfo(user, pass string) (userinfo, comment string) {
 	if !ok {
 		p = "${" + passwordEnv + "}"
 		comment = "curl was given a password: it is not written here. Set " + passwordEnv +
-			" to it before running this plan (URL-escape any / ? # @ % in it)."
+			" to it before running this plan."
 	}
 	return u + ":" + p, comment
 }

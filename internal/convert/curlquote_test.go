@@ -74,3 +74,36 @@ func TestCurlPlanIsCheckedBeforeWriting(t *testing.T) {
 		t.Errorf("a named variable refused: %v", err)
 	}
 }
+
+// curl -u "$SID:$TOKEN" sends the token as it is; in the plan's target a
+// token holding / failed to load, and one holding %20 was sent as a
+// space. Run against a loopback server, the Basic credentials arrive as
+// the environment holds them.
+func TestCurlUserFromEnvArrivesAsSet(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		u, pw, _ := r.BasicAuth()
+		mu.Lock()
+		got = append(got, u+":"+pw)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	out, _, err := Curl(`curl -u "$SID:$TOKEN" `+srv.URL+`/x`, Options{Duration: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SID": "AC1", "TOKEN": "longsecret/with+slash=%20#x"}
+	p, err := plan.Parse("c.yaml", out, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := run.Run(context.Background(), p, run.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || got[0] != "AC1:longsecret/with+slash=%20#x" {
+		t.Fatalf("the server got %q", got[:min(len(got), 3)])
+	}
+}

@@ -2,10 +2,13 @@ package plan
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Redacted replaces text that came from the environment, or a password
@@ -239,13 +242,82 @@ func hideUserinfo(u string) string {
 	if !ok {
 		return u
 	}
-	end := len(rest)
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		end = i
-	}
-	at := strings.LastIndex(rest[:end], "@")
+	// A password may hold / ? # (a token's base64), so the userinfo ends
+	// at the last @ anywhere: hiding too much in a bad URL's message is
+	// better than showing a secret.
+	at := strings.LastIndex(rest, "@")
 	if at < 0 {
 		return u
 	}
 	return scheme + "://" + Redacted + rest[at:]
+}
+
+// targetText is the target's text with its environment references
+// expanded, those in user:password@ percent-escaped: an API token with a
+// / or # in it is the password it names, not the end of the URL's
+// authority, and a % in it is sent as %.
+func (p *parser) targetText(v *yaml.Node) (string, bool) {
+	n := deref(v)
+	start, end := rawUserinfo(n.Value)
+	if n.Kind != yaml.ScalarNode || isNull(n) || end < 0 || !strings.Contains(n.Value[start:end], "${") {
+		return p.text(v, "target")
+	}
+	var b strings.Builder
+	escape := func(name string) (string, bool) {
+		val, ok := p.lookup(name)
+		return userinfoEscape(val), ok
+	}
+	for _, piece := range []struct {
+		from, to int
+		lookup   func(string) (string, bool)
+	}{{0, start, p.lookup}, {start, end, escape}, {end, len(n.Value), p.lookup}} {
+		s, msg, off := expandEnv(n.Value[piece.from:piece.to], piece.lookup)
+		if msg != "" {
+			p.errAt(p.posIn(n, n.Value, piece.from+off), "%s", msg)
+			return "", false
+		}
+		b.WriteString(s)
+	}
+	return b.String(), true
+}
+
+// rawUserinfo is where user:password lies in a URL's unexpanded text
+// (end -1: it has none): after :// and before the last @ ahead of the
+// first / ? # outside a ${...} reference.
+func rawUserinfo(s string) (start, end int) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return 0, -1
+	}
+	start, end = i+3, -1
+	for k := start; k < len(s); k++ {
+		switch s[k] {
+		case '$':
+			if strings.HasPrefix(s[k:], "${") {
+				if c := strings.IndexByte(s[k:], '}'); c > 0 {
+					k += c
+				}
+			}
+		case '@':
+			end = k
+		case '/', '?', '#':
+			return start, end
+		}
+	}
+	return start, end
+}
+
+// userinfoEscape percent-escapes all but the unreserved characters, so a
+// value is read back as itself from user:password@.
+func userinfoEscape(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
 }

@@ -12,7 +12,7 @@ import (
 
 func (p *parser) target(e kv) {
 	p.readingTarget = true
-	s, ok := p.text(e.v, "target")
+	s, ok := p.targetText(e.v)
 	p.readingTarget = false
 	if !ok {
 		return
