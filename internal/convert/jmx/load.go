@@ -41,7 +41,7 @@ func (c *conv) num(e *elem, prop string, def float64) (float64, string) {
 		return def, formatNum(def)
 	}
 	t := c.text(raw, modePlain, e.where())
-	if v, err := strconv.ParseFloat(t, 64); err == nil {
+	if v, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(v, 0) && !math.IsNaN(v) {
 		return v, t
 	}
 	if strings.HasPrefix(t, "${") && strings.HasSuffix(t, "}") && strings.Count(t, "${") == 1 {
@@ -229,6 +229,12 @@ func (c *conv) steppingGroup(tg *elem) []stage {
 	}
 	if b := math.Min(burst, n); ru <= 0 && step > 0 && period > 0 && b < n && math.Mod(n-b, step) != 0 {
 		c.note("%s: %s users in %d equal steps (JMeter's last step is smaller)", tg.where(), formatNum(n-b), int(math.Ceil((n-b)/step)))
+	}
+	// A stage pair per step: past a few hundred steps the plan would be
+	// the stages' list, so the users then start at once each step.
+	if ru > 0 && step > 0 && (n-math.Min(burst, n))/step > 500 {
+		c.note("%s: over 500 steps: each step's users start at once (JMeter spreads them over rampUp %ss)", tg.where(), formatNum(ru))
+		ru = 0
 	}
 	if ru > 0 && step > 0 {
 		out = append(out, steppedRamps(n, nText, burst, step, period, ru)...)
