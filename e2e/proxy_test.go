@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -106,7 +107,7 @@ func TestLoginFlowBehindProxy(t *testing.T) {
 	px := newForwardProxy(t)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	target := "http://app.invalid:" + port
-	pxURL := "http://ann:pw@" + px.Listener.Addr().String()
+	pxURL := "http://ann:pl4inT3xt@" + px.Listener.Addr().String()
 	plan := e2etest.WritePlan(t, "target: "+target+"\nhttp: {proxy: '"+pxURL+"'}\n"+loginFlow, nil)
 	out := filepath.Join(t.TempDir(), "r.json")
 	o := e2etest.Stampede(t, 60*time.Second, "", "run", plan, "-o", out)
@@ -118,7 +119,7 @@ func TestLoginFlowBehindProxy(t *testing.T) {
 	if res.Run.Engine != "goroutines" {
 		t.Errorf("engine %q", res.Run.Engine)
 	}
-	const auth = " Basic YW5uOnB3"
+	const auth = " Basic YW5uOnBsNGluVDN4dA==" // ann:pl4inT3xt
 	for _, k := range []string{"POST /login", "GET /dashboard", "POST /vote", "GET /thanks"} {
 		method, path, _ := strings.Cut(k, " ")
 		if got := px.seen(method + " " + target + path + auth); got != c.get(k) || got == 0 {
@@ -128,11 +129,38 @@ func TestLoginFlowBehindProxy(t *testing.T) {
 	if px.lines() != res.Totals.Requests {
 		t.Errorf("the proxy logged %d requests, the result counts %d", px.lines(), res.Totals.Requests)
 	}
+	checkProxySecretHidden(t, out, "pl4inT3xt", strings.TrimPrefix(auth, " Basic "))
 	before := px.lines()
 	plain := e2etest.WritePlan(t, "target: "+target+"\nhttp: {proxy: '"+pxURL+"'}\nscenarios: {s: {steps: [{get: /dashboard}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n", nil)
 	o = e2etest.Stampede(t, 60*time.Second, "", "run", plain, "--engine", "loop")
 	if o.Code == 0 || !strings.Contains(o.Stderr, "its requests go through a proxy") || px.lines() != before {
 		t.Errorf("--engine loop on a proxied plan (the proxy saw %d more): %s", px.lines()-before, o)
+	}
+}
+
+// checkProxySecretHidden: neither the proxy's password nor its
+// Proxy-Authorization token is in the result (its plan source) or in any
+// report made from it.
+func checkProxySecretHidden(t *testing.T, out string, secrets ...string) {
+	t.Helper()
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{"the result": string(raw)}
+	for _, f := range []string{"text", "md", "html", "json", "junit"} {
+		o := e2etest.Stampede(t, 60*time.Second, "", "report", out, "--format", f)
+		if o.Code != 0 {
+			t.Fatalf("report --format %s: %s", f, o)
+		}
+		texts["the "+f+" report"] = o.Stdout
+	}
+	for what, text := range texts {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds the proxy's secret %q", what, s)
+			}
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"encoding/base64"
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -57,8 +59,54 @@ func (p *Proxy) ProxiedURL(raw string) bool {
 
 // EnvProxy is the proxy the environment alone sets, for a plan made in
 // memory (stampede url) that has no http.proxy.
-func EnvProxy(lookup func(string) (string, bool)) *Proxy {
-	return newProxy(proxyFromEnv(lookup))
+// A variable that is no URL is an error (Go's rule would go direct
+// without a word).
+func EnvProxy(lookup func(string) (string, bool)) (*Proxy, error) {
+	c := proxyFromEnv(lookup)
+	if err := checkEnvProxy(c); err != nil {
+		return nil, err
+	}
+	return newProxy(c), nil
+}
+
+// checkEnvProxy refuses a proxy variable golang.org/x/net would drop
+// without a word (its rule reads an unparseable one as no proxy, so the
+// run would go direct behind the user's back): a URL as that rule reads
+// one, http:// added where the scheme is left out (where a URL with a
+// scheme does not parse, that rule would take its scheme for a host).
+// The message shows it without its password.
+func checkEnvProxy(c httpproxy.Config) error {
+	for _, v := range []struct{ name, value string }{{"HTTP_PROXY", c.HTTPProxy}, {"HTTPS_PROXY", c.HTTPSProxy}} {
+		if v.value == "" {
+			continue
+		}
+		raw := v.value
+		if !strings.Contains(raw, "://") {
+			raw = "http://" + raw
+		}
+		if u, err := url.Parse(raw); err != nil || u.Host == "" {
+			return fmt.Errorf("%s (or its lower-case form) %q is not a proxy URL: expected one such as http://proxy.example:3128, or unset it", v.name, redactRawURL(v.value))
+		}
+	}
+	return nil
+}
+
+// redactRawURL hides the password of a URL that may not parse: whatever
+// lies between the user name's colon and the last @.
+func redactRawURL(s string) string {
+	at := strings.LastIndex(s, "@")
+	if at < 0 {
+		return s
+	}
+	start := strings.Index(s, "://") + len("://")
+	if start < len("://") || start > at {
+		start = 0
+	}
+	colon := strings.Index(s[start:at], ":")
+	if colon < 0 {
+		return s
+	}
+	return s[:start+colon+1] + "xxxxx" + s[at:]
 }
 
 func newProxy(c httpproxy.Config) *Proxy {
@@ -95,6 +143,20 @@ func proxyFromEnv(lookup func(string) (string, bool)) httpproxy.Config {
 func (p *parser) resolveProxy(lookup func(string) (string, bool)) {
 	o := &p.plan.HTTP
 	env := proxyFromEnv(lookup)
+	if o.ProxySetting == "" {
+		if err := checkEnvProxy(env); err != nil {
+			p.errAt(Pos{File: p.plan.File, Line: 1, Col: 1}, "%v (http.proxy in the plan would replace it)", err)
+			return
+		}
+	}
+	for _, v := range []string{env.HTTPProxy, env.HTTPSProxy} {
+		if u, err := url.Parse(v); err == nil {
+			p.proxyCredentials(u)
+		}
+	}
+	// The plan's own secrets were settled before (finishSecrets); this
+	// adds the environment's proxy passwords to them.
+	p.finishSecrets()
 	switch o.ProxySetting {
 	case "":
 		o.Proxy = newProxy(env)
@@ -121,7 +183,23 @@ func (p *parser) proxySetting(n *yaml.Node) {
 		p.errf(n, "bad proxy %s: expected an http:// proxy URL such as http://proxy.example:3128 (user:password@ for proxy auth), or none", q(redactURL(s)))
 		return
 	}
+	p.proxyCredentials(u)
 	p.plan.HTTP.ProxySetting = s
+}
+
+// proxyCredentials notes a proxy URL's password, and the
+// Proxy-Authorization token made of it, as secrets: the result's plan
+// source, reports and messages hide them as they hide the target's.
+func (p *parser) proxyCredentials(u *url.URL) {
+	if u == nil || u.User == nil {
+		return
+	}
+	pass, has := u.User.Password()
+	if !has {
+		return
+	}
+	p.secret(pass)
+	p.secret(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pass)))
 }
 
 // redactURL hides a URL's password, for messages.

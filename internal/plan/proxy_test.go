@@ -135,3 +135,51 @@ load: {stages: [{duration: 1s, users: 1}]}
 		t.Errorf("negative redirects: %v", err)
 	}
 }
+
+// The proxy's password, and the Proxy-Authorization token made of it,
+// are secrets: the plan's source as results keep it (Redact) hides them,
+// from http.proxy and from the environment alike.
+func TestProxyPasswordIsASecret(t *testing.T) {
+	p, err := Parse("t.yaml", []byte("target: http://a.example\nhttp: {proxy: 'http://ann:pl4inT3xt@proxy.example:3128'}\n"+proxyPlanBody), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "YW5uOnBsNGluVDN4dA==" // base64 of ann:pl4inT3xt
+	got := p.Redact(string(p.Source) + " Proxy-Authorization: Basic " + token)
+	if strings.Contains(got, "pl4inT3xt") || strings.Contains(got, token) || !strings.Contains(got, "proxy.example:3128") {
+		t.Errorf("redacted source: %s", got)
+	}
+	p = parseWithEnv(t, map[string]string{"HTTPS_PROXY": "http://bob:envS3cret@proxy.example:3128"})
+	if got := p.Redact("proxy http://bob:envS3cret@proxy.example:3128 refused"); strings.Contains(got, "envS3cret") {
+		t.Errorf("the environment's proxy password shows: %s", got)
+	}
+}
+
+func parseWithEnv(t *testing.T, env map[string]string) *Plan {
+	t.Helper()
+	p, err := Parse("t.yaml", []byte("target: http://a.example\n"+proxyPlanBody), envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A proxy variable that is no URL is an error naming it (its password
+// hidden), never a run that goes direct without a word; a host without
+// a scheme is read as http:// as Go reads it; http.proxy replaces it.
+func TestProxyUnreadableEnvironment(t *testing.T) {
+	bad := map[string]string{"HTTP_PROXY": "http://u:hunter2@pr oxy:1"}
+	_, err := Parse("t.yaml", []byte("target: http://a.example\n"+proxyPlanBody), envOf(bad))
+	if err == nil || !strings.Contains(err.Error(), "HTTP_PROXY") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("plan: %v", err)
+	}
+	if _, err := EnvProxy(envOf(bad)); err == nil || !strings.Contains(err.Error(), "HTTP_PROXY") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("EnvProxy: %v", err)
+	}
+	if px, err := EnvProxy(envOf(map[string]string{"https_proxy": "proxy.example:3128"})); err != nil || proxyFor(t, px, "https", "a.example") != "http://proxy.example:3128" {
+		t.Errorf("a bare host: %v", err)
+	}
+	if _, err := Parse("t.yaml", []byte("target: http://a.example\nhttp: {proxy: none}\n"+proxyPlanBody), envOf(bad)); err != nil {
+		t.Errorf("http.proxy: none still read HTTP_PROXY: %v", err)
+	}
+}

@@ -49,7 +49,10 @@ func (pr Process) URL(r URLRequest) error {
 	if err != nil {
 		return Fail(ExitUsage, err)
 	}
-	p.HTTP.Proxy = plan.EnvProxy(pr.LookupEnv) // HTTP_PROXY and the like, as curl and k6 read them
+	// HTTP_PROXY and the like, as curl and k6 read them.
+	if p.HTTP.Proxy, err = plan.EnvProxy(pr.LookupEnv); err != nil {
+		return Fail(ExitUsage, err)
+	}
 	if r.Open && r.OpenBound > 0 {
 		limit := openFilesLimit()
 		if p.Load.MaxInFlight = fitOpenBound(r.OpenBound, limit); p.Load.MaxInFlight < r.OpenBound {
