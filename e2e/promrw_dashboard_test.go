@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stampede-load/stampede/internal/e2etest"
+	"github.com/stampede-load/stampede/internal/result"
 )
 
 // dashboard is the part of a Grafana dashboard JSON the test reads.
@@ -36,6 +37,9 @@ type dashboardPanel struct {
 		RefID   string `json:"refId"`
 		Expr    string
 		Instant bool
+		// Interval is the query's min step; without one Grafana takes the
+		// data source's scrape interval, 15 s by default.
+		Interval string
 	}
 }
 
@@ -80,36 +84,24 @@ load:
 		t.Fatalf("no testid on stderr:\n%s", out.Stderr)
 	}
 	r := e2etest.ReadResult(t, res)
-	var total int64
-	for _, s := range r.Steps {
-		total += s.Requests
-	}
 
-	b, err := os.ReadFile(filepath.Join("..", "dashboards", "grafana", "stampede.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d dashboard
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatal(err)
-	}
+	d := loadDashboard(t)
 	checkTestIDVariable(t, prom, d, testid)
 	first, last, _ := promSpan(t, prom, fmt.Sprintf(`stampede_requests_total{testid=%q}`, testid))
 	rangeS := int(last.Sub(first).Seconds()) + 2
-	vars := strings.NewReplacer("$testid", testid, "${testid}", testid, "$__rate_interval", "1m", "$__range", strconv.Itoa(rangeS)+"s")
 	queries := 0
 	var walk func([]dashboardPanel)
 	walk = func(ps []dashboardPanel) {
 		for _, p := range ps {
 			walk(p.Panels)
 			for _, tg := range p.Targets {
-				q := vars.Replace(tg.Expr)
+				q, step := grafanaQuery(tg.Expr, tg.Interval, testid, rangeS)
 				if strings.Contains(q, "$") {
 					t.Errorf("panel %q %s: a variable the test does not know: %s", p.Title, tg.RefID, q)
 					continue
 				}
 				queries++
-				if n := panelQuery(t, prom, q, tg.Instant, first, last); n == 0 {
+				if n := panelQuery(t, prom, q, tg.Instant, first, last, step); n == 0 {
 					t.Errorf("panel %q query %s returned no data: %s", p.Title, tg.RefID, q)
 				}
 			}
@@ -119,19 +111,107 @@ load:
 	if queries < 10 {
 		t.Errorf("%d panel queries, want the dashboard's every one", queries)
 	}
-	if got := promAt(t, prom, vars.Replace(`sum(max_over_time(stampede_requests_total{testid=~"$testid"}[$__range]))`), last); len(got) != 1 || got[0] != float64(total) {
+	checkPanelValues(t, prom, d, r, testid, first, last)
+}
+
+// checkPanelValues: the panels show the run's figures, not merely some:
+// the Requests stat is the result's total, the peak of active users is
+// the result's, and the Requests/s line peaks near the result's mean
+// throughput (with a 1 minute rate window a 6 s run peaked at a sixth of
+// it, and lingered for a minute).
+func checkPanelValues(t *testing.T, prom string, d dashboard, r *result.Result, testid string, first, last time.Time) {
+	t.Helper()
+	rangeS := int(last.Sub(first).Seconds()) + 2
+	var total int64
+	for _, s := range r.Steps {
+		total += s.Requests
+	}
+	if got := panelValues(t, prom, d, "Requests (run total)", testid, rangeS, first, last); len(got) != 1 || got[0] != float64(total) {
 		t.Errorf("the Requests stat: %v, the result %d", got, total)
 	}
+	if got := panelValues(t, prom, d, "Peak active users", testid, rangeS, first, last); len(got) != 1 || got[0] != float64(r.Run.MaxUsers) {
+		t.Errorf("the Peak active users stat: %v, the result %d", got, r.Run.MaxUsers)
+	}
+	mean := float64(total) / r.Run.DurationS
+	rates := panelValues(t, prom, d, "Requests/s", testid, rangeS, first, last)
+	peak := slices.Max(append(rates, 0))
+	if peak < mean/2 || peak > 3*mean {
+		t.Errorf("the Requests/s panel peaks at %.1f; the result's mean is %.1f/s", peak, mean)
+	}
+}
+
+// grafanaQuery is a panel query as Grafana sends it for a time range of
+// rangeS seconds, and its step: $__interval is at least the min step
+// (Grafana's own division of the range by the panel's width gives 1 s or
+// less for a short run), and $__rate_interval is the larger of
+// $__interval + min step and 4 × min step.
+func grafanaQuery(expr, minStep, testid string, rangeS int) (string, time.Duration) {
+	minD := 15 * time.Second
+	if d, err := time.ParseDuration(minStep); err == nil && minStep != "" {
+		minD = d
+	}
+	step := max(time.Second, minD)
+	rate := max(step+minD, 4*minD)
+	secs := func(d time.Duration) string { return strconv.Itoa(int(d.Seconds())) + "s" }
+	return strings.NewReplacer("$testid", testid, "${testid}", testid, "$__rate_interval", secs(rate),
+		"$__range", strconv.Itoa(rangeS)+"s", "$__interval", secs(step)).Replace(expr), step
+}
+
+// panelValues are the values of the first query of the panel titled
+// title: an instant query's, or every point of a range query's lines.
+func panelValues(t *testing.T, prom string, d dashboard, title, testid string, rangeS int, from, to time.Time) []float64 {
+	t.Helper()
+	for _, p := range d.Panels {
+		if p.Title != title || len(p.Targets) == 0 {
+			continue
+		}
+		tg := p.Targets[0]
+		q, step := grafanaQuery(tg.Expr, tg.Interval, testid, rangeS)
+		if tg.Instant {
+			return promAt(t, prom, q, to)
+		}
+		var vs []float64
+		for _, s := range promAPI(t, prom, "/api/v1/query_range", grafanaRange(q, from, to, step)) {
+			for _, v := range s.Values {
+				f, _ := strconv.ParseFloat(v[1].(string), 64)
+				vs = append(vs, f)
+			}
+		}
+		return vs
+	}
+	t.Fatalf("the dashboard has no panel %q", title)
+	return nil
+}
+
+// grafanaRange are a range query's parameters as Grafana sends them: the
+// time range widened to whole steps.
+func grafanaRange(q string, from, to time.Time, step time.Duration) url.Values {
+	return url.Values{"query": {q}, "start": {promTime(from.Truncate(step))}, "end": {promTime(to.Truncate(step).Add(step))},
+		"step": {strconv.Itoa(int(step.Seconds()))}}
+}
+
+// loadDashboard reads the shipped Grafana dashboard.
+func loadDashboard(t *testing.T) dashboard {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "dashboards", "grafana", "stampede.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // panelQuery runs one panel query as Grafana does, instant at the range's
 // end or over the range, and counts the series it returns.
-func panelQuery(t *testing.T, prom, q string, instant bool, from, to time.Time) int {
+func panelQuery(t *testing.T, prom, q string, instant bool, from, to time.Time, step time.Duration) int {
 	t.Helper()
 	if instant {
 		return len(promAPI(t, prom, "/api/v1/query", url.Values{"query": {q}, "time": {promTime(to)}}))
 	}
-	return len(promAPI(t, prom, "/api/v1/query_range", url.Values{"query": {q}, "start": {promTime(from)}, "end": {promTime(to)}, "step": {"1"}}))
+	return len(promAPI(t, prom, "/api/v1/query_range", grafanaRange(q, from, to, step)))
 }
 
 // checkTestIDVariable: the dashboard's testid variable lists the run.

@@ -41,7 +41,7 @@ load:
 			"-o", filepath.Join(dir, fmt.Sprintf("seg%d.json", i)),
 			"--output", "prometheus-rw="+prom+"/api/v1/write", "--testid", "segs-1")
 	}
-	var all int64
+	var all, users int64
 	want := map[string]int64{}
 	for i, p := range procs {
 		if o := p.Wait(t, 2*time.Minute); o.Code != 0 {
@@ -52,6 +52,7 @@ load:
 			want[segs[i]] += s.Requests
 		}
 		all += want[segs[i]]
+		users += int64(r.Run.MaxUsers)
 	}
 	sel := `stampede_requests_total{testid="segs-1"}`
 	_, last, series := promSpan(t, prom, sel)
@@ -71,5 +72,12 @@ load:
 	// series' last value, summed (the dashboard's Requests stat).
 	if got := promAt(t, prom, "sum(max_over_time("+sel+"[10m]))", last); len(got) != 1 || got[0] != float64(all) {
 		t.Errorf("the run: Prometheus has %v requests, the segments' results %d", got, all)
+	}
+	// The dashboard's peak is the run's, summed over its segments at one
+	// instant (it showed one segment's: 2 of the 4).
+	first, _, _ := promSpan(t, prom, sel)
+	rangeS := int(last.Sub(first).Seconds()) + 2
+	if got := panelValues(t, prom, loadDashboard(t), "Peak active users", "segs-1", rangeS, first, last); len(got) != 1 || got[0] != float64(users) || users != 4 {
+		t.Errorf("the Peak active users stat: %v, the segments' results %d (want 4)", got, users)
 	}
 }
