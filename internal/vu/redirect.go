@@ -28,6 +28,9 @@ import (
 type redirectState struct {
 	hdr    []httpc.Field
 	cookie []byte
+	// explicit holds the step's own Cookie headers rendered for a hop to
+	// the same host.
+	explicit []byte
 	// loopHops is how many redirects of its current step the event loop
 	// has followed for the user; loopDue says the next hop is ready in
 	// u.req for the loop to send (evloop.go).
@@ -62,7 +65,7 @@ func (u *User) redirected(st *Step, from, sent time.Time) bool {
 		if u.jar != nil || u.resp.Get("Set-Cookie") != nil {
 			u.storeCookies(st)
 		}
-		if err := u.nextHop(); err != nil {
+		if err := u.nextHop(st); err != nil {
 			u.failed(st, sample.Redirects, []byte(err.Error()), nil, sent, latency)
 			return false
 		}
@@ -83,7 +86,7 @@ func (u *User) redirected(st *Step, from, sent time.Time) bool {
 // URL resolved against the request's, the method and body changed as
 // browsers change them (redirectMethod), the cookies the user's jar holds
 // for the new URL, and no Authorization for another host.
-func (u *User) nextHop() error {
+func (u *User) nextHop(st *Step) error {
 	loc := string(u.resp.Get("Location"))
 	base := u.requestURL(&u.req)
 	ref, err := url.Parse(strings.TrimSpace(loc))
@@ -95,7 +98,7 @@ func (u *User) nextHop() error {
 		return fmt.Errorf("%d to Location %q: only http and https redirects are followed", u.resp.Status, loc)
 	}
 	r := &u.req
-	sameHost := next.Host == r.Endpoint.Host
+	sameHost := canonicalHost(next.Scheme, next.Host) == canonicalHost(r.Endpoint.Scheme, r.Endpoint.Host)
 	if next.Scheme != r.Endpoint.Scheme || !sameHost {
 		ep, _, err := u.dynamicEndpoint(next.Scheme + "://" + next.Host + "/")
 		if err != nil {
@@ -110,8 +113,22 @@ func (u *User) nextHop() error {
 	if !keepBody {
 		r.Body = nil
 	}
-	u.hopHeaders(keepBody, sameHost)
+	u.hopHeaders(st, keepBody, sameHost)
 	return nil
+}
+
+// canonicalHost is host as the same-host rule compares it: lower case
+// (host names are case-insensitive) and without the scheme's default
+// port, so HOST:80 after host is no change of host.
+func canonicalHost(scheme, host string) string {
+	host = strings.ToLower(host)
+	switch {
+	case scheme == "http" && strings.HasSuffix(host, ":80"):
+		return strings.TrimSuffix(host, ":80")
+	case scheme == "https" && strings.HasSuffix(host, ":443"):
+		return strings.TrimSuffix(host, ":443")
+	}
+	return host
 }
 
 // redirectMethod is the method and body a redirect's next request has,
@@ -129,13 +146,25 @@ func redirectMethod(status int, method string) (string, bool) {
 }
 
 // hopHeaders keeps the request's headers for the next hop but its Cookie
-// (the jar's, for the new URL, instead), its body's headers when the body
-// is dropped, and Authorization when the host changes.
-func (u *User) hopHeaders(keepBody, sameHost bool) {
+// headers, its body's headers when the body is dropped, and
+// Authorization when the host changes. The Cookie headers are made anew:
+// the step's own (explicit) ones on the same host only, as Go's client
+// and k6 keep them, then the jar's for the new URL.
+func (u *User) hopHeaders(st *Step, keepBody, sameHost bool) {
 	if u.redir == nil {
 		u.redir = &redirectState{}
 	}
 	rs := u.redir
+	rs.explicit = rs.explicit[:0]
+	var spans []int
+	if sameHost {
+		for _, h := range st.Headers {
+			if strings.EqualFold(h.Name, "Cookie") {
+				rs.explicit = h.Value.Append(rs.explicit, &u.env)
+				spans = append(spans, len(rs.explicit))
+			}
+		}
+	}
 	hdr := rs.hdr[:0]
 	for _, f := range u.req.Header {
 		name := string(f.Name)
@@ -146,6 +175,11 @@ func (u *User) hopHeaders(keepBody, sameHost bool) {
 			continue
 		}
 		hdr = append(hdr, f)
+	}
+	from := 0
+	for _, end := range spans {
+		hdr = append(hdr, httpc.Field{Name: cookieName, Value: rs.explicit[from:end:end]})
+		from = end
 	}
 	if u.jar != nil {
 		if c := u.cookieHeader(&u.req); c != "" {
@@ -179,7 +213,7 @@ func (u *User) loopRedirect(st *Step, sent time.Time, latency time.Duration) {
 		u.storeCookies(st)
 	}
 	status, loc := u.resp.Status, string(u.resp.Get("Location"))
-	if err := u.nextHop(); err != nil {
+	if err := u.nextHop(st); err != nil {
 		rs.loopHops = 0
 		u.failed(st, sample.Redirects, []byte(err.Error()), nil, sent, latency)
 		return

@@ -3,6 +3,7 @@ package vu
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -277,7 +278,7 @@ func TestRedirectCrossOriginDropsAuthorization(t *testing.T) {
 scenarios:
   s:
     steps:
-      - {name: go, get: /, headers: {Authorization: Bearer t0ken, X-Keep: yes}, expect: {status: 200}}
+      - {name: go, get: /, headers: {Authorization: Bearer t0ken, Cookie: theme=dark, X-Keep: yes}, expect: {status: 200}}
 load: {stages: [{duration: 1s, users: 1}]}
 `, first.URL, metrics.ErrorOptions{})
 	iterateN(u, sc, 1)
@@ -290,5 +291,70 @@ load: {stages: [{duration: 1s, users: 1}]}
 	}
 	if st := stepNamed(t, rec, HopRowName("go")); st.Requests != 1 || st.Statuses["302"] != 1 {
 		t.Errorf("hops: %d requests, %v", st.Requests, st.Statuses)
+	}
+}
+
+// A hop to the same host keeps the step's own Cookie header beside the
+// jar's (Go's client and k6 keep it); the host is compared without case
+// and without the scheme's default port, so such a hop also keeps
+// Authorization.
+func TestRedirectSameHostKeepsExplicitCookie(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	var port string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		log = append(log, fmt.Sprintf("%s cookie=%q auth=%q", r.URL.Path, strings.Join(r.Header.Values("Cookie"), "; "), r.Header.Get("Authorization")))
+		self := port
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/login":
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "s3cret", Path: "/"})
+			http.Redirect(w, r, "/dashboard", http.StatusFound)
+		case "/dashboard":
+			// Another spelling of the same host.
+			w.Header().Set("Location", "http://LocalHost:"+self+"/end")
+			w.WriteHeader(http.StatusFound)
+		default:
+			io.WriteString(w, "ok")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	mu.Lock()
+	_, port, _ = net.SplitHostPort(srv.Listener.Addr().String())
+	mu.Unlock()
+	u, sc, rec := recUserFor(t, `
+scenarios:
+  s:
+    steps:
+      - {name: in, get: /login, headers: {Cookie: theme=dark, Authorization: Bearer t0ken}, expect: {status: 200}}
+load: {stages: [{duration: 1s, users: 1}]}
+`, "http://localhost:"+port, metrics.ErrorOptions{})
+	iterateN(u, sc, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{
+		`/login cookie="theme=dark" auth="Bearer t0ken"`,
+		`/dashboard cookie="theme=dark; sid=s3cret" auth="Bearer t0ken"`,
+		`/end cookie="theme=dark; sid=s3cret" auth="Bearer t0ken"`,
+	}
+	if strings.Join(log, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the server saw\n%s\nwant\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
+	}
+	if st := stepNamed(t, rec, "in"); st.Requests != 1 || st.Failed != 0 {
+		t.Errorf("%d requests, %d failed %+v", st.Requests, st.Failed, st.Errors)
+	}
+}
+
+func TestCanonicalHost(t *testing.T) {
+	for _, c := range [][3]string{
+		{"http", "Example.COM:80", "example.com"},
+		{"https", "example.com:443", "example.com"},
+		{"http", "example.com:443", "example.com:443"},
+		{"https", "[::1]:8443", "[::1]:8443"},
+	} {
+		if got := canonicalHost(c[0], c[1]); got != c[2] {
+			t.Errorf("%s %s: %s, want %s", c[0], c[1], got, c[2])
+		}
 	}
 }
