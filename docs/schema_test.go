@@ -237,6 +237,17 @@ func TestSchemaRejectsWhatTheParserRejects(t *testing.T) {
 		"unknown websocket key":    connPlan("    websocket: {url: ws://127.0.0.1:1/, steps: [{hold: 1s}], zzqx: 1}\n"),
 		"bad think":                stepsPlan("      - get: /\n      - think: soon\n"),
 		"monitor with no kind key": good + "monitors:\n  - {name: m}\n",
+		// Values of the right YAML type the parser still refuses.
+		"pace as a range":           stepsPlan("      - get: /\n") + "  pace: 1s..2s\n",
+		"rate without a unit":       probeHead + "scenarios:\n  s: {steps: [{get: /}]}\nload:\n  stages: [{duration: 1s, rate: 100}]\n",
+		"rate ramp without a unit":  probeHead + "scenarios:\n  s: {steps: [{get: /}]}\nload:\n  stages: [{duration: 1s, rate: 0 -> 100}]\n",
+		"negative seed":             good + "seed: -1\n",
+		"fractional weight":         probeHead + "scenarios:\n  s: {weight: 0.5, steps: [{get: /}]}\nload:\n  stages: [{duration: 1s, users: 1}]\n",
+		"zero choose weight":        stepsPlan("      - get: /\n      - choose: [{weight: 0, steps: [{get: /}]}]\n"),
+		"a list as a var":           good + "vars: {a: [1, 2]}\n",
+		"a mapping as a var":        good + "vars: {a: {b: 1}}\n",
+		"a list in expect json":     stepsPlan("      - {get: /, expect: {json: {a: [1]}}}\n"),
+		"a target for host monitor": good + "monitors: [{host: true}]\n",
 	}
 	if err := validatePlan(s, []byte(good)); err != nil {
 		t.Fatalf("the good plan does not validate: %v", err)
@@ -247,6 +258,37 @@ func TestSchemaRejectsWhatTheParserRejects(t *testing.T) {
 		}
 		if err := validatePlan(s, []byte(src)); err == nil {
 			t.Errorf("%s: the parser refuses it, the schema accepts it", name)
+		}
+	}
+}
+
+// Plans the parser accepts are valid to the schema too, so an editor does
+// not mark them: empty sections and values (the parser reads them as
+// empty, as a section whose entries are commented out is), and a number
+// where the parser reads the text.
+func TestSchemaAcceptsWhatTheParserAccepts(t *testing.T) {
+	s := compiledSchema(t)
+	good := map[string]string{
+		"empty defaults headers": stepsPlan("      - get: /\n") + "defaults:\n  headers:\n    # X-Debug: 1\n",
+		"empty vars":             stepsPlan("      - get: /\n") + "vars:\n",
+		"empty thresholds":       stepsPlan("      - get: /\n") + "thresholds:\n",
+		"empty capture":          stepsPlan("      - get: /\n        capture:\n"),
+		"empty query":            stepsPlan("      - get: /\n        query:\n"),
+		"empty expect":           stepsPlan("      - get: /\n        expect:\n"),
+		"empty header value":     stepsPlan("      - get: /\n        headers:\n          X-Null:\n"),
+		"empty form field":       stepsPlan("      - post: /\n        form:\n          a:\n"),
+		"bare host monitor":      stepsPlan("      - get: /\n") + "monitors:\n  - host:\n",
+		"number as step name":    stepsPlan("      - get: /\n        name: 404\n"),
+		"null var":               stepsPlan("      - get: /\n") + "vars:\n  a:\n",
+		"rate ramp, one unit":    probeHead + "scenarios:\n  s: {steps: [{get: /}]}\nload:\n  stages: [{duration: 1s, rate: 0 -> 100/s}]\n",
+		"drawn pace":             stepsPlan("      - get: /\n") + "  pace: {exponential: 2s}\n",
+	}
+	for name, src := range good {
+		if _, err := plan.Parse("good.yaml", []byte(src), func(string) (string, bool) { return "", false }); err != nil {
+			t.Errorf("%s: the parser refuses it; the case is wrong: %v", name, err)
+		}
+		if err := validatePlan(s, []byte(src)); err != nil {
+			t.Errorf("%s: the parser accepts it, the schema refuses it:\n%v", name, err)
 		}
 	}
 }

@@ -34,7 +34,7 @@ func rootSchema() obj {
 		{"target", str()},
 		{"defaults", defaultsSchema()},
 		{"tls", tlsSchema()},
-		{"vars", mapOf(anyValue())},
+		{"vars", mapOf(scalar())},
 		{"data", mapOf(dataSchema())},
 		{"tenants", tenantsSchema()},
 		{"scenarios", scenariosSchema()},
@@ -79,12 +79,21 @@ func anyValue() obj {
 }
 
 // scalar is a single YAML value: the parser reads its text, whatever YAML
-// typed it as.
-func scalar() obj { return obj{"type": []string{"string", "number", "boolean"}} }
+// typed it as, and an empty one (a header "X-Null:") as "".
+func scalar() obj { return obj{"type": []string{"string", "number", "boolean", "null"}} }
 
-// intish is a whole number, written as one or as a string of one.
+// intish is a whole number from 0, written as one or as a string of one.
 func intish() obj {
-	return obj{"type": []string{"integer", "string"}, "pattern": `^\s*[0-9]+\s*$|` + envRef}
+	return obj{"type": []string{"integer", "string"}, "minimum": 0, "pattern": `^\s*[0-9]+\s*$|` + envRef}
+}
+
+// atLeastOne is a whole number from 1 (a weight), at most max when max > 0.
+func atLeastOne(max int) obj {
+	s := obj{"type": []string{"integer", "string"}, "minimum": 1, "pattern": `^\s*0*[1-9][0-9]*\s*$|` + envRef}
+	if max > 0 {
+		s["maximum"] = max
+	}
+	return s
 }
 
 func duration() obj {
@@ -103,12 +112,29 @@ func withEnv(s obj) obj {
 	return obj{"anyOf": []obj{s, {"type": "string", "pattern": envRef}}}
 }
 
-func listOf(items obj) obj { return obj{"type": "array", "items": items} }
+// listOf and mapOf take null too: the parser reads an empty value (a
+// section whose entries are all commented out) as an empty list or mapping.
+func listOf(items obj) obj { return obj{"type": []string{"array", "null"}, "items": items} }
 
 // oneOrList is a single value or a list of them.
 func oneOrList(item obj) obj { return obj{"anyOf": []obj{item, listOf(item)}} }
 
-func mapOf(values obj) obj { return obj{"type": "object", "additionalProperties": values} }
+func mapOf(values obj) obj {
+	return obj{"type": []string{"object", "null"}, "additionalProperties": values}
+}
+
+// nonNull is s without null: a value the parser needs to hold something.
+func nonNull(s obj) obj {
+	var types []string
+	for _, t := range s["type"].([]string) {
+		if t != "null" {
+			types = append(types, t)
+		}
+	}
+	out := maps.Clone(s)
+	out["type"] = types
+	return out
+}
 
 func headers() obj { return mapOf(scalar()) }
 
@@ -125,12 +151,14 @@ func section(path, desc string, props []prop, required ...string) obj {
 	}
 	// The $comment names the section as the plan-keys reference does:
 	// docs/schema_test.go finds each section's keys by it.
-	s := obj{"type": "object", "properties": ps, "additionalProperties": false, "$comment": "section " + path}
+	// Empty (null) is an empty mapping to the parser, unless it must hold
+	// a key.
+	s := obj{"type": []string{"object", "null"}, "properties": ps, "additionalProperties": false, "$comment": "section " + path}
 	if desc != "" {
 		s["description"] = desc
 	}
 	if len(required) > 0 {
-		s["required"] = required
+		s["type"], s["required"] = "object", required
 	}
 	return s
 }

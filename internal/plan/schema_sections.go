@@ -6,8 +6,14 @@ package plan
 // users is a number of users or a ramp "0 -> 400".
 const usersRE = `^\s*[0-9]+\s*(->\s*[0-9]+\s*)?$|` + envRef
 
-// rateRE is arrivals per second, minute or hour, or a ramp of them.
-const rateRE = `^\s*[0-9]*\.?[0-9]+\s*(/\s*(s|m|h))?\s*(->\s*[0-9]*\.?[0-9]+\s*(/\s*(s|m|h))?\s*)?$|` + envRef
+// rateRE is arrivals per second, minute or hour, or a ramp of them: a
+// unit on at least one side (a bare 100 is refused: per what?).
+const (
+	rateNum  = `\s*[0-9]*\.?[0-9]+\s*`
+	rateUnit = `/\s*(s|m|h)\s*`
+	rateRE   = `^` + rateNum + rateUnit + `$|^` + rateNum + `(` + rateUnit + `)?->` + rateNum + rateUnit + `$|^` +
+		rateNum + rateUnit + `->` + rateNum + `(` + rateUnit + `)?$|` + envRef
+)
 
 // thinkRangeRE is a uniform pause, "1s..3s".
 const thinkRangeRE = `^\s*` + durationRE + `\s*\.\.\s*` + durationRE + `\s*$`
@@ -50,7 +56,7 @@ func tenantsSchema() obj {
 
 func scenariosSchema() obj {
 	sc := section("scenarios.NAME", "a scenario: request steps, or one persistent connection", []prop{
-		{"weight", scalar()},
+		{"weight", atLeastOne(0)},
 		{"steps", stepsSchema()},
 		{"websocket", websocketSchema()},
 		{"signalr", signalrSchema()},
@@ -59,31 +65,35 @@ func scenariosSchema() obj {
 		{"once", stepsSchema()},
 		{"renew_on", oneOrList(intish())},
 	})
-	return mapOf(sc)
+	return nonNull(mapOf(sc))
 }
 
 func loadSchema() obj {
 	stage := section("load.stages[]", "", []prop{
 		{"duration", duration()},
 		{"users", obj{"type": []string{"integer", "string"}, "pattern": usersRE}},
-		{"rate", obj{"type": []string{"number", "string"}, "pattern": rateRE}},
+		{"rate", obj{"type": "string", "pattern": rateRE}},
 		{"steps", intish()},
 	}, "duration")
 	return section("load", "", []prop{
-		{"stages", listOf(stage)},
-		{"pace", pauseSchema()},
+		{"stages", nonNull(listOf(stage))},
+		{"pace", obj{"anyOf": []obj{duration(), distributionSchema()}}},
 		{"max_in_flight", intish()},
 		{"grace", duration()},
 	}, "stages")
 }
 
-// pauseSchema is a think or pace value: fixed, uniform or a distribution.
+// pauseSchema is a think value: fixed, uniform or a distribution (a pace
+// has no uniform form).
 func pauseSchema() obj {
-	dist := section("steps[].think / load.pace (distribution)", "", []prop{
+	return obj{"anyOf": []obj{duration(), {"type": "string", "pattern": thinkRangeRE}, distributionSchema()}}
+}
+
+func distributionSchema() obj {
+	return section("steps[].think / load.pace (distribution)", "", []prop{
 		{"exponential", duration()}, {"normal", duration()}, {"lognormal", duration()},
 		{"sd", duration()}, {"max", duration()},
 	})
-	return obj{"anyOf": []obj{duration(), {"type": "string", "pattern": thinkRangeRE}, dist}}
 }
 
 func gatesSchema() obj {
@@ -100,7 +110,12 @@ func monitorSchema() obj {
 	kinds := []string{"postgres", "redis", "prometheus", "process", "host"}
 	props := make([]prop, 0, len(kinds)+6)
 	for _, k := range kinds {
-		props = append(props, prop{k, scalar()})
+		target := nonNull(scalar())
+		if k == "host" {
+			// host watches this machine: it takes no target.
+			target = obj{"anyOf": []obj{{"type": "null"}, {"const": ""}}}
+		}
+		props = append(props, prop{k, target})
 	}
 	props = append(props,
 		prop{"name", str()}, prop{"required", boolish()}, prop{"interval", duration()},
@@ -122,7 +137,7 @@ func websocketSchema() obj {
 	})
 	closeStep := section("websocket.steps[].close", "", []prop{{"code", intish()}, {"reason", str()}})
 	step := section("websocket.steps[]", "one step of the connection's script", []prop{
-		{"name", str()},
+		{"name", scalar()},
 		{"send", obj{"anyOf": []obj{scalar(), send}}},
 		{"wait", wait},
 		{"hold", durationOr("run")},

@@ -18,7 +18,7 @@ func stepSchema() obj {
 			requestStepSchema(),
 			section("steps[] (think step)", "", []prop{{"think", pauseSchema()}}, "think"),
 			section("steps[] (script step)", "", []prop{
-				{"script", str()}, {"name", str()}, {"group", str()}, {"sets", listOf(str())},
+				{"script", str()}, {"name", scalar()}, {"group", str()}, {"sets", listOf(str())},
 			}, "script"),
 			controlStepSchema(),
 		},
@@ -31,7 +31,7 @@ func requestStepSchema() obj {
 		props = append(props, prop{m, str()})
 	}
 	props = append(props,
-		prop{"name", str()},
+		prop{"name", scalar()},
 		prop{"group", str()},
 		prop{"headers", headers()},
 		prop{"query", mapOf(scalar())},
@@ -66,7 +66,7 @@ func expectSchema() obj {
 	return section("steps[].expect", "", []prop{
 		{"status", oneOrList(obj{"type": []string{"integer", "string"}, "pattern": `^\s*([1-5][0-9]{2}|[1-5]xx)\s*$|` + envRef})},
 		{"body_contains", scalar()},
-		{"json", mapOf(anyValue())},
+		{"json", mapOf(scalar())},
 	})
 }
 
@@ -84,7 +84,7 @@ func controlStepSchema() obj {
 		{"for_each", scalar()},
 		{"as", str()},
 		{"choose", listOf(section("steps[].choose[]", "", []prop{
-			{"weight", scalar()}, {"steps", stepsSchema()},
+			{"weight", atLeastOne(MaxWeight)}, {"steps", stepsSchema()},
 		}, "steps"))},
 		{"steps", stepsSchema()},
 	})
