@@ -106,7 +106,8 @@ func parseOpts(file string, src []byte, lookup func(string) (string, bool), open
 		return nil, &Error{Problems: []Problem{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: "empty plan: expected a mapping with at least scenarios and load"}}}
 	}
 	p.root(doc.Content[0])
-	p.resolveProxy(lookup) // proxy.go
+	p.resolveProxy(lookup)   // proxy.go
+	p.checkRedirectExpects() // proxy.go
 	if len(p.probs) > 0 {
 		sortProblems(p.probs)
 		return nil, &Error{Problems: p.probs}

@@ -230,3 +230,37 @@ func (o *HTTPOptions) RedirectLimit(st *Step) int {
 	}
 	return DefaultRedirects
 }
+
+// followedStatus says whether a redirect with a Location would be
+// followed rather than be the answer (as vu.isRedirect reads it).
+func followedStatus(code int) bool {
+	switch code {
+	case 301, 302, 303, 307, 308:
+		return true
+	}
+	return false
+}
+
+// checkRedirectExpects refuses a step whose expect.status accepts only
+// redirects it would follow: with redirects on, its answer is never one
+// of them, so the check could never pass.
+func (p *parser) checkRedirectExpects() {
+	scenarios := append([]*Scenario{p.plan.Setup, p.plan.Teardown}, p.plan.Scenarios...)
+	for _, sc := range scenarios {
+		if sc == nil {
+			continue
+		}
+		for _, st := range sc.Steps {
+			if st.Kind != StepRequest || len(st.Expect.Status) == 0 || p.plan.HTTP.RedirectLimit(st) == 0 {
+				continue
+			}
+			only := true
+			for _, m := range st.Expect.Status {
+				only = only && m.Code != 0 && followedStatus(m.Code)
+			}
+			if only {
+				p.errAt(st.Pos, "step %s expects status %d, a redirect it follows (redirects are on: the answer checked is the last one): set redirects: 0 on the step (or http.redirects: 0) to measure the redirect itself", q(st.Name), st.Expect.Status[0].Code)
+			}
+		}
+	}
+}

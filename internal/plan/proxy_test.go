@@ -183,3 +183,27 @@ func TestProxyUnreadableEnvironment(t *testing.T) {
 		t.Errorf("http.proxy: none still read HTTP_PROXY: %v", err)
 	}
 }
+
+// A step that expects only a redirect it follows could never pass: an
+// error at the step, saying to set redirects: 0; with redirects: 0, or a
+// status that is not followed (304), or beside another, it loads.
+func TestExpectedRedirectNeedsRedirectsOff(t *testing.T) {
+	const head = "target: http://a.example\nscenarios:\n  s:\n    steps:\n      - {name: x, get: /, "
+	const tail = "}\nload: {stages: [{duration: 1s, users: 1}]}\n"
+	_, err := Parse("t.yaml", []byte(head+"expect: {status: 302}"+tail), nil)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:5:") || !strings.Contains(err.Error(), "redirects: 0") {
+		t.Errorf("expect 302 with redirects on: %v", err)
+	}
+	_, err = Parse("t.yaml", []byte("setup:\n  - {get: /s, expect: {status: [301, 308]}}\n"+head+"expect: {status: 200}"+tail), nil)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:2:") {
+		t.Errorf("setup expecting 301 or 308: %v", err)
+	}
+	for _, ok := range []string{"expect: {status: 302}, redirects: 0", "expect: {status: 304}", "expect: {status: [200, 302]}", "expect: {status: 3xx}"} {
+		if _, err := Parse("t.yaml", []byte(head+ok+tail), nil); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	if _, err := Parse("t.yaml", []byte("http: {redirects: 0}\n"+head+"expect: {status: 302}"+tail), nil); err != nil {
+		t.Errorf("http.redirects: 0: %v", err)
+	}
+}
