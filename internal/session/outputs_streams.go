@@ -54,13 +54,11 @@ func (o Outputs) streamConfig(pr Process) (streamConfig, error) {
 	if c.run.Segment == "" {
 		c.run.Segment = "all"
 	}
-	for _, l := range o.Labels {
-		lb, err := points.ParseLabel(l)
-		if err != nil {
-			return c, fmt.Errorf("--label: %v", err)
-		}
-		c.run.Labels = append(c.run.Labels, lb)
+	labels, err := parseLabels(o.Labels)
+	if err != nil {
+		return c, err
 	}
+	c.run.Labels = labels
 	for _, h := range o.Headers {
 		name, v, ok := strings.Cut(h, ":")
 		name = strings.TrimSpace(name)
@@ -76,6 +74,25 @@ func (o Outputs) streamConfig(pr Process) (streamConfig, error) {
 	token, err := o.token(pr)
 	c.token = token
 	return c, err
+}
+
+// parseLabels reads the --label flags. A name given twice is refused: a
+// receiver refuses every batch whose series name a label twice.
+func parseLabels(flags []string) ([]points.Label, error) {
+	var labels []points.Label
+	seen := map[string]string{}
+	for _, l := range flags {
+		lb, err := points.ParseLabel(l)
+		if err != nil {
+			return nil, fmt.Errorf("--label: %v", err)
+		}
+		if first, dup := seen[lb.Name]; dup {
+			return nil, fmt.Errorf("--label %s: %s is set already (--label %s); give each name once", l, lb.Name, first)
+		}
+		seen[lb.Name] = l
+		labels = append(labels, lb)
+	}
+	return labels, nil
 }
 
 // token is the bearer token: from --output-token-file, else from the
@@ -98,16 +115,16 @@ func (o Outputs) token(pr Process) (string, error) {
 // promrw opens a remote-write output; ${NAME} in its URL keeps a password
 // out of the command line.
 func (c streamConfig) promrw(target string) (*promrw.Sink, error) {
-	u, err := c.expandEnv(target)
+	u, err := c.expandURL(target)
 	if err != nil {
 		return nil, err
 	}
-	return promrw.New(shownSpec("prometheus-rw", u), u, promrw.Options{Run: c.run, BearerToken: c.token, Header: c.header})
+	return promrw.New(shownSpec("prometheus-rw", target), u, promrw.Options{Run: c.run, BearerToken: c.token, Header: c.header})
 }
 
 // otlp opens an OTLP output, with the OpenTelemetry resource variables.
 func (c streamConfig) otlp(target, version string) (*otlp.Sink, error) {
-	u, err := c.expandEnv(target)
+	u, err := c.expandURL(target)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +135,7 @@ func (c streamConfig) otlp(target, version string) (*otlp.Sink, error) {
 		}
 		h.Set("Authorization", "Bearer "+c.token)
 	}
-	return otlp.New(shownSpec("otlp", u), u, otlp.Options{Version: version, Run: c.run, Header: h,
+	return otlp.New(shownSpec("otlp", target), u, otlp.Options{Version: version, Run: c.run, Header: h,
 		ServiceName: c.otelService, ResourceAttributes: c.otelAttrs})
 }
 
@@ -129,10 +146,48 @@ func (c streamConfig) expandEnv(s string) (string, error) {
 	return c.expand(s)
 }
 
-// shownSpec is KIND=URL as a warning may show it: without a password.
+// expandURL is a URL with ${NAME} expanded. A value inside the
+// user:password part is percent-encoded, so a password may hold the
+// characters that end that part (@ : / # ? %).
+func (c streamConfig) expandURL(raw string) (string, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if !ok || at < 0 {
+		return c.expandEnv(raw)
+	}
+	var err error
+	userinfo := envRefRE.ReplaceAllStringFunc(rest[:at], func(ref string) string {
+		v, e := c.expandEnv(ref)
+		if e != nil && err == nil {
+			err = e
+		}
+		return strings.ReplaceAll(url.QueryEscape(v), "+", "%20")
+	})
+	if err != nil {
+		return "", err
+	}
+	tail, err := c.expandEnv(rest[at:])
+	return scheme + "://" + userinfo + tail, err
+}
+
+// shownSpec is KIND=URL as a warning may show it: without a password,
+// also when the URL does not parse.
 func shownSpec(kind, raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		raw = u.Redacted()
+	if u, err := url.Parse(raw); err == nil {
+		if u.User != nil {
+			raw = u.Redacted()
+		}
+		return kind + "=" + raw
+	}
+	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			user, _, _ := strings.Cut(rest[:at], ":")
+			raw = scheme + "://" + user + ":xxxxx" + rest[at:]
+		}
 	}
 	return kind + "=" + raw
 }
@@ -155,15 +210,16 @@ func (o Outputs) podArgs(stderr io.Writer, now time.Time) ([]string, error) {
 		if kind != "prometheus-rw" && kind != "otlp" {
 			return nil, fmt.Errorf("--output %q: pods stream to prometheus-rw=URL or otlp=URL (a pod's files go with it)", spec)
 		}
-		if u, err := url.Parse(target); err != nil || u.Host == "" || u.Scheme == "" {
+		// ${NAME} is read in the pod, and may hold what a URL may not.
+		if u, err := url.Parse(envRefRE.ReplaceAllString(target, "x")); err != nil || u.Host == "" || u.Scheme == "" {
 			return nil, fmt.Errorf("--output %s: expected a URL the pods can reach, http(s)://host:port/…", shownSpec(kind, target))
 		}
 		args = append(args, "--output", spec)
 	}
+	if _, err := parseLabels(o.Labels); err != nil {
+		return nil, err
+	}
 	for _, l := range o.Labels {
-		if _, err := points.ParseLabel(l); err != nil {
-			return nil, fmt.Errorf("--label: %v", err)
-		}
 		args = append(args, "--label", l)
 	}
 	for _, h := range o.Headers {

@@ -7,6 +7,8 @@ package otlp
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -59,7 +61,9 @@ type Options struct {
 func New(name, rawURL string, o Options) (*Sink, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("bad otlp URL %q: expected http(s)://host:4318 or a full URL ending in /v1/metrics", rawURL)
+		// The URL is not shown: it may hold a password, and the caller
+		// names the output as the user wrote it.
+		return nil, errors.New("bad otlp URL: expected http(s)://host:4318 or a full URL ending in /v1/metrics")
 	}
 	if strings.Trim(u.Path, "/") == "" {
 		u.Path = "/v1/metrics"
@@ -71,6 +75,16 @@ func New(name, rawURL string, o Options) (*Sink, error) {
 	headers := map[string]string{}
 	for name := range o.Header {
 		headers[name] = o.Header.Get(name)
+	}
+	if u.User != nil {
+		// The exporter drops a URL's user:password: it goes as the
+		// header a browser would make of it.
+		if o.Header.Get("Authorization") != "" {
+			return nil, errors.New("user:password in the URL and an Authorization header or bearer token: give one of the two")
+		}
+		pw, _ := u.User.Password()
+		headers["Authorization"] = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw))
+		u.User = nil
 	}
 	exp, err := otlpmetrichttp.New(context.Background(),
 		otlpmetrichttp.WithEndpointURL(u.String()),

@@ -67,7 +67,9 @@ const QueueLen = 120
 func New(name, rawURL string, o Options) (*Sink, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("bad prometheus-rw URL %q: expected http(s)://host:port/api/v1/write", rawURL)
+		// The URL is not shown: it may hold a password, and the caller
+		// names the output as the user wrote it.
+		return nil, errors.New("bad prometheus-rw URL: expected http(s)://host:port/api/v1/write")
 	}
 	if o.BearerToken != "" && u.User != nil {
 		return nil, errors.New("a bearer token and user:password in the URL: give one of the two")
