@@ -39,6 +39,9 @@ type Sink struct {
 	now   func() time.Time
 	flush time.Duration
 	run   points.Run
+	// secrets are the header values (the token, a password) an error
+	// must not show.
+	secrets []string
 }
 
 // Options are the run's labels and the resource the data points come
@@ -98,6 +101,9 @@ func New(name, rawURL string, o Options) (*Sink, error) {
 		return nil, fmt.Errorf("otlp exporter: %v", err)
 	}
 	s := &Sink{name: name, exp: exp, now: time.Now, flush: 10 * time.Second, res: res, run: o.Run}
+	for _, v := range headers {
+		s.secrets = append(s.secrets, v)
+	}
 	s.q = push.New(QueueLen, 5*time.Second, s.send)
 	return s, nil
 }
@@ -126,7 +132,7 @@ func (s *Sink) Close(final *result.Result) error {
 }
 
 func (s *Sink) send(ctx context.Context, b any) error {
-	return s.exp.Export(ctx, b.(*metricdata.ResourceMetrics))
+	return push.Redact(s.exp.Export(ctx, b.(*metricdata.ResourceMetrics)), s.secrets)
 }
 
 // newResource is the resource of every export: stampede and its version,

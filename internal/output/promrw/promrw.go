@@ -227,13 +227,27 @@ func (s *Sink) send(ctx context.Context, b any) error {
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
-	err = fmt.Errorf("%s answered %s: %s", redacted(s.url), resp.Status, bytes.TrimSpace(msg))
+	err = push.Redact(fmt.Errorf("%s answered %s: %s", redacted(s.url), resp.Status, bytes.TrimSpace(msg)), s.secrets())
 	// As Prometheus' own sender: 5xx and 429 are worth a retry, other
 	// refusals are about the batch and would be refused again.
 	if resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests {
 		return err
 	}
 	return push.Permanent{Err: err}
+}
+
+// secrets are what an echoing receiver could put in its answer: the
+// token, the header values, the URL's password.
+func (s *Sink) secrets() []string {
+	out := []string{s.opts.BearerToken}
+	for _, vs := range s.opts.Header {
+		out = append(out, vs...)
+	}
+	if u, err := url.Parse(s.url); err == nil && u.User != nil {
+		pw, _ := u.User.Password()
+		out = append(out, pw, u.User.String())
+	}
+	return out
 }
 
 // redacted is a URL with its password, if any, as xxxxx.

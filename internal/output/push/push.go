@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -195,4 +197,40 @@ func (q *Queue) Close(flush time.Duration) (Stats, error) {
 		msg += "; last error: " + q.lastErr.Error()
 	}
 	return st, errors.New(msg)
+}
+
+// Redact is err with every secret in its text as xxxxx, Permanent if err
+// was: a receiver that echoes the request back puts the token and the
+// header values into its answer, which a warning shows. A header value
+// "Scheme credentials" is redacted whole and by its credentials.
+func Redact(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	var olds []string
+	for _, s := range secrets {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		olds = append(olds, s)
+		if _, cred, ok := strings.Cut(s, " "); ok && strings.TrimSpace(cred) != "" {
+			olds = append(olds, strings.TrimSpace(cred))
+		}
+	}
+	// Longest first, so a value is not left half shown by a shorter one
+	// inside it.
+	sort.Slice(olds, func(i, j int) bool { return len(olds[i]) > len(olds[j]) })
+	for _, s := range olds {
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+	}
+	if msg == err.Error() {
+		return err
+	}
+	var perm Permanent
+	if errors.As(err, &perm) {
+		return Permanent{Err: errors.New(msg)}
+	}
+	return errors.New(msg)
 }
