@@ -22,16 +22,20 @@ type stopper struct {
 
 func newStopper() stopper { return stopper{soft: make(chan struct{})} }
 
-// stop ends the starting of new work; the first reason given wins.
+// stop ends the starting of new work; the first reason given wins, and
+// the first partial reason is kept even when it comes after a stop that
+// was not partial: a failure in the grace after the stages ended (an
+// event loop's epoll set) still left the run's load unsent.
 func (s *stopper) stop(reason string, partial bool) {
 	s.stopMu.Lock()
 	if s.stopped.IsZero() {
 		s.stopped = time.Now()
-		if partial {
-			s.partial = reason
-		} else {
+		if !partial {
 			s.stopWhy = reason
 		}
+	}
+	if partial && s.partial == "" {
+		s.partial = reason
 	}
 	s.stopMu.Unlock()
 	s.softOnce.Do(func() { close(s.soft) })
