@@ -22,6 +22,8 @@ type strictReceiver struct {
 	last    map[string]int64
 	refused int
 	batches int
+	// stamps is each batch's latest sample time.
+	stamps []int64
 }
 
 func (rcv *strictReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -51,6 +53,13 @@ func (rcv *strictReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rcv.last = next
+	var latest int64
+	for _, ts := range wr.Timeseries {
+		for _, smp := range ts.Samples {
+			latest = max(latest, smp.Timestamp)
+		}
+	}
+	rcv.stamps = append(rcv.stamps, latest)
 }
 
 // TestSameMillisecondIsNotADuplicate: a last tick, the final figures and
@@ -86,8 +95,11 @@ func TestSameMillisecondIntoPrometheus(t *testing.T) {
 	end := time.UnixMilli(time.Now().UnixMilli()).Add(300 * time.Microsecond)
 	at := end
 	s := runSink(t, base, points.Run{TestID: "samems"}, &at)
-	s.Sample(snapshot(t, 1))
-	if err := s.Close(snapshot(t, 2)); err != nil {
+	r1, r2 := snapshot(t, 1), snapshot(t, 2)
+	// The last interval ends after now: the tick is stamped now.
+	r1.Run.Started, r2.Run.Started = end.Add(-time.Second), end.Add(-time.Second)
+	s.Sample(r1)
+	if err := s.Close(r2); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	if got := query(t, base, `sum(stampede_requests_total{testid="samems"})`, "", end.Add(time.Millisecond)); got[""] != 606 {
@@ -96,6 +108,46 @@ func TestSameMillisecondIntoPrometheus(t *testing.T) {
 	for _, q := range []string{`stampede_active_users`, `stampede_requests_total`} {
 		if got := query(t, base, q+`{testid="samems"}`, "step_index", end.Add(10*time.Second)); len(got) != 0 {
 			t.Errorf("%s 10 s after the run: %v, want no series", q, got)
+		}
+	}
+}
+
+// TestSamplesStampedWithTheirInterval: with --workers a snapshot is the
+// merge of checkpoints that trail the run; its samples carry the end of
+// its last interval, not the push time, and a snapshot with no new
+// interval (the same checkpoints a second later) is not sent again.
+func TestSamplesStampedWithTheirInterval(t *testing.T) {
+	rcv := &strictReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	start := time.UnixMilli(time.Now().Add(-time.Minute).UnixMilli())
+	at := start.Add(9 * time.Second)
+	s := runSink(t, srv.URL, points.Run{TestID: "iv"}, &at)
+	r := snapshot(t, 1)
+	r.Run.Started = start
+	r.Series.T = []float64{0, 1, 2, 3, 4}
+	s.Sample(r)
+	at = start.Add(10 * time.Second)
+	s.Sample(r) // no new interval
+	r2 := snapshot(t, 2)
+	r2.Run.Started = start
+	r2.Series.T = []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	at = start.Add(11 * time.Second)
+	s.Sample(r2)
+	at = start.Add(12 * time.Second)
+	if err := s.Close(r2); err != nil {
+		t.Fatal(err)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	want := []int64{start.Add(5 * time.Second).UnixMilli(), start.Add(10 * time.Second).UnixMilli(),
+		start.Add(12 * time.Second).UnixMilli(), start.Add(12*time.Second).UnixMilli() + 1}
+	if len(rcv.stamps) != len(want) {
+		t.Fatalf("batches at %v, want %v (interval ends, the final figures now, the stale markers)", rcv.stamps, want)
+	}
+	for i := range want {
+		if rcv.stamps[i] != want[i] {
+			t.Errorf("batch %d at %+dms from the start, want %+dms", i, rcv.stamps[i]-start.UnixMilli(), want[i]-start.UnixMilli())
 		}
 	}
 }

@@ -89,16 +89,41 @@ func (s *Sink) Name() string { return s.name }
 // Sample implements output.Sink: the snapshot is encoded here, on the
 // pump's goroutine, and queued for the worker.
 func (s *Sink) Sample(r *result.Result) {
+	s.sample(r, false)
+}
+
+// sample queues a snapshot, stamped with the end of its last interval:
+// with --workers a snapshot is the merge of checkpoints seconds old, and
+// stamped with the push time its counts would show up late, then again
+// unchanged each second until the next checkpoint. A snapshot that brings
+// no new interval is skipped; the final figures always go, at the end.
+func (s *Sink) sample(r *result.Result, final bool) {
 	if r == nil {
 		return
 	}
-	b := points.From(r, s.now(), s.opts.Run)
+	at := s.now()
+	if end, ok := intervalEnd(r); ok && end.Before(at) && !final {
+		at = end
+	}
 	s.mu.Lock()
-	wr := s.request(b)
+	if !final && !s.last.IsZero() && at.UnixMilli() <= s.last.UnixMilli() {
+		s.mu.Unlock()
+		return
+	}
+	wr := s.request(points.From(r, at, s.opts.Run))
 	s.mu.Unlock()
 	if body, err := encode(wr); err == nil {
 		s.q.Offer(body)
 	}
+}
+
+// intervalEnd is when a snapshot's last interval ended.
+func intervalEnd(r *result.Result) (time.Time, bool) {
+	sr := r.Series
+	if len(sr.T) == 0 || sr.IntervalS <= 0 || r.Run.Started.IsZero() {
+		return time.Time{}, false
+	}
+	return r.Run.Started.Add(time.Duration((sr.T[len(sr.T)-1] + sr.IntervalS) * float64(time.Second))), true
 }
 
 // request is the WriteRequest of one snapshot. A counter's first sample
@@ -135,7 +160,7 @@ func (s *Sink) request(b points.Batch) *prompb.WriteRequest {
 // and the queue is given a few seconds to drain.
 func (s *Sink) Close(final *result.Result) error {
 	if final != nil {
-		s.Sample(final)
+		s.sample(final, true)
 	}
 	if body, err := encode(s.staleMarkers()); err == nil && body != nil {
 		s.q.Offer(body)

@@ -198,10 +198,14 @@ func TestReceiverDownCostsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.flush = time.Second
-		snap := snapshot(t, 1)
+		base := snapshot(t, 1)
+		base.Run.Started = time.Now().Add(-time.Hour)
 		const n = QueueLen + 50
 		for i := 0; i < n; i++ {
-			s.Sample(snap)
+			// Each a new interval, as a run's snapshots are.
+			snap := *base
+			snap.Series.T = []float64{float64(i)}
+			s.Sample(&snap)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		errc := make(chan error, 1)
