@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -44,6 +45,12 @@ type Sink struct {
 	mu      sync.Mutex
 	written map[string][]prompb.Label
 	last    time.Time
+	// zeros are the 0 samples (their milliseconds) of the counters whose
+	// first figures no receiver has stored yet: the worker adds them to
+	// each batch it sends until one is stored, so a first batch lost
+	// (dropped from a full queue, refused, the receiver not up yet) does
+	// not take the counter's start with it.
+	zeros map[string]int64
 }
 
 // Options are what a remote-write sink adds to every push: the run's
@@ -78,7 +85,7 @@ func New(name, rawURL string, o Options) (*Sink, error) {
 		return nil, errors.New("a bearer token and an Authorization header: give one of the two")
 	}
 	s := &Sink{name: name, url: rawURL, client: &http.Client{}, now: time.Now, flush: 10 * time.Second,
-		opts: o, written: map[string][]prompb.Label{}}
+		opts: o, written: map[string][]prompb.Label{}, zeros: map[string]int64{}}
 	s.q = push.New(QueueLen, 5*time.Second, s.send)
 	return s, nil
 }
@@ -112,9 +119,7 @@ func (s *Sink) sample(r *result.Result, final bool) {
 	}
 	wr := s.request(points.From(r, at, s.opts.Run))
 	s.mu.Unlock()
-	if body, err := encode(wr); err == nil {
-		s.q.Offer(body)
-	}
+	s.q.Offer(wr)
 }
 
 // intervalEnd is when a snapshot's last interval ended.
@@ -127,7 +132,8 @@ func intervalEnd(r *result.Result) (time.Time, bool) {
 }
 
 // request is the WriteRequest of one snapshot. A counter's first sample
-// goes with a 0 at the snapshot before (the run's start for the first):
+// goes with a 0 at the snapshot before (the run's start for the first),
+// added when the batch is sent (withZeros):
 // rate() and increase() need two samples, and a counter whose first
 // sample already held seconds of counts (5 s of them where --workers
 // streams the workers' checkpoints) would have them left out.
@@ -138,14 +144,14 @@ func (s *Sink) request(b points.Batch) *prompb.WriteRequest {
 	if !s.last.IsZero() {
 		zeroAt = s.last
 	}
-	for i, ts := range wr.Timeseries {
+	for _, ts := range wr.Timeseries {
 		key := seriesKey(ts.Labels)
 		if _, seen := s.written[key]; seen {
 			continue
 		}
 		s.written[key] = ts.Labels
 		if counterName(ts.Labels) && zeroAt.UnixMilli() < b.Time.UnixMilli() {
-			wr.Timeseries[i].Samples = append([]prompb.Sample{{Value: 0, Timestamp: zeroAt.UnixMilli()}}, ts.Samples...)
+			s.zeros[key] = zeroAt.UnixMilli()
 		}
 	}
 	if b.Time.After(s.last) {
@@ -162,8 +168,8 @@ func (s *Sink) Close(final *result.Result) error {
 	if final != nil {
 		s.sample(final, true)
 	}
-	if body, err := encode(s.staleMarkers()); err == nil && body != nil {
-		s.q.Offer(body)
+	if wr := s.staleMarkers(); wr != nil {
+		s.q.Offer(wr)
 	}
 	_, err := s.q.Close(s.flush)
 	return err
@@ -226,8 +232,70 @@ func counterName(ls []prompb.Label) bool {
 	return false
 }
 
+// withZeros is wr with the 0 samples no receiver has stored yet, and
+// their series.
+func (s *Sink) withZeros(wr *prompb.WriteRequest) (*prompb.WriteRequest, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := *wr
+	out.Timeseries = make([]prompb.TimeSeries, len(wr.Timeseries))
+	var keys []string
+	for i, ts := range wr.Timeseries {
+		out.Timeseries[i] = ts
+		key := seriesKey(ts.Labels)
+		at, ok := s.zeros[key]
+		if !ok || len(ts.Samples) == 0 || ts.Samples[0].Timestamp <= at {
+			continue
+		}
+		out.Timeseries[i].Samples = append([]prompb.Sample{{Value: 0, Timestamp: at}}, ts.Samples...)
+		keys = append(keys, key)
+	}
+	return &out, keys
+}
+
+// zerosDone ends the resending of these zeros: a receiver stored them,
+// or may have (a zero resent behind a stored sample would be out of
+// order, and make every later batch refused).
+func (s *Sink) zerosDone(keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		delete(s.zeros, k)
+	}
+}
+
 func (s *Sink) send(ctx context.Context, b any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(b.([]byte)))
+	wr, zeros := s.withZeros(b.(*prompb.WriteRequest))
+	body, err := encode(wr)
+	if err != nil {
+		return push.Permanent{Err: err}
+	}
+	err = s.post(ctx, body)
+	var dial *net.OpError
+	var status statusError
+	switch {
+	case err == nil:
+		s.zerosDone(zeros)
+	case errors.As(err, &status) && status.retry, errors.As(err, &dial) && dial.Op == "dial":
+		// Not stored: the receiver said so, or was not reached; the
+		// zeros go again, with this batch or the next.
+	default:
+		s.zerosDone(zeros)
+	}
+	return err
+}
+
+// statusError is a receiver's refusal; retry: worth another try (5xx,
+// 429), which Prometheus answers with nothing stored.
+type statusError struct {
+	msg   string
+	retry bool
+}
+
+func (e statusError) Error() string { return e.msg }
+
+func (s *Sink) post(ctx context.Context, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return push.Permanent{Err: err}
 	}
@@ -252,13 +320,13 @@ func (s *Sink) send(ctx context.Context, b any) error {
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
-	err = push.Redact(fmt.Errorf("%s answered %s: %s", redacted(s.url), resp.Status, bytes.TrimSpace(msg)), s.secrets())
+	text := push.Redact(fmt.Errorf("%s answered %s: %s", redacted(s.url), resp.Status, bytes.TrimSpace(msg)), s.secrets()).Error()
 	// As Prometheus' own sender: 5xx and 429 are worth a retry, other
 	// refusals are about the batch and would be refused again.
 	if resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests {
-		return err
+		return statusError{msg: text, retry: true}
 	}
-	return push.Permanent{Err: err}
+	return push.Permanent{Err: statusError{msg: text}}
 }
 
 // secrets are what an echoing receiver could put in its answer: the
