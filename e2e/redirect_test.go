@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,5 +217,45 @@ thresholds: ["GET /loop: error_rate < 10%"]
 	st, hop := stepOf(t, res, "s", "GET /loop"), stepOf(t, res, "s", "GET /loop ↪ redirect")
 	if st.Requests == 0 || st.Failed != st.Requests || hop.Requests != 10*st.Requests || res.Totals.Requests != c.get("GET /loop") {
 		t.Errorf("step %d requests, %d failed; hops %d; run %d; the server saw %d", st.Requests, st.Failed, hop.Requests, res.Totals.Requests, c.get("GET /loop"))
+	}
+}
+
+// TestURLRedirectsFlag: stampede url follows redirects by default, each
+// hop counted under the hop row and the URL's row holding the final
+// answers; --redirects 0 measures the 302 itself; a negative count is a
+// usage error.
+func TestURLRedirectsFlag(t *testing.T) {
+	t.Parallel()
+	var hops, ends atomic.Int64
+	srv := httpServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/end" {
+			ends.Add(1)
+			io.WriteString(w, "end")
+			return
+		}
+		hops.Add(1)
+		http.Redirect(w, r, "/end", http.StatusFound)
+	}))
+	out := filepath.Join(t.TempDir(), "r.json")
+	o := e2etest.Stampede(t, 60*time.Second, "", "url", "-d", "300ms", "-c", "2", "-o", out, srv.URL+"/hop")
+	if o.Code != 0 {
+		t.Fatalf("%s", o)
+	}
+	res := e2etest.ReadResult(t, out)
+	st, hop := stepOf(t, res, "url", "GET "+srv.URL+"/hop"), stepOf(t, res, "url", "GET "+srv.URL+"/hop ↪ redirect")
+	if st.Requests == 0 || st.Failed != 0 || st.Statuses["200"] != st.Requests || st.Requests != ends.Load() ||
+		hop.Statuses["302"] != hop.Requests || hop.Requests != hops.Load() || res.Totals.Requests != ends.Load()+hops.Load() {
+		t.Errorf("engine %s: %d requests, %d failed %v, statuses %v; hops %v; run %d; the server saw %d 302s and %d 200s", res.Run.Engine, st.Requests, st.Failed, st.ByClass, st.Statuses, hop.Statuses, res.Totals.Requests, hops.Load(), ends.Load())
+	}
+	o = e2etest.Stampede(t, 60*time.Second, "", "url", "-d", "300ms", "-c", "2", "--redirects", "0", "-o", out, srv.URL+"/hop")
+	if o.Code != 0 {
+		t.Fatalf("--redirects 0: %s", o)
+	}
+	res = e2etest.ReadResult(t, out)
+	if st := stepOf(t, res, "url", "GET "+srv.URL+"/hop"); st.Requests == 0 || st.Failed != 0 || st.Statuses["302"] != st.Requests || len(res.Steps) != 1 {
+		t.Errorf("--redirects 0: %d requests, %d failed, statuses %v, %d rows", st.Requests, st.Failed, st.Statuses, len(res.Steps))
+	}
+	if o := e2etest.Stampede(t, 60*time.Second, "", "url", "-d", "300ms", "--redirects", "-1", srv.URL); o.Code != 2 || !strings.Contains(o.Stderr, "--redirects") {
+		t.Errorf("--redirects -1: %s", o)
 	}
 }

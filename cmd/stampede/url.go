@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/session"
 )
 
@@ -16,22 +17,30 @@ func init() { extraCommands = append(extraCommands, newURLCmd) }
 // in memory so the measurement rules are exactly those of `run`.
 func newURLCmd(pr session.Process) *cobra.Command {
 	var r session.URLRequest
+	var redirects int
 	cmd := &cobra.Command{
 		Use:   "url URL",
-		Short: "Load one URL: -c connections for -d, at full speed or at -r requests/s",
+		Short: "Load one URL: -c connections for -d, at full speed or at -r iterations/s",
 		Long: `Load one URL without writing a plan.
 
 Without -r each of the -c users sends its next request as soon as the last
 one is answered (closed model, full speed). With -r the -c users are paced
-so that together they send -r requests/s, holding -c connections, and
-latency counts from each request's scheduled time (no coordinated
-omission). With --open the rate is an open-model arrival rate and -c bounds
+so that together they start -r iterations/s (one request each, plus one
+per redirect followed), holding -c connections, and latency counts from
+each request's scheduled time (no coordinated omission). With --open the rate is an open-model arrival rate and -c bounds
 requests in flight; without -c the bound is the arrivals of one second at
 that rate (an answer may take a second before arrivals are dropped), at
-least 64 and at most 10,000 (lowered to fit the open-files limit).`,
+least 64 and at most 10,000 (lowered to fit the open-files limit).
+
+Redirects are followed (--redirects, 10 by default; 0 measures the 3xx
+itself): each hop is a request of its own, counted in the run's totals
+under the "↪ redirect" row, while the URL's row holds the final answers.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r.URL, r.Engine = args[0], engineChoice
+			if cmd.Flags().Changed("redirects") {
+				r.Redirects = &redirects
+			}
 			r.OpenBound = openBound(cmd.Flags().Changed("connections"), r.Open, r.Rate)
 			return pr.Stdio(cmd.OutOrStdout(), cmd.ErrOrStderr()).URL(r)
 		},
@@ -39,7 +48,8 @@ least 64 and at most 10,000 (lowered to fit the open-files limit).`,
 	f := cmd.Flags()
 	f.IntVarP(&r.Conns, "connections", "c", 50, "users (connections); with --open, the bound on requests in flight (default: the rate's arrivals in 1 s, 64 to 10,000)")
 	f.DurationVarP(&r.Duration, "duration", "d", 10*time.Second, "how long to send")
-	f.Float64VarP(&r.Rate, "rate", "r", 0, "total requests/s (0: as fast as answers come)")
+	f.Float64VarP(&r.Rate, "rate", "r", 0, "iterations/s of all users together, each one request plus its redirects' hops; with --open, arrivals/s (0: as fast as answers come)")
+	f.IntVar(&redirects, "redirects", plan.DefaultRedirects, "redirects followed per request, each hop a request of its own (0: the 3xx is the answer)")
 	f.BoolVar(&r.Open, "open", false, "treat -r as an open-model arrival rate (-c bounds requests in flight)")
 	f.StringVarP(&r.Method, "method", "m", "GET", "HTTP method")
 	f.StringArrayVarP(&r.Headers, "header", "H", nil, `request header "Name: value" (repeatable)`)

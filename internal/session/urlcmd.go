@@ -27,6 +27,9 @@ type URLRequest struct {
 	Format   string // text, or json (a one-line brief for scripts)
 	Open     bool   // Rate is an open-model arrival rate
 	Engine   string
+	// Redirects is how many redirects a request follows (0: the 3xx is
+	// the answer); nil: the plan's default.
+	Redirects *int
 
 	// OpenBound, when set, is --open's bound on requests in flight where
 	// -c was not given (derived from the rate): a default, lowered to the
@@ -41,7 +44,7 @@ func (pr Process) URL(r URLRequest) error {
 	if err := checkEngineFlag(r.Engine); err != nil {
 		return err
 	}
-	src, err := urlPlan(r.URL, r.Conns, r.Duration, r.Rate, r.Method, r.Headers, r.Body, r.Timeout, r.Open)
+	src, err := urlPlan(r)
 	if err != nil {
 		return Fail(ExitUsage, err)
 	}
@@ -102,18 +105,24 @@ func fitOpenBound(bound int, limit uint64) int {
 	return int(max(limit, plan.ReservedFiles+1) - plan.ReservedFiles)
 }
 
-func urlPlan(target string, conns int, dur time.Duration, rate float64, method string, headers []string, body string, timeout time.Duration, open bool) ([]byte, error) {
-	if conns < 1 {
+func urlPlan(r URLRequest) ([]byte, error) {
+	if r.Conns < 1 {
 		return nil, fmt.Errorf("-c must be at least 1")
 	}
-	if dur <= 0 {
+	if r.Duration <= 0 {
 		return nil, fmt.Errorf("-d must be positive")
 	}
-	base, path, shown := splitURL(target)
-	step := map[string]any{strings.ToLower(method): path, "name": strings.ToUpper(method) + " " + shown, "timeout": timeout.String()}
-	if len(headers) > 0 {
+	base, path, shown := splitURL(r.URL)
+	step := map[string]any{strings.ToLower(r.Method): path, "name": strings.ToUpper(r.Method) + " " + shown, "timeout": r.Timeout.String()}
+	if r.Redirects != nil {
+		if *r.Redirects < 0 {
+			return nil, fmt.Errorf("--redirects must be 0 (off) or more")
+		}
+		step["redirects"] = *r.Redirects
+	}
+	if len(r.Headers) > 0 {
 		h := map[string]string{}
-		for _, kv := range headers {
+		for _, kv := range r.Headers {
 			name, value, ok := strings.Cut(kv, ":")
 			if !ok {
 				return nil, fmt.Errorf("-H %q: expected \"Name: value\"", kv)
@@ -122,23 +131,23 @@ func urlPlan(target string, conns int, dur time.Duration, rate float64, method s
 		}
 		step["headers"] = h
 	}
-	if body != "" {
-		step["body"] = body
+	if r.Body != "" {
+		step["body"] = r.Body
 	}
 	load := map[string]any{"grace": "2s"}
-	stage := map[string]any{"duration": dur.String()}
+	stage := map[string]any{"duration": r.Duration.String()}
 	switch {
-	case open:
-		if rate <= 0 {
+	case r.Open:
+		if r.Rate <= 0 {
 			return nil, fmt.Errorf("--open needs -r")
 		}
-		stage["rate"] = fmt.Sprintf("%g/s", rate)
-		load["max_in_flight"] = conns
-	case rate > 0:
-		stage["users"] = conns
-		load["pace"] = time.Duration(float64(conns) / rate * float64(time.Second)).String()
+		stage["rate"] = fmt.Sprintf("%g/s", r.Rate)
+		load["max_in_flight"] = r.Conns
+	case r.Rate > 0:
+		stage["users"] = r.Conns
+		load["pace"] = time.Duration(float64(r.Conns) / r.Rate * float64(time.Second)).String()
 	default:
-		stage["users"] = conns
+		stage["users"] = r.Conns
 	}
 	load["stages"] = []any{stage}
 	p := map[string]any{
