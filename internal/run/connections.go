@@ -15,6 +15,7 @@ import (
 	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/sample"
 	"github.com/stampede-load/stampede/internal/sched"
+	"github.com/stampede-load/stampede/internal/vu"
 )
 
 // Connection populations: each WebSocket or SignalR scenario holds a
@@ -69,16 +70,15 @@ type slot struct {
 }
 
 type population struct {
-	// plan notes the credentials a connection sends (vu.ConnectionHeaders)
-	// and takes (vu.CaptureMessage).
-	plan  *plan.Plan
+	// user is what each connection does once the driver opens it: its
+	// handshake, hub calls, script, captures and failures.
+	user  *vu.ConnUser
 	sc    *plan.Scenario
 	kind  string
 	spec  *plan.Connection
 	total int // whole-test connections at the profile's peak
 	slots []*slot
 	rec   *connRecorder
-	base  string
 
 	// SignalR: sro is the first hub's options, hubs every hub's.
 	sro  *signalr.Options
@@ -190,8 +190,9 @@ func startConnections(r *runner) *connRunner {
 	seg := r.seg()
 	for i, sc := range scs {
 		p := &population{sc: sc, kind: sc.Connection.Kind, spec: sc.Connection.Spec(),
-			total: sc.Connection.Count(r.plan.Tenants), base: r.base, plan: r.plan, seed: r.prog.Seed}
+			total: sc.Connection.Count(r.plan.Tenants), seed: r.prog.Seed}
 		p.rec = newConnRecorder(cr.rec, ids[i])
+		p.user = vu.NewConnUser(r.plan, r.base, p.spec, p.rec)
 		for idx := 0; idx < p.total; idx++ {
 			if idx%seg.Count != seg.Index {
 				continue

@@ -10,6 +10,7 @@ import (
 	"github.com/stampede-load/stampede/internal/proto/signalr"
 	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/sample"
+	"github.com/stampede-load/stampede/internal/vu"
 )
 
 // Connection scenarios record their timed operations as steps of their own
@@ -59,8 +60,8 @@ func connSteps(sc *plan.Scenario) []string {
 			add(signalr.OpUpgrade)
 		}
 		add(signalr.OpHandshake)
-		for _, call := range s.Calls {
-			add(callOp(call))
+		for i := range s.Calls {
+			add(vu.CallOp(&s.Calls[i]))
 		}
 		if len(s.Timestamp) > 0 {
 			for _, t := range s.Listen {
@@ -80,17 +81,6 @@ func connSteps(sc *plan.Scenario) []string {
 		add(ws.OpSession)
 	}
 	return names
-}
-
-// callOp is the op a scripted hub call is recorded under.
-func callOp(call plan.HubCall) signalr.Op {
-	switch call.Mode {
-	case plan.HubSend:
-		return signalr.SendOp(call.Method)
-	case plan.HubStream:
-		return signalr.StreamOp(call.Method)
-	}
-	return signalr.InvokeOp(call.Method)
 }
 
 // connRecorder records one population's operations; it implements

@@ -2,19 +2,19 @@ package run
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/proto/signalr"
 	"github.com/stampede-load/stampede/internal/proto/ws"
 	"github.com/stampede-load/stampede/internal/sample"
 	"github.com/stampede-load/stampede/internal/vu"
 )
 
-// A connection's session: it connects, runs its hub calls or WebSocket
-// steps up to a hold, and closes, on a goroutine the controller
-// (connections.go) hands its slot to.
+// A connection's session as the driver sees it: it connects, lets the
+// scenario's user (vu.ConnUser) run its hub calls or WebSocket steps up
+// to a hold, and closes, on a goroutine the controller (connections.go)
+// hands its slot to. What the user sends, waits for, captures and how it
+// fails is vu's; what is counted, retried and when is this package's.
 
 // connect opens the slot's connection and runs its calls or steps up to a
 // hold. Runs on a goroutine of its own.
@@ -30,9 +30,8 @@ func (p *population) connect(ctx context.Context, s *slot) {
 }
 
 func (p *population) connectSignalR(ctx context.Context, s *slot) {
-	spec := p.spec.SignalR
 	h := p.hubs[s.hub]
-	c, err := signalr.Connect(ctx, vu.ConnectionURL(p.base, h.url, s.env), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), h.sro)
+	c, err := p.user.ConnectHub(ctx, h.url, h.sro, s.env)
 	if err != nil {
 		p.failedAttempt(err)
 		h.failed.Add(1)
@@ -41,47 +40,20 @@ func (p *population) connectSignalR(ctx context.Context, s *slot) {
 	}
 	p.opened.Add(1)
 	h.opened.Add(1)
-	for _, call := range spec.Calls {
-		if err := p.call(ctx, c, call, s.env); err != nil {
-			// Recorded under the call's step; the connection is of no
-			// use to the scenario without it, so start over. A call cut
-			// short by the run's end leaves a connection open at the end.
-			if ctx.Err() != nil {
-				_ = c.CloseAtEnd() // the call's failure is recorded; nothing is left to do
-			} else {
-				c.Close()
-			}
-			p.retryLater(s, nil)
-			return
+	if err := p.user.RunCalls(ctx, c, s.env); err != nil {
+		// Recorded under the call's step; the connection is of no use
+		// to the scenario without it, so start over. A call cut short
+		// by the run's end leaves a connection open at the end.
+		if ctx.Err() != nil {
+			_ = c.CloseAtEnd() // the call's failure is recorded; nothing is left to do
+		} else {
+			c.Close()
 		}
+		p.retryLater(s, nil)
+		return
 	}
 	s.sr, s.since = c, time.Now()
-	p.holding(s, spec.Hold)
-}
-
-func (p *population) call(ctx context.Context, c *signalr.Conn, call plan.HubCall, env *plan.Env) error {
-	args, err := vu.HubArgs(&call, env)
-	if err != nil {
-		// The template renders valid JSON by construction; a bad one is
-		// still counted rather than dropped, with no latency: nothing
-		// was sent.
-		p.rec.Unsent(callOp(call), sample.Other, err)
-		return err
-	}
-	if call.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, call.Timeout)
-		defer cancel()
-	}
-	switch call.Mode {
-	case plan.HubSend:
-		err = c.Send(call.Method, args...)
-	case plan.HubStream:
-		_, err = c.Stream(ctx, call.Method, args, nil)
-	default:
-		_, err = c.Invoke(ctx, call.Method, args...)
-	}
-	return err
+	p.holding(s, p.spec.SignalR.Hold)
 }
 
 func (p *population) holding(s *slot, d time.Duration) {
@@ -152,99 +124,34 @@ func (p *population) closeWS(s *slot, code int, reason string, atEnd bool) {
 }
 
 func (p *population) connectWS(ctx context.Context, s *slot) {
-	spec := p.spec.WebSocket
-	c, err := ws.Dial(ctx, vu.ConnectionURL(p.base, spec.URL, s.env), vu.ConnectionHeaders(p.plan, spec.Headers, s.env), p.wso, nil)
+	c, err := p.user.DialWS(ctx, p.wso, s.env)
 	if err != nil {
 		p.failedAttempt(err)
-		p.rec.RecordWS(ws.OpUpgrade, ws.Classify(err), 0, err)
 		p.retryLater(s, err)
 		return
 	}
 	p.opened.Add(1)
 	raisePeak(&p.peak, p.wsOp.Add(1))
-	p.rec.RecordWS(ws.OpUpgrade, sample.OK, c.Timing.Upgrade, nil)
 	s.wc, s.since, s.pc = c, time.Now(), 0
-	for i := range s.env.Captures {
-		s.env.Captures[i] = ""
-	}
 	p.runSteps(ctx, s)
 }
 
-// runSteps runs the script from s.pc until a hold (the slot is handed back
-// holding), the end of the script or a close (the slot connects again at
-// once), or a failure (the slot reconnects after the reconnect delay).
+// runSteps runs the user's script from s.pc until a hold (the slot is
+// handed back holding), the end of the script or a close (the slot
+// connects again at once), or a failure (the slot reconnects after the
+// reconnect delay).
 func (p *population) runSteps(ctx context.Context, s *slot) {
-	steps := p.spec.WebSocket.Steps
-	var armed *ws.Waiter
-	for s.pc < len(steps) {
-		st := &steps[s.pc]
-		s.pc++
-		switch st.Kind {
-		case plan.WSHold:
-			p.holding(s, st.Hold)
-			return
-		case plan.WSClose:
-			p.closeWS(s, st.Code, st.Reason, false)
-			p.drop(s)
-			s.state = slotIdle
-			return
-		case plan.WSSend:
-			if s.pc < len(steps) && steps[s.pc].Kind == plan.WSWait {
-				// Arm the wait before sending, so a quick answer cannot
-				// slip past unseen.
-				armed = s.wc.Expect(matcher(&steps[s.pc]))
-			}
-			typ := ws.Text
-			if st.Binary {
-				typ = ws.Binary
-			}
-			t0 := time.Now()
-			err := s.wc.Send(typ, vu.AppendSend(nil, st, s.env))
-			p.rec.RecordWS(ws.StepOp(st.Name), ws.Classify(err), time.Since(t0), err)
-			if err != nil {
-				p.failStep(s, false)
-				return
-			}
-		case plan.WSWait:
-			err := p.wait(ctx, s, st, armed)
-			armed = nil
-			if err != nil {
-				p.failStep(s, ctx.Err() != nil)
-				return
-			}
-		}
+	end := p.user.RunScript(ctx, s.wc, &s.pc, s.env)
+	switch end.Stop {
+	case vu.ScriptHold:
+		p.holding(s, end.Hold)
+	case vu.ScriptFailed:
+		p.failStep(s, end.Interrupted)
+	default: // a close step, or the script ran out
+		p.closeWS(s, end.Code, end.Reason, false)
+		p.drop(s)
+		s.state = slotIdle
 	}
-	// The script ran out: close, and start it again.
-	p.closeWS(s, 1000, "", false)
-	p.drop(s)
-	s.state = slotIdle
-}
-
-// wait runs a wait step on armed (nil: a wait it arms now), takes its
-// captures from the message, and records the step.
-func (p *population) wait(ctx context.Context, s *slot, st *plan.WSStep, armed *ws.Waiter) error {
-	w := armed
-	if w == nil {
-		w = s.wc.Expect(matcher(st))
-	}
-	wctx, cancel := context.WithTimeout(ctx, st.Timeout)
-	t0 := time.Now()
-	msg, err := w.Wait(wctx)
-	cancel()
-	d := time.Since(t0)
-	if err == nil {
-		err = vu.CaptureMessage(p.plan, st.Captures, msg, s.env)
-	}
-	cl := ws.Classify(err)
-	var ce *vu.CaptureError
-	if errors.As(err, &ce) {
-		cl = sample.Capture
-	}
-	if err != nil && ctx.Err() != nil {
-		cl = sample.Interrupted
-	}
-	p.rec.RecordWS(ws.StepOp(st.Name), cl, d, err)
-	return err
 }
 
 // failStep ends the connection after a failed step (the step has the
@@ -257,8 +164,4 @@ func (p *population) failStep(s *slot, atEnd bool) {
 	}
 	p.wsEnded(s.wc.Disconnect(), atEnd && open)
 	p.retryLater(s, nil)
-}
-
-func matcher(st *plan.WSStep) ws.Matcher {
-	return ws.Matcher{Path: st.Path, Equals: st.Equals, Regex: st.Regex}
 }
