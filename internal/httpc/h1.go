@@ -63,6 +63,9 @@ func (c *H1) Interrupt() {
 type h1conn struct {
 	ep *Endpoint
 	nc net.Conn
+	// via is the proxy the connection goes through (nil: direct), named
+	// in its read and write errors.
+	via *proxyRoute
 	// tc is nc over TLS: raw looks at the socket see records, not the
 	// answer's bytes, so a look there is settled through it (peektls.go);
 	// rec is the socket under it and tin what answers are read through.
@@ -220,10 +223,10 @@ func (c *H1) conn(ep *Endpoint, sent, deadline time.Time) (*h1conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := &h1conn{ep: ep, nc: nc}
+	hc := &h1conn{ep: ep, nc: nc, via: c.ud.sh.route(ep)}
 	if ep.Scheme == "http" {
 		// Through a proxy, a plain-http request goes in absolute form.
-		hc.proxy = c.ud.sh.route(ep)
+		hc.proxy = hc.via
 	}
 	if hc.tc, _ = nc.(*tls.Conn); hc.tc != nil {
 		hc.rec, _ = hc.tc.NetConn().(*recConn)
@@ -321,7 +324,7 @@ func (c *H1) exchange(hc *h1conn, req *Request, resp *Response, deadline time.Ti
 	writers.Put(ob)
 	if err != nil {
 		c.drop(hc)
-		return err
+		return hc.via.ioError(err) // proxy.go
 	}
 	hc.borrowReader()
 	maxHeader, maxKept := c.limitsOrDefault()
@@ -345,7 +348,7 @@ func (c *H1) exchange(hc *h1conn, req *Request, resp *Response, deadline time.Ti
 	}
 	if closeAfter, err = answerEnd(closeAfter, err, hc.reused, tail); err != nil {
 		c.drop(hc)
-		return err
+		return hc.via.ioError(err) // proxy.go
 	}
 	if closeAfter || c.NewConnPerRequest || hc.peeked == peekClosed {
 		c.drop(hc)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -129,4 +130,20 @@ func errProxyAuth(r *proxyRoute) error {
 		return fmt.Errorf("%w: proxy %s asked for authentication (407): put user:password@ in the proxy URL", ErrProxy, r.addr)
 	}
 	return fmt.Errorf("%w: proxy %s refused the credentials in the proxy URL (407)", ErrProxy, r.addr)
+}
+
+// ioError names the proxy in a read or write error on a connection
+// through it (a tunnel cut mid-answer reads as a bare reset or EOF
+// otherwise), keeping the cause and so its class.
+// A malformed answer is the origin's, not the tunnel's, and is left as
+// it is.
+func (r *proxyRoute) ioError(err error) error {
+	if r == nil || err == nil || errors.Is(err, ErrProxy) || errors.Is(err, ErrInterrupted) {
+		return err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrServerClosed) {
+		return fmt.Errorf("proxy %s: %w", r.addr, err)
+	}
+	return err
 }

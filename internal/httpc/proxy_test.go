@@ -224,3 +224,36 @@ func TestProxyUnusableSetting(t *testing.T) {
 		t.Errorf("%v (class %s)", err, Classify(err))
 	}
 }
+
+// A connection through a proxy cut in the middle of an answer fails
+// naming the proxy (a bare "unexpected EOF" says nothing of where), its
+// class kept.
+func TestProxyCutMidAnswerNamesTheProxy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+			}()
+		}
+	}()
+	addr := ln.Addr().String()
+	m := viaProxy(t, "http://"+addr, Options{})
+	_, err = proxiedGet(m, &Endpoint{Scheme: "http", Addr: "example.com:80", Host: "example.com"}, "/")
+	if Classify(err) != sample.ConnReset || err == nil || !strings.HasPrefix(err.Error(), "proxy "+addr+": ") {
+		t.Errorf("%v (class %s), want conn_reset naming proxy %s", err, Classify(err), addr)
+	}
+}
