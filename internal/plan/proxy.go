@@ -165,6 +165,60 @@ func (p *parser) resolveProxy(lookup func(string) (string, bool)) {
 	default:
 		o.Proxy = newProxy(httpproxy.Config{HTTPProxy: o.ProxySetting, HTTPSProxy: o.ProxySetting, NoProxy: env.NoProxy})
 	}
+	p.refuseProxiedConnections()
+}
+
+// refuseProxiedConnections refuses a WebSocket or SignalR scenario whose
+// connections the proxy would take: they dial their host directly, so
+// they would bypass the proxy the rest of the run goes through (or fail
+// where only the proxy reaches the target). A URL whose host is a
+// template cannot be told and is refused too.
+func (p *parser) refuseProxiedConnections() {
+	px := p.plan.HTTP.Proxy
+	if px == nil {
+		return
+	}
+	for _, sc := range p.plan.Scenarios {
+		c := sc.Connection.Spec()
+		if c == nil {
+			continue
+		}
+		var urls []*Template
+		if c.SignalR != nil {
+			urls = append(append(urls, c.SignalR.URL), c.SignalR.URLs...)
+		}
+		if c.WebSocket != nil {
+			urls = append(urls, c.WebSocket.URL)
+		}
+		for _, t := range urls {
+			if t == nil || !p.connectionProxied(px, t) {
+				continue
+			}
+			p.errAt(sc.Connection.Pos, "scenario %s: %s connections do not go through a proxy (HTTP_PROXY, HTTPS_PROXY or http.proxy would take %s): set NO_PROXY for its host, or http.proxy: none", q(sc.Name), sc.Connection.Kind, q(redactURL(t.Source)))
+			break
+		}
+	}
+}
+
+// connectionProxied says whether the proxy takes a connection URL's host
+// (ws and wss as http and https; a relative URL is the target's).
+func (p *parser) connectionProxied(px *Proxy, t *Template) bool {
+	raw := t.Source
+	switch {
+	case strings.HasPrefix(raw, "/"):
+		raw = p.plan.Target
+	case !t.Static():
+		return true
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	scheme := map[string]string{"ws": "http", "wss": "https"}[u.Scheme]
+	if scheme == "" {
+		scheme = u.Scheme
+	}
+	return px.Proxied(scheme, u.Host)
 }
 
 // proxySetting reads http.proxy: an http:// URL (user:password@ sends

@@ -207,3 +207,24 @@ func TestExpectedRedirectNeedsRedirectsOff(t *testing.T) {
 		t.Errorf("http.redirects: 0: %v", err)
 	}
 }
+
+// A WebSocket or SignalR scenario the proxy would take is refused at its
+// place: its connections dial directly and would bypass the proxy. One
+// whose host the proxy leaves alone (NO_PROXY, loopback) loads.
+func TestProxiedConnectionScenarioRefused(t *testing.T) {
+	const src = "target: http://app.example\nscenarios:\n  k:\n    users: 1\n    websocket: {url: %s}\nload: {stages: [{duration: 1s, users: 1}]}\n"
+	env := map[string]string{"HTTP_PROXY": "http://proxy.example:3128", "HTTPS_PROXY": "http://proxy.example:3128"}
+	for _, u := range []string{"/ws", "wss://other.example/w"} {
+		_, err := Parse("t.yaml", []byte(strings.Replace(src, "%s", u, 1)), envOf(env))
+		if err == nil || !strings.Contains(err.Error(), "t.yaml:5:") || !strings.Contains(err.Error(), "do not go through a proxy") {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	env["NO_PROXY"] = "app.example"
+	if _, err := Parse("t.yaml", []byte(strings.Replace(src, "%s", "/ws", 1)), envOf(env)); err != nil {
+		t.Errorf("NO_PROXY for the host: %v", err)
+	}
+	if _, err := Parse("t.yaml", []byte(strings.Replace(strings.Replace(src, "%s", "/ws", 1), "app.example", "127.0.0.1:9", 1)), envOf(env)); err != nil {
+		t.Errorf("a loopback target: %v", err)
+	}
+}
