@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -97,31 +96,6 @@ func TestSchemaHasEveryParserKey(t *testing.T) {
 		if !slices.ContainsFunc(keyProbes, func(pr keyProbe) bool { return pr.path == path }) {
 			t.Errorf("the schema's section %s is not probed in keyProbes", path)
 		}
-	}
-}
-
-// mdLink is a Markdown link, and one in parentheses after the text.
-var mdLink = regexp.MustCompile(`\s*\(\[[^\]]*\]\([^)]*\)\)|\[([^\]]*)\]\([^)]*\)`)
-
-// The schema's descriptions are the reference's, less the links into the
-// docs: an editor's hover says what plan-keys.md says.
-func TestSchemaDescriptionsMatchReference(t *testing.T) {
-	described := 0
-	for path, props := range schemaSections(t) {
-		for key, v := range props {
-			want, ok := planKeyDocs[path+" "+key]
-			if !ok {
-				continue // TestReferencePlanKeys asks for it
-			}
-			got, _ := v.(map[string]any)["description"].(string)
-			if want = mdLink.ReplaceAllString(want, "$1"); got != want {
-				t.Errorf("%s %s: the schema says %q, plankeys_docs_test.go %q: make internal/plan/schemadocs.go say the same", path, key, got, want)
-			}
-			described++
-		}
-	}
-	if described < len(planKeyDocs)/2 {
-		t.Fatalf("only %d of %d keys described", described, len(planKeyDocs))
 	}
 }
 

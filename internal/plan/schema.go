@@ -165,10 +165,17 @@ func section(path, desc string, props []prop, required ...string) obj {
 
 var mdLink = regexp.MustCompile(`\s*\(\[[^\]]*\]\([^)]*\)\)|\[([^\]]*)\]\([^)]*\)`)
 
-// describe gives s the description d, its Markdown links dropped (they
-// point into the docs, not anywhere an editor can open).
+// describe gives s the description d: as plain text, its Markdown links
+// dropped (editors that show plain text), and where it has links, as
+// written (markdownDescription, which VS Code renders; the links are
+// relative to docs/reference, where the schema file lives). The plan-keys
+// reference is generated from the same texts, read back from the schema.
 func describe(s obj, d string) obj {
 	out := maps.Clone(s)
-	out["description"] = mdLink.ReplaceAllString(d, "$1")
+	plain := mdLink.ReplaceAllString(d, "$1")
+	out["description"] = plain
+	if plain != d {
+		out["markdownDescription"] = d
+	}
 	return out
 }

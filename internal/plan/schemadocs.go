@@ -1,9 +1,10 @@
 package plan
 
 // keyDocs describes every plan key in one line, by the section path and
-// key the plan-keys reference uses. The schema's descriptions come from
-// here; docs/schema_test.go holds them equal to the reference's own map,
-// so an editor's hover and the reference page say the same thing.
+// key the plan-keys reference uses. It is the one copy: the schema's
+// descriptions come from here, and docs/reference/plan-keys.md is
+// generated from the schema's, so an editor's hover and the reference page
+// say the same thing.
 var keyDocs = map[string]string{
 	"(top level) name":           "the plan's name: in summaries, reports, result file names and metric labels",
 	"(top level) target":         "base URL that step paths are joined to (`http://user:password@host` sends Basic auth to it), or `demo` for the built-in demo target",
