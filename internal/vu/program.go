@@ -1,6 +1,11 @@
-// Package vu runs virtual users: one iteration of a scenario at a time,
-// rendering each request from templates compiled at load time, sending it,
-// checking and capturing from the answer, and recording the outcome.
+// Package vu runs virtual users of every scenario kind: an HTTP user one
+// iteration at a time, rendering each request from templates compiled at
+// load time, sending it, checking and capturing from the answer, and
+// recording the outcome; and a connection user (ConnUser), the SignalR
+// handshake and hub calls or the WebSocket script a held connection runs,
+// with the same rendering, captures, checks and failure texts. Which
+// driver runs them (goroutines, the event loop, the connection driver) is
+// the run's choice, by the features a program needs.
 package vu
 
 import (
