@@ -164,6 +164,9 @@ load: {stages: [{duration: 300ms, users: 1}]}
 	if st.Requests == 0 || st.ByClass["redirects"] != st.Requests || len(st.Errors) == 0 || !strings.Contains(st.Errors[0].Message, "only to the step's own origin") {
 		t.Errorf("loop, cross-origin: %d requests, %v, %+v", st.Requests, st.ByClass, st.Errors)
 	}
+	if !hasIndicator(res, "loop_cross_origin") {
+		t.Errorf("loop, cross-origin: no loop_cross_origin warning naming --engine goroutines in %+v", res.Indicators)
+	}
 	res = runEngine(t, "target: "+away.URL+"\n"+hop, "goroutines")
 	if st, hop := stepOf(t, res, "s", "away"), stepOf(t, res, "s", "away ↪ redirect"); st.Requests == 0 || st.Failed != 0 || st.Statuses["200"] != st.Requests || hop.Statuses["302"] != st.Requests {
 		t.Errorf("goroutines, cross-origin: %d requests, %d failed, %v; hops %v", st.Requests, st.Failed, st.Statuses, hop.Statuses)
@@ -258,4 +261,13 @@ func TestURLRedirectsFlag(t *testing.T) {
 	if o := e2etest.Stampede(t, 60*time.Second, "", "url", "-d", "300ms", "--redirects", "-1", srv.URL); o.Code != 2 || !strings.Contains(o.Stderr, "--redirects") {
 		t.Errorf("--redirects -1: %s", o)
 	}
+}
+
+func hasIndicator(res *result.Result, id string) bool {
+	for _, ind := range res.Indicators {
+		if ind.ID == id && strings.Contains(ind.Message, "--engine goroutines") {
+			return true
+		}
+	}
+	return false
 }

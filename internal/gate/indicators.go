@@ -78,6 +78,7 @@ func (f *findings) classes(r *result.Result) {
 		})
 	}
 	f.add(errorsDominated(t))
+	f.add(loopCrossOrigin(r)) // crossorigin.go
 	f.add(saturatedInRun(r.Series, r.Run.DurationS))
 	if n := cls(sample.ServerError); share(n) > serverErrorsAbove {
 		f.warn("server_errors", fmt.Sprintf("High server error rate (%.2f%%) - check application logs", share(n)*percent),

@@ -220,7 +220,7 @@ func (u *User) loopRedirect(st *Step, sent time.Time, latency time.Duration) {
 	}
 	if u.req.Endpoint != st.endpoint {
 		rs.loopHops = 0
-		u.failed(st, sample.Redirects, fmt.Appendf(nil, "%d to %s: the event-loop engine follows redirects only to the step's own origin; run with --engine goroutines to follow this one, or set redirects: 0 to measure the 3xx itself", status, loc), nil, sent, latency)
+		u.failed(st, sample.Redirects, fmt.Appendf(nil, "%d to %s: %s; run with --engine goroutines to follow this one, or set redirects: 0 to measure the 3xx itself", status, loc, sample.LoopCrossOrigin), nil, sent, latency)
 		return
 	}
 	u.shard.RecordResponse(st.hopID, sample.OK, status, latency)
