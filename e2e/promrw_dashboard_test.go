@@ -84,6 +84,9 @@ load:
 		t.Fatalf("no testid on stderr:\n%s", out.Stderr)
 	}
 	r := e2etest.ReadResult(t, res)
+	if r.Run.TestID != testid {
+		t.Errorf("the result's run.testid %q, the run streamed as %q", r.Run.TestID, testid)
+	}
 
 	d := loadDashboard(t)
 	checkTestIDVariable(t, prom, d, testid)

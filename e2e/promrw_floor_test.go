@@ -55,6 +55,9 @@ load:
 	}
 	for _, id := range ids {
 		r := e2etest.ReadResult(t, filepath.Join(dir, id+".json"))
+		if r.Run.TestID != id {
+			t.Errorf("%s: the result's run.testid is %q", id, r.Run.TestID)
+		}
 		var total, failed int64
 		for _, s := range r.Steps {
 			total += s.Requests

@@ -116,6 +116,10 @@ type RunInfo struct {
 	// `seed: N` repeats them. Merged results keep it only when every part
 	// drew from the same one.
 	Seed *uint64 `json:"seed,omitempty"`
+	// TestID is the testid label the run's prometheus-rw and otlp series
+	// carry (--testid, or the one made for the run), to find them from
+	// the result; empty when the run streamed to neither.
+	TestID string `json:"testid,omitempty"`
 	// Engine is what ran the HTTP users: "loop" (the event-loop engine,
 	// internal/evloop) or "goroutines"; empty in results from before it
 	// was recorded, and without HTTP users. A merge of parts that ran

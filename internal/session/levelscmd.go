@@ -157,7 +157,7 @@ func (pr Process) prepareLevels(p *plan.Plan, kind, out, demoOpts string, output
 	if err != nil {
 		return out, nil, run.Options{}, nil, err
 	}
-	s, err := Open(pr.options(Options{Out: out, Need: need, Sinks: oo.sinks}))
+	s, err := Open(pr.options(Options{Out: out, Need: need, Sinks: oo.sinks, TestID: oo.testID}))
 	if err != nil {
 		closeSinks(oo.sinks)
 		return out, nil, run.Options{}, nil, err

@@ -40,6 +40,8 @@ type Outputs struct {
 type openOutputs struct {
 	sinks []output.Sink
 	dash  *dashboard.Sink
+	// testID labels the network outputs' series; empty without any.
+	testID string
 }
 
 // open opens every output o names; a bad one is a usage error before any
@@ -66,6 +68,7 @@ func (o Outputs) open(pr Process) (*openOutputs, error) {
 	}
 	if network {
 		fmt.Fprintf(stderr, "streaming as testid=%s segment=%s\n", c.run.TestID, c.run.Segment)
+		oo.testID = c.run.TestID
 	}
 	if o.Dashboard != "" {
 		d, err := dashboard.New(o.Dashboard)

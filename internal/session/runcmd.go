@@ -70,7 +70,7 @@ func (pr Process) Run(r RunRequest) error {
 	// the open files and disk space its writes need, so a run that takes
 	// every file descriptor or fills the disk still saves what it measured.
 	s, err := Open(pr.options(Options{Out: r.Out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(r.Monitors)),
-		Note: live.note, OnQuit: func() { closeFailures() }, Sinks: oo.sinks}))
+		Note: live.note, OnQuit: func() { closeFailures() }, Sinks: oo.sinks, TestID: oo.testID}))
 	if err != nil {
 		closeSinks(oo.sinks)
 		return err

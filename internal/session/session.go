@@ -108,6 +108,9 @@ type Options struct {
 	// it. A sink's Close error is a warning on Stderr.
 	Sinks       []output.Sink
 	SampleEvery time.Duration
+	// TestID is the run's testid label on the streamed series, recorded
+	// in the result; empty when nothing streams.
+	TestID string
 	// OnQuit runs on the second Ctrl-C before the partial result is
 	// written (to close logs the run keeps open).
 	OnQuit func()
@@ -195,6 +198,9 @@ func (s *Session) Close() error {
 func (s *Session) writeFinal(res *result.Result) error {
 	if s.out == nil {
 		return nil
+	}
+	if s.o.TestID != "" {
+		res.Run.TestID = s.o.TestID
 	}
 	return s.out.Final(res)
 }

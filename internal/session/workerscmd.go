@@ -36,7 +36,7 @@ func (pr Process) runWorkers(r RunRequest) error {
 	// Set once the workers are known; the second Ctrl-C during the
 	// coordinator's teardown merges before the process quits.
 	mergeFailures := func() {}
-	s, err := Open(pr.options(Options{Out: r.Out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(r.Monitors)), Sinks: oo.sinks,
+	s, err := Open(pr.options(Options{Out: r.Out, Need: resultNeed(p, len(run.PlanMonitors(p))+len(r.Monitors)), Sinks: oo.sinks, TestID: oo.testID,
 		OnQuit: func() { mergeFailures() }}))
 	if err != nil {
 		closeSinks(oo.sinks)
