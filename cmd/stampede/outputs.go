@@ -30,7 +30,7 @@ func addDashboard(f *pflag.FlagSet, addr *string, usage string) {
 // receiver, alike for a local run and for the pods of k8s.
 func addStreamLabelFlags(f *pflag.FlagSet, o *session.Outputs) {
 	f.StringVar(&o.TestID, "testid", "", "the run's id, the testid label on every prometheus-rw and otlp series (default: the start time and a random tail, printed)")
-	f.StringArrayVar(&o.Labels, "label", nil, "a label NAME=VALUE on every prometheus-rw and otlp series (repeatable), e.g. env=staging")
+	f.StringArrayVar(&o.Labels, "label", nil, "a label NAME=VALUE on every prometheus-rw and otlp series (repeatable, each NAME once), e.g. env=staging")
 	f.StringArrayVar(&o.Headers, "output-header", nil, "an HTTP header 'Name: value' on every prometheus-rw and otlp push (repeatable; ${NAME} in the value is read from the environment)")
 }
 
