@@ -49,12 +49,12 @@ func (l *loop) send(c *conn) {
 		return
 	}
 	if l.fatal != nil {
-		// A step after the loop failed (endAll): none goes on the wire.
-		c.state = stWriting
-		l.inflight++
-		l.busy++
-		c.sent = time.Now()
-		l.finish(c, l.opErr("write", l.fatal), c.sent)
+		// A step after the loop failed (endAll), or a redirect's next
+		// hop: none goes on the wire, so none is counted as a request
+		// that failed, and the user leaves (drain).
+		c.u.LoopUnsent(c.sc.steps[c.pc].st)
+		c.goOn = false
+		l.runq = append(l.runq, c)
 		return
 	}
 	sr := &c.sc.steps[c.pc]
@@ -102,9 +102,8 @@ func (l *loop) dial(c *conn) {
 	// and an event of the old socket must not reach it.
 	l.gen++
 	c.gen = l.gen
-	if err := l.set.AddEdge(fd, c.slot, c.gen, true); err != nil {
-		l.fail(err)
-		l.finish(c, l.opErr("dial", err), time.Now())
+	if err := l.addEdge(c, true); err != nil {
+		l.ctlFailed(c, "dial", err)
 		return
 	}
 	err = unix.Connect(fd, l.sa)
@@ -133,9 +132,8 @@ func (l *loop) connected(c *conn) {
 // always is). A socket the loop cannot watch as the request needs would
 // wait for an event that never comes: its request fails now (false).
 func (l *loop) watchOut(c *conn, on bool) bool {
-	if err := l.set.ModEdge(c.fd, c.slot, c.gen, on); err != nil {
-		l.fail(err)
-		l.finish(c, l.opErr("write", err), time.Now())
+	if err := l.modEdge(c, on); err != nil {
+		l.ctlFailed(c, "write", err)
 		return false
 	}
 	return true
@@ -385,14 +383,7 @@ func (l *loop) opErr(op string, err error) error {
 
 // errTimeout is a request past its deadline, as net reports one.
 func (l *loop) timeoutErr(c *conn) error {
-	op := "read"
-	switch c.state {
-	case stConnecting:
-		op = "dial"
-	case stWriting:
-		op = "write"
-	}
-	return l.opErr(op, os.ErrDeadlineExceeded)
+	return l.opErr(stateOp(c), os.ErrDeadlineExceeded)
 }
 
 // sweep fails the requests past their deadline and sets when to look

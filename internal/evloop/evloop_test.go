@@ -23,6 +23,9 @@ type fixedServer struct {
 	target  atomic.Int64
 	reached chan struct{} // gets a value each time n reaches target
 	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   []net.Conn // accepted, closed by the cleanup
+	closed  bool
 }
 
 func newFixedServer(tb testing.TB) *fixedServer {
@@ -41,6 +44,14 @@ func newFixedServer(tb testing.TB) *fixedServer {
 			if err != nil {
 				return
 			}
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				c.Close()
+				return
+			}
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -63,13 +74,32 @@ func newFixedServer(tb testing.TB) *fixedServer {
 			}()
 		}
 	}()
-	tb.Cleanup(func() { ln.Close(); s.wg.Wait() })
+	tb.Cleanup(s.close)
 	return s
+}
+
+// close stops the server. Its connections are closed first: a test that
+// failed with a loop still holding them (a loop that hung) would
+// otherwise wait here for ever, and hold up the package's other tests.
+func (s *fixedServer) close() {
+	s.ln.Close()
+	s.mu.Lock()
+	s.closed = true
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
 }
 
 // startLoop runs users on a new engine against srv; stop ends them and
 // waits until every loop is done.
 func startLoop(tb testing.TB, srv *fixedServer, users int64) (rec *metrics.Recorder, stop func()) {
+	return startLoopFail(tb, srv, users, nil)
+}
+
+// startLoopFail is startLoop whose loops tell fail of their failure.
+func startLoopFail(tb testing.TB, srv *fixedServer, users int64, fail func(error)) (rec *metrics.Recorder, stop func()) {
 	p, err := plan.Parse("b.yaml", []byte(`
 target: http://`+srv.ln.Addr().String()+`
 scenarios: {s: {steps: [{get: /}]}}
@@ -87,7 +117,7 @@ load: {stages: [{duration: 1h, users: 64}]}
 	var wg sync.WaitGroup
 	var inflight atomic.Int64
 	e, err := New(Config{Prog: prog, Rec: rec, Soft: soft,
-		Hold: func() { wg.Add(1) }, Release: wg.Done, Left: func() {}, InFlight: &inflight})
+		Hold: func() { wg.Add(1) }, Release: wg.Done, Left: func() {}, InFlight: &inflight, Fail: fail})
 	if err != nil {
 		tb.Fatal(err)
 	}

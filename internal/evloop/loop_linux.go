@@ -432,33 +432,6 @@ func (l *loop) dispatch(n int) {
 	l.drain()
 }
 
-// fail is the loop's own epoll set failing (a wait or a registration
-// meeting anything but EINTR): no readiness can be told any more, so the
-// run hears of it (Config.Fail), and the loop ends every request it holds
-// with the error (endAll), lets its users go and leaves, where a loop that
-// went on waiting would spin or hang.
-func (l *loop) fail(err error) {
-	if l.fatal != nil {
-		return
-	}
-	l.fatal = fmt.Errorf("evloop: the event loop failed: %w", err)
-	if l.e.cfg.Fail != nil {
-		l.e.cfg.Fail(l.fatal)
-	}
-}
-
-// endAll ends with the loop's failure the requests it waits on: counted
-// as failed, as a request whose connection broke is. A handshake ends on
-// its own goroutine and is failed when it comes back (handshook).
-func (l *loop) endAll() {
-	now := time.Now()
-	for _, c := range l.conns {
-		if c != nil && c.state != 0 && c.state != stHandshaking {
-			l.finish(c, l.opErr("read", l.fatal), now)
-		}
-	}
-}
-
 // wait waits for events until the nearest deadline (epoll.Set.Wait: the
 // runtime knows the thread is in a system call). A failed wait fails the
 // loop (fail).

@@ -67,9 +67,8 @@ func (l *loop) handshook(d tlsDialed) {
 	c.tc, c.fd = d.lc, d.lc.FD()
 	l.gen++
 	c.gen = l.gen
-	if err := l.set.AddEdge(c.fd, c.slot, c.gen, false); err != nil {
-		l.fail(err)
-		l.finish(c, l.opErr("dial", err), time.Now())
+	if err := l.addEdge(c, false); err != nil {
+		l.ctlFailed(c, "dial", err)
 		return
 	}
 	c.state = stWriting

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stampede-load/stampede/internal/httpc"
 	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/sample"
 )
 
 // This file is what the event-loop engine (internal/evloop) needs of a
@@ -103,6 +104,16 @@ func (u *User) LoopDone(st *Step, err error, sent time.Time, latency time.Durati
 		u.redir.loopHops = 0
 	}
 	return u.finish(st, err, sent, latency)
+}
+
+// LoopUnsent counts st's request, which the engine never sent (its loop
+// failed first), as unfinished, as a request the run's end cut off is,
+// not as one that failed; a redirect hop that was due goes with it.
+func (u *User) LoopUnsent(st *Step) {
+	if u.redir != nil {
+		u.redir.loopDue, u.redir.loopHops = false, 0
+	}
+	u.shard.RecordUnfinished(st.ID, sample.Interrupted)
 }
 
 // LoopRedirectDue says the step just finished answered with a redirect
