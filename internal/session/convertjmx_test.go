@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"path/filepath"
@@ -15,8 +15,8 @@ func TestConvertJMXDataDir(t *testing.T) {
 		{"tests", filepath.Join("tests", "plan.yaml"), ""},
 		{"tests/jmeter", filepath.Join("plans", "p.yaml"), "../tests/jmeter"},
 	} {
-		if got := dataDir(tc.jmxDir, tc.out); got != tc.want {
-			t.Errorf("dataDir(%q, %q) = %q, want %q", tc.jmxDir, tc.out, got, tc.want)
+		if got := jmxDataDir(tc.jmxDir, tc.out); got != tc.want {
+			t.Errorf("jmxDataDir(%q, %q) = %q, want %q", tc.jmxDir, tc.out, got, tc.want)
 		}
 	}
 }
