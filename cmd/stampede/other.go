@@ -65,7 +65,7 @@ interactive charts that opens offline (html), or the JSON document (json).`,
 				return fail(exitUsage, err)
 			}
 			res := rs[0]
-			return writeOutput(cmd, out, func(w io.Writer) error { return render(w, res) })
+			return session.WriteRendered(session.Process{Stdout: cmd.OutOrStdout()}, out, func(w io.Writer) error { return render(w, res) })
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "text, md, html, json or junit")

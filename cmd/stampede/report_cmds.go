@@ -1,16 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,47 +15,13 @@ func init() {
 	extraCommands = append(extraCommands, newCompareCmd, newMergeCmd)
 }
 
-// writeOutput renders into memory first so a failed render never leaves a
-// half-written file behind, then writes to out or stdout.
-func writeOutput(cmd *cobra.Command, out string, render func(io.Writer) error) error {
-	var b bytes.Buffer
-	if err := render(&b); err != nil {
-		return fail(exitRun, err)
-	}
-	if out == "" {
-		_, err := cmd.OutOrStdout().Write(b.Bytes())
-		return err
-	}
-	if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
-		return fail(exitUsage, err)
-	}
-	return nil
-}
-
-// defaultLabels names runs by their file names, which is what people
-// passed on the command line and will recognise.
-func defaultLabels(paths []string) []string {
-	labels := make([]string, len(paths))
-	seen := map[string]int{}
-	for i, p := range paths {
-		labels[i] = strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
-		seen[labels[i]]++
-	}
-	for i, p := range paths {
-		if seen[labels[i]] > 1 {
-			labels[i] = p
-		}
-	}
-	return labels
-}
-
 // compareFlags are compare's flags; --vs is read from the arguments.
 type compareFlags struct {
 	format, out, labels, minEffect string
 	failOnWorse                    bool
 }
 
-func newCompareCmd(session.Process) *cobra.Command {
+func newCompareCmd(pr session.Process) *cobra.Command {
 	var f compareFlags
 	cmd := &cobra.Command{
 		Use:   "compare BASELINE.json OTHER.json [MORE.json ...] | compare A1.json [A2.json ...] --vs B1.json [B2.json ...]",
@@ -99,7 +58,7 @@ each run's start).`,
   stampede compare a1.json a2.json a3.json --vs b1.json b2.json b3.json --min-effect 5%`,
 		// Flags are parsed here, so that --vs can split the files in two.
 		DisableFlagParsing: true,
-		RunE:               func(cmd *cobra.Command, raw []string) error { return f.run(cmd, raw) },
+		RunE:               func(cmd *cobra.Command, raw []string) error { return f.run(cmd, pr, raw) },
 	}
 	cmd.Flags().StringVar(&f.format, "format", "text", "text, md or html")
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "write to this file instead of stdout")
@@ -111,58 +70,18 @@ each run's start).`,
 }
 
 // run compares the result files named in raw as the flags say.
-func (f *compareFlags) run(cmd *cobra.Command, raw []string) error {
+func (f *compareFlags) run(cmd *cobra.Command, pr session.Process, raw []string) error {
 	files, baselines, help, err := compareArgs(cmd, raw)
-	if err != nil || help {
-		if help {
-			return cmd.Help()
-		}
-		return fail(exitUsage, err)
+	if help {
+		return cmd.Help()
 	}
-	opts := report.Options{Baselines: baselines}
-	if f.minEffect != "" {
-		if opts.MinEffect, err = parseShare(f.minEffect); err != nil {
-			return fail(exitUsage, fmt.Errorf("--min-effect %q: %w", f.minEffect, err))
-		}
-	}
-	var ls []string
-	if f.labels != "" {
-		ls = strings.Split(f.labels, ",")
-		for i := range ls {
-			ls[i] = strings.TrimSpace(ls[i])
-		}
-		if len(ls) != len(files) {
-			return fail(exitUsage, fmt.Errorf("--labels has %d labels for %d result files", len(ls), len(files)))
-		}
-	} else {
-		ls = defaultLabels(files)
-	}
-	var render func(io.Writer, *report.Comparison) error
-	switch f.format {
-	case "text":
-		render = report.CompareText
-	case "md", "markdown":
-		render = report.CompareMarkdown
-	case "html":
-		render = report.CompareHTML
-	default:
-		return fail(exitUsage, fmt.Errorf("--format %q: expected text, md or html", f.format))
-	}
-	rs, err := report.ReadAll(files)
 	if err != nil {
 		return fail(exitUsage, err)
 	}
-	c, err := report.CompareWith(rs, ls, opts)
-	if err != nil {
-		return fail(exitUsage, err)
-	}
-	if err := writeOutput(cmd, f.out, func(w io.Writer) error { return render(w, c) }); err != nil {
-		return err
-	}
-	if worse := c.Worse(); f.failOnWorse && len(worse) > 0 {
-		return fail(exitThreshold, fmt.Errorf("%s is worse than %s", worse[0], c.BaselineLabel()))
-	}
-	return nil
+	return session.Compare(pr, session.CompareFlags{
+		Files: files, Baselines: baselines, Format: f.format, Out: f.out,
+		Labels: f.labels, MinEffect: f.minEffect, FailOnWorse: f.failOnWorse,
+	})
 }
 
 // compareArgs parses compare's flags and files; "--vs" splits the files
@@ -199,23 +118,6 @@ func compareArgs(cmd *cobra.Command, raw []string) (files []string, baselines in
 		return nil, 0, false, fmt.Errorf("compare needs at least two result files, got %d", len(files))
 	}
 	return files, baselines, false, nil
-}
-
-// parseShare reads a share given as "5%" or "0.05".
-func parseShare(s string) (float64, error) {
-	t := strings.TrimSpace(s)
-	pct := strings.HasSuffix(t, "%")
-	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "%")), 64)
-	if err != nil {
-		return 0, errors.New("want a percentage such as 5% (or a share such as 0.05)")
-	}
-	if pct {
-		v /= 100
-	}
-	if math.IsNaN(v) || v <= 0 || v >= 1 {
-		return 0, errors.New("want a percentage above 0 and below 100%")
-	}
-	return v, nil
 }
 
 func newMergeCmd(pr session.Process) *cobra.Command {

@@ -50,9 +50,9 @@ func writeCompareResult(t *testing.T, dir, name string, p50us, wobble int64) str
 
 func runCompare(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newCompareCmd(session.Process{})
-	cmd.InitDefaultHelpFlag()
 	var out bytes.Buffer
+	cmd := newCompareCmd(session.Process{Stdout: &out, Stderr: &out})
+	cmd.InitDefaultHelpFlag()
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	err := cmd.RunE(cmd, args)
@@ -120,19 +120,6 @@ func TestCompareArgsRefused(t *testing.T) {
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.Code != exitUsage || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want a usage error containing %q", c.args, err, c.want)
-		}
-	}
-}
-
-func TestParseShare(t *testing.T) {
-	for in, want := range map[string]float64{"5%": 0.05, "12.5 %": 0.125, "0.05": 0.05} {
-		if got, err := parseShare(in); err != nil || got != want {
-			t.Errorf("parseShare(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"0", "0%", "100%", "1", "-5%", "NaN", ""} {
-		if _, err := parseShare(in); err == nil {
-			t.Errorf("parseShare(%q) accepted", in)
 		}
 	}
 }
