@@ -34,38 +34,9 @@ trap cleanup EXIT
 
 STAMPEDE=${STAMPEDE:-$W/stampede}
 [[ -x $STAMPEDE ]] || (cd "$HERE/.." && go build -o "$STAMPEDE" ./cmd/stampede)
-mkdir -p "$W/tmp"
-cat > "$W/nginx.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes $NGX_WORKERS;
-worker_rlimit_nofile 20000;
-pid nginx.pid;
-error_log error.log warn;
-events { worker_connections 16384; multi_accept on; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    keepalive_timeout 75s;
-    client_body_temp_path tmp/client_body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
-    server {
-        listen 127.0.0.1:$PORT backlog=8192 reuseport;
-        location / { return 200 "hello, world\n"; }
-    }
-    server { listen 127.0.0.1:$SPORT; location / { stub_status; } }
-}
-CONF
-taskset -c "$NGX_FIRST-$((NCPU - 1))" "$NGINX_BIN" -p "$W/" -c "$W/nginx.conf" -e "$W/error.log" &
-NGINX_PID=$!
-served() {
-  python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode().split("\n")[2].split()[2])' \
-    "http://127.0.0.1:$SPORT/"
-}
-for _ in $(seq 50); do served >/dev/null 2>&1 && break; sleep 0.1; done
+# nginx and served(): bench/lib/nginx.sh.
+source "$HERE/lib/nginx.sh"
+nginx_start "$W" "$PORT" "$SPORT" "$NGX_FIRST-$((NCPU - 1))" "$NGX_WORKERS"
 
 # round NAME CPUS CMD...: prints "NAME cores requests cpu_seconds".
 round() {
