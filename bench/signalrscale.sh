@@ -80,7 +80,10 @@ export PATH="$PATH:/usr/local/go/bin"
 mkdir -p "$HERE/.bin/sig"
 # NO_BUILD=1 runs the binaries already in bench/.bin/sig (bench/sigtransports.sh
 # builds them once for all its runs).
-[[ -n ${NO_BUILD:-} ]] || (cd "$ROOT" && go build -o "$HERE/.bin/sig/stampede" ./cmd/stampede && go build -o "$HERE/.bin/sig/sighub" ./bench/sighub)
+# stampede is built as scripts/release.sh and the Dockerfile build it (static,
+# no symbol tables): the program file's pages a process maps are part of
+# its RSS, 12 MB fewer than a plain `go build`'s (cgo on).
+[[ -n ${NO_BUILD:-} ]] || (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$HERE/.bin/sig/stampede" ./cmd/stampede && go build -o "$HERE/.bin/sig/sighub" ./bench/sighub)
 ulimit -n "$(ulimit -Hn)"
 BIN=$HERE/.bin/sig/stampede
 
