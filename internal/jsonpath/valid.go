@@ -85,19 +85,8 @@ func (v *validator) object(depth int) bool {
 		if !v.value(depth) {
 			return false
 		}
-		v.space()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.space()
-		case '}':
-			v.i++
-			return true
-		default:
-			return false
+		if more, ok := v.more('}'); !more {
+			return ok
 		}
 	}
 }
@@ -113,21 +102,30 @@ func (v *validator) array(depth int) bool {
 		if !v.value(depth) {
 			return false
 		}
-		v.space()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.space()
-		case ']':
-			v.i++
-			return true
-		default:
-			return false
+		if more, ok := v.more(']'); !more {
+			return ok
 		}
 	}
+}
+
+// more reads what follows a member or an element: a comma (more is to
+// come) or the container's closer (ok, and no more); anything else is
+// not JSON.
+func (v *validator) more(closer byte) (more, ok bool) {
+	v.space()
+	if v.i >= len(v.b) {
+		return false, false
+	}
+	switch v.b[v.i] {
+	case ',':
+		v.i++
+		v.space()
+		return true, true
+	case closer:
+		v.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (v *validator) str() bool {
