@@ -13,6 +13,12 @@ type Engine struct{}
 // New reports ErrUnavailable.
 func New(Config) (*Engine, error) { return nil, ErrUnavailable }
 
+// Prepare reports ErrUnavailable.
+func Prepare(Config) (*Engine, error) { return nil, ErrUnavailable }
+
+// Launch is never reached here.
+func (e *Engine) Launch() {}
+
 // NewTransport is never reached here.
 func (e *Engine) NewTransport() *Transport { return &Transport{} }
 

@@ -27,6 +27,8 @@ type engineState struct {
 	// run goes on (watchInPlace) reads it.
 	want atomic.Value
 	loop *evloop.Engine
+	// open is an open model's loops, prepared before the clock starts.
+	open *openLoopRun
 }
 
 // loopDriver is the event-loop engine as the choice of a driver sees it
@@ -113,55 +115,80 @@ func (r *runner) newLoopUser(tr *evloop.Transport) *vu.User {
 	return r.newUserOn(id, r.plan.TenantOf(id), tr)
 }
 
-// runOpenLoop runs the open model's arrivals on the event-loop engine
-// when the choice and the plan allow it, until the schedule's end or the
-// run's stop; false means it did not start (runOpen runs goroutines).
-func (r *runner) runOpenLoop() bool {
+// openLoopRun is an open model's loops, prepared before the run's clock
+// starts (prepareOpenLoop) and launched by runOpenLoop.
+type openLoopRun struct {
+	e      *evloop.Engine
+	shares []*openArrivals
+	over   chan struct{}
+}
+
+// prepareOpenLoop makes the open model's loops when the choice and the
+// plan allow it, their first connections open (evloop.Prepare), before
+// the run's clock starts: the schedule's first arrivals are not kept
+// waiting for those dials. Nil: goroutines run the arrivals (runOpen).
+func (r *runner) prepareOpenLoop() *openLoopRun {
 	r.eng.want.Store(EngineGoroutines)
 	if r.opts.Engine == EngineGoroutines || loopIneligible(r.prog) != "" {
-		return false
+		return nil
 	}
 	// A loop per core, as the goroutine engine's workers use them all:
 	// loop i takes every n-th of this segment's arrivals from the i-th,
 	// and its share of the slots, the way segments share them (so at
 	// most one loop per slot).
 	maxSlots := r.segShare(r.plan.Load.MaxInFlight)
-	n := min(runtime.GOMAXPROCS(0), maxSlots)
-	if n < 1 {
-		n = 1
-	}
-	first := r.firstArrival(sched.NewArrivals(r.plan.Load.Stages))
-	over := make(chan struct{})
-	var left atomic.Int32
+	n := max(min(runtime.GOMAXPROCS(0), maxSlots), 1)
+	o := &openLoopRun{over: make(chan struct{})}
+	left := new(atomic.Int32)
 	left.Store(int32(n))
-	shares := make([]evloop.OpenLoop, n)
-	for i := range shares {
-		a := &openArrivals{r: r, sch: sched.NewArrivals(r.plan.Load.Stages), step: r.seg().Step() * int64(n), shard: r.rec.Shard(int64(i)), left: &left, over: over}
-		a.k = first + int64(i)*r.seg().Step()
+	loops := make([]evloop.OpenLoop, n)
+	for i := range loops {
+		a := &openArrivals{r: r, sch: sched.NewArrivals(r.plan.Load.Stages), step: r.seg().Step() * int64(n), shard: r.rec.Shard(int64(i)), left: left, over: o.over}
 		m := maxSlots / n
 		if i < maxSlots%n {
 			m++
 		}
-		shares[i] = evloop.OpenLoop{Arrivals: a, Max: m, Preopen: sched.Preopen(a.sch, r.seg().Step()*int64(n))}
+		o.shares = append(o.shares, a)
+		loops[i] = evloop.OpenLoop{Arrivals: a, Max: m, Preopen: sched.Preopen(a.sch, a.step)}
 	}
 	cfg := r.loopConfig()
 	cfg.Left = func() {}
 	cfg.Open = &evloop.Open{
-		Loops:   shares,
+		Loops:   loops,
 		NewUser: r.newLoopUser,
 		Active:  func(d int64) { r.rec.Active.Add(d) },
 	}
-	e, err := evloop.New(cfg)
+	e, err := evloop.Prepare(cfg)
 	if err != nil {
-		return false // as startEngine
+		return nil // as startEngine
 	}
-	r.eng.loop = e
+	o.e = e
+	return o
+}
+
+// runOpenLoop runs the open model's arrivals on the loops prepareOpenLoop
+// made, until the schedule's end or the run's stop; false means there
+// are none (runOpen runs goroutines).
+func (r *runner) runOpenLoop() bool {
+	o := r.eng.open
+	if o == nil {
+		return false
+	}
+	// Where this segment's share of the schedule begins is known once
+	// the clock has started (firstArrival: a segment that starts late
+	// skips what it missed).
+	first := r.firstArrival(sched.NewArrivals(r.plan.Load.Stages))
+	for i, a := range o.shares {
+		a.k = first + int64(i)*r.seg().Step()
+	}
+	r.eng.loop = o.e
 	r.eng.want.Store(EngineLoop)
+	o.e.Launch()
 	// The schedule ends when its last arrival was taken (started,
 	// dropped), not at the clock's end of the profile: a loop behind it
 	// still takes the rest, as runOpen's dispatcher does.
 	select {
-	case <-over:
+	case <-o.over:
 		r.sleepUntil(r.start.Add(r.plan.Load.Duration()))
 	case <-r.soft:
 	}

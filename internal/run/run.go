@@ -352,6 +352,10 @@ func (r *runner) newUserOn(id int64, tenant int, tr httpc.Transport) *vu.User {
 
 func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	r.cpu0 = cpuTime()
+	if r.prog.HasRequests() && r.plan.Load.Model == plan.Open {
+		// Its loops' first connections open before the clock starts.
+		r.eng.open = r.prepareOpenLoop() // engine.go
+	}
 	r.start = r.mon.loadStart(ctx)
 	if !r.opts.StartAt.IsZero() {
 		r.start = r.opts.StartAt // one global schedule for every segment

@@ -43,12 +43,18 @@ func PaceDelay(pace time.Duration, iter int64, sinceStart time.Duration) time.Du
 }
 
 // PreopenWindow is how many seconds of the first second's arrivals an
-// open model's connections are opened for before its first arrival:
-// arrivals start in batches of a millisecond (the loops' batchAhead), each
-// holding its connection for a request's time, so 5 ms of arrivals cover
-// a batch and a slow first answer without opening more than a kept-alive
-// run then uses (100 connections at 20,000/s).
-const PreopenWindow = 5 * time.Millisecond
+// open model's connections are opened for before its first arrival
+// (400 connections at 20,000/s). Arrivals start in batches of a
+// millisecond (the loops' batchAhead), each holding its connection for a
+// request's time; the rest are there for the stalls of a shared machine.
+// After a stall of a few milliseconds the arrivals it held back start at
+// once, and each that finds no idle connection dials, at several
+// requests' cost: with 5 ms (100 connections) a 2 ms stall at 20,000/s
+// made the loop dial more than a hundred at once, fall further behind,
+// and end its first second with 2,000 connections and 10 to 50 ms of
+// lateness; with 20 ms no run on the 2-core machine dialed beyond them
+// (docs/benchmarks.md).
+const PreopenWindow = 20 * time.Millisecond
 
 // Preopen is how many connections an open model of a, whose arrivals are
 // shared by parts (segments × loops), opens in each part before its first

@@ -51,7 +51,7 @@ func TestTickCallsDoNotAllocate(t *testing.T) {
 	}
 }
 
-// An open model opens 5 ms of its first second's arrivals in connections
+// An open model opens 20 ms of its first second's arrivals in connections
 // before its first arrival, shared by the parts (segments × loops) that
 // take the arrivals, at least one each (a ramp from nothing, with one
 // arrival in its first second, opens one); no part, none.
@@ -64,8 +64,8 @@ func TestPreopenFollowsTheFirstSecondsRate(t *testing.T) {
 		parts int64
 		want  int
 	}{
-		{flat(20000), 1, 100}, {flat(20000), 2, 50}, {flat(20000), 3, 34},
-		{flat(5000), 1, 25}, {flat(40000), 1, 200}, {flat(100), 1, 1}, {flat(100), 4, 1},
+		{flat(20000), 1, 400}, {flat(20000), 2, 200}, {flat(20000), 3, 134},
+		{flat(5000), 1, 100}, {flat(40000), 1, 800}, {flat(100), 1, 2}, {flat(100), 4, 1},
 		{NewArrivals([]profile.Stage{{Duration: time.Minute, From: 0, To: 60}}), 1, 1},
 		{flat(20000), 0, 0},
 	} {
