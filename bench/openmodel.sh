@@ -14,6 +14,14 @@
 # the same perf stat. For stampede's open model the result file adds the
 # delivered rate, the arrivals dropped and the lateness (lag) p99.
 #
+# After each open round, the machine's own floor at that rate: a pacer
+# in C (bench/lib/pacer.c: no network, no runtime, paced as the tools
+# pace) doing the open round's CPU per request of fixed work per arrival.
+# Its lateness is what any generator of that cost meets on this machine:
+# on a machine whose CPUs are taken away for milliseconds at a time (a
+# busy virtual machine's host) the lateness of the open round is judged
+# against it, not against zero. Left out where no C compiler is found.
+#
 #   RATES="20000 5000" SECS=10 ROUNDS=3 bench/openmodel.sh
 #   STAMPEDE=/path/stampede OHA=/path/oha NGINX_BIN=/path/nginx ...
 #   BEFORE=/path/older-stampede ...  # adds that binary's open model
@@ -67,6 +75,27 @@ PY
   tail -1 "$W/rounds.txt" >&2
 }
 
+PACER=""
+if command -v "${CC:-cc}" >/dev/null; then
+  "${CC:-cc}" -O2 -o "$W/pacer" "$HERE/lib/pacer.c" && PACER=$W/pacer
+else
+  echo "no C compiler (${CC:-cc}): the pacer's floor rows are left out" >&2
+fi
+
+# floor RATE: the pacer at RATE with the last open round's CPU per
+# request of work (its row: the arrivals, that work, its lateness p99).
+floor() {
+  local rate=$1 work load out
+  [[ -n $PACER ]] || return 0
+  work=$(awk -v r="$rate" '$1 == "open" && $2 == r { w = $4 * 1000 / ($3 > 0 ? $3 : 1) } END { printf "%.2f", w }' "$W/rounds.txt")
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  out=$(taskset -c "$GEN_CPU" "$PACER" "$rate" "$SECS" "$work")
+  echo "  pacer: $out" >&2
+  awk -v r="$rate" -v s="$SECS" -v w="$work" -v l="$load" -v lag="$(sed -n 's/.* p99 \([0-9]*\) .*/\1/p' <<<"$out")" \
+    'BEGIN { n = r * s; printf "floor %d %d %.2f 0 %s - - %s\n", r, n, n * w / 1000, l, lag }' >> "$W/rounds.txt"
+  tail -1 "$W/rounds.txt" >&2
+}
+
 tools="open oha closed"
 [[ -n ${BEFORE:-} ]] && tools="open before oha closed"
 [[ -x $OHA ]] || { echo "oha not found ($OHA): its rounds are left out" >&2; tools=${tools/oha /}; }
@@ -78,7 +107,8 @@ for r in $(seq "$ROUNDS"); do
     for tool in $order; do
       openc=(); [[ -n ${C_OPEN:-} ]] && openc=(-c "$C_OPEN")
       case $tool in
-        open) round open "$rate" "$STAMPEDE" url --open -r "$rate" "${openc[@]}" -d "${SECS}s" -o "$W/res.json" "http://127.0.0.1:$PORT/" ;;
+        open) round open "$rate" "$STAMPEDE" url --open -r "$rate" "${openc[@]}" -d "${SECS}s" -o "$W/res.json" "http://127.0.0.1:$PORT/"
+              floor "$rate" ;;
         before) round before "$rate" "$BEFORE" url --open -r "$rate" "${openc[@]}" -d "${SECS}s" -o "$W/res.json" "http://127.0.0.1:$PORT/" ;;
         oha) round oha "$rate" "$OHA" --no-tui --latency-correction -q "$rate" -c 64 -z "${SECS}s" "http://127.0.0.1:$PORT/" ;;
         closed) round closed "$rate" "$STAMPEDE" url -r "$rate" -c 64 -d "${SECS}s" "http://127.0.0.1:$PORT/" ;;
@@ -108,4 +138,9 @@ for rate in sorted({k[0] for k in rows}, reverse=True):
         if o and p:
             ratios = ", ".join(f"{a / b:.2f}" for a, b in zip(o, p))
             print(f"{rate}/s open ÷ {peer}: {ratios} (per round)")
+    # Lateness beside the machine's floor (the pacer after each open round).
+    lags = lambda name: [lag for *_, lag in rows.get((rate, name), [])]
+    if lags("floor"):
+        pairs = ", ".join(f"{a} vs {b}" for a, b in zip(lags("open"), lags("floor")))
+        print(f"{rate}/s lateness p99 µs, open vs the pacer's floor: {pairs} (per round)")
 PY

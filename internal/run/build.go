@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -73,7 +72,7 @@ func (r *runner) buildFrom(snap metrics.Snapshot, checkpoint bool) *result.Resul
 		res.Run.MaxUsers = r.segMaxUsers()
 	}
 	cpu := (cpuTime() - r.cpu0).Seconds()
-	cores := runtime.GOMAXPROCS(0)
+	cores := cpus() // sparep.go
 	host, _ := os.Hostname()
 	g := result.Generator{Lag: snap.Lag, CPUSeconds: cpu, Cores: cores, Host: host, MaxRSS: maxRSS(),
 		GCPauseP99US: gcPauseP99().Microseconds()}

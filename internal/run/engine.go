@@ -2,7 +2,6 @@ package run
 
 import (
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -121,6 +120,8 @@ type openLoopRun struct {
 	e      *evloop.Engine
 	shares []*openArrivals
 	over   chan struct{}
+	// release gives back the spare P the loops run with (sparep.go).
+	release func()
 }
 
 // prepareOpenLoop makes the open model's loops when the choice and the
@@ -137,8 +138,9 @@ func (r *runner) prepareOpenLoop() *openLoopRun {
 	// and its share of the slots, the way segments share them (so at
 	// most one loop per slot).
 	maxSlots := r.segShare(r.plan.Load.MaxInFlight)
-	n := max(min(runtime.GOMAXPROCS(0), maxSlots), 1)
-	o := &openLoopRun{over: make(chan struct{})}
+	base, release := holdSpareP()
+	n := max(min(base, maxSlots), 1)
+	o := &openLoopRun{over: make(chan struct{}), release: release}
 	left := new(atomic.Int32)
 	left.Store(int32(n))
 	loops := make([]evloop.OpenLoop, n)
@@ -160,6 +162,7 @@ func (r *runner) prepareOpenLoop() *openLoopRun {
 	}
 	e, err := evloop.Prepare(cfg)
 	if err != nil {
+		release()
 		return nil // as startEngine
 	}
 	o.e = e
@@ -266,6 +269,7 @@ func (r *runner) loopConfig() evloop.Config {
 		Release:   r.wg.Done,
 		InFlight:  &r.rec.InFlight,
 		Shared:    r.shared,
+		Loops:     cpus(),
 		// A loop that can no longer wait ends its users' requests as
 		// failed and leaves; the run stops with it, partial, saying why,
 		// rather than report a load that was not sent.

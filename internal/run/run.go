@@ -354,7 +354,10 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	r.cpu0 = cpuTime()
 	if r.prog.HasRequests() && r.plan.Load.Model == plan.Open {
 		// Its loops' first connections open before the clock starts.
-		r.eng.open = r.prepareOpenLoop() // engine.go
+		if r.eng.open = r.prepareOpenLoop(); r.eng.open != nil { // engine.go
+			// Held until the grace is over and the loops are gone.
+			defer r.eng.open.release()
+		}
 	}
 	r.start = r.mon.loadStart(ctx)
 	if !r.opts.StartAt.IsZero() {

@@ -1,0 +1,71 @@
+package run
+
+import (
+	"context"
+	"runtime"
+	"testing"
+)
+
+// Runs that overlap share one spare P: GOMAXPROCS is one above the
+// loops' Ps while any holds it and back where it was after the last
+// release, however the holds and releases interleave, and a release
+// called twice gives back once.
+func TestSparePIsOneAcrossOverlappingRuns(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	b1, release1 := holdSpareP()
+	b2, release2 := holdSpareP()
+	if b1 != before || b2 != before || cpus() != before {
+		t.Errorf("Ps without the spare: %d, %d, cpus %d; want %d", b1, b2, cpus(), before)
+	}
+	if got := runtime.GOMAXPROCS(0); got != before+1 {
+		t.Errorf("GOMAXPROCS with two holds: %d, want %d", got, before+1)
+	}
+	release1()
+	release1()
+	if got := runtime.GOMAXPROCS(0); got != before+1 {
+		t.Errorf("GOMAXPROCS with one hold left: %d, want %d", got, before+1)
+	}
+	release2()
+	if got := runtime.GOMAXPROCS(0); got != before || cpus() != before {
+		t.Errorf("GOMAXPROCS after the last release: %d (cpus %d), want %d", got, cpus(), before)
+	}
+}
+
+// An open-model run on the loops holds the spare P while its load runs
+// and gives it back when it ends; its result names the cores without it.
+// Before, its loops had a P each and nothing to spare.
+func TestOpenLoopRunHoldsASpareP(t *testing.T) {
+	needLoop(t)
+	srv, _ := countingServer(t, nil)
+	p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{get: /}]}}
+load: {stages: [{duration: 300ms, rate: 50/s}]}
+`)
+	before := runtime.GOMAXPROCS(0)
+	var h Handle
+	done := make(chan error, 1)
+	var cores int
+	go func() {
+		res, err := Run(context.Background(), p, Options{Engine: EngineLoop, Handle: &h})
+		if err == nil {
+			cores = res.Generator.Cores
+		}
+		done <- err
+	}()
+	select {
+	case <-h.Started():
+	case err := <-done:
+		t.Fatalf("the run ended before it started: %v", err)
+	}
+	during := runtime.GOMAXPROCS(0)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if during != before+1 || cores != before {
+		t.Errorf("GOMAXPROCS %d during the load, result cores %d; want %d and %d", during, cores, before+1, before)
+	}
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS %d after the run, want %d", got, before)
+	}
+}
