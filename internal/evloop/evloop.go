@@ -1,6 +1,7 @@
 // Package evloop runs closed-model HTTP/1.1 users that do not think, and
 // open-model arrivals of such steps (Open), on event loops of its own:
-// one loop per GOMAXPROCS (for arrivals: at most one per slot), each owning many
+// one loop per core the run is given (Config.Loops; for arrivals: at most
+// one per slot), each owning many
 // non-blocking sockets that Go's netpoller never sees, registered once
 // (edge-triggered), written to directly and read on readiness, with one
 // epoll_wait for all that are ready. A user costs no goroutine, no wake-up
@@ -44,7 +45,8 @@ type Config struct {
 	Rec *metrics.Recorder
 	// Soft is closed when no new iteration may start.
 	Soft <-chan struct{}
-	// Loops is the number of loops (0: GOMAXPROCS).
+	// Loops is the number of loops (0: GOMAXPROCS). An open model's
+	// are its Open.Loops.
 	Loops int
 	// MaxHeader and MaxKept are the run's http limits (0: defaults).
 	MaxHeader, MaxKept int
