@@ -159,7 +159,7 @@ func (sc *scope) ref(b *builder, expr string, esc Escape) string {
 	case expr == "now_ms":
 		b.add(Part{Kind: PartUnixMilli, Escape: esc})
 		return ""
-	case strings.HasPrefix(expr, "rand_int"):
+	case isRandInt(expr):
 		lo, hi, ok := parseRandInt(expr)
 		if !ok {
 			return "bad template reference " + shown + ": expected rand_int(A, B) with whole numbers A <= B"
@@ -237,6 +237,17 @@ func (sc *scope) nameRef(b *builder, name string, esc Escape) string {
 	}
 	b.add(Part{Kind: PartCapture, Index: slot, Escape: esc})
 	return ""
+}
+
+// isRandInt says expr calls rand_int, or names it bare (an error): a name
+// that only begins with it, as a capture rand_int_x may, is that name.
+func isRandInt(expr string) bool {
+	rest, ok := strings.CutPrefix(expr, "rand_int")
+	if !ok {
+		return false
+	}
+	rest = strings.TrimLeft(rest, " \t")
+	return rest == "" || strings.HasPrefix(rest, "(")
 }
 
 func parseRandInt(expr string) (int64, int64, bool) {

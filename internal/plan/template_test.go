@@ -347,3 +347,24 @@ func FuzzTemplate(f *testing.F) {
 		}
 	})
 }
+
+// A capture whose name begins with rand_int is referred to by its name,
+// as any capture is; only rand_int itself, bare or called, is the
+// function. Before, {{ rand_int_x }} was taken for a call and refused.
+func TestTemplateNameBeginningWithRandInt(t *testing.T) {
+	sc := testScope()
+	sc.captures["rand_int_x"] = 2
+	sc.capOrder = append(sc.capOrder, "rand_int_x")
+	var b builder
+	if msg, _ := compileInto(&b, "{{ rand_int_x }}|{{ rand_int (1, 1) }}", modeRaw, sc); msg != "" {
+		t.Fatalf("refused: %s", msg)
+	}
+	env := &Env{Captures: []string{"", "", "seven"}, Rand: fixedRand{}}
+	if got := b.template("").String(env); got != "seven|1" {
+		t.Errorf("rendered %q, want %q", got, "seven|1")
+	}
+	var bare builder
+	if msg, _ := compileInto(&bare, "{{ rand_int }}", modeRaw, sc); msg == "" {
+		t.Error("{{ rand_int }} without bounds was accepted")
+	}
+}
