@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -35,6 +36,11 @@ func main() {
 		Stdout: os.Stdout, Stderr: os.Stderr,
 		LookupEnv: os.LookupEnv, Environ: os.Environ,
 		Notify: notify, Exit: os.Exit, SetGCPercent: debug.SetGCPercent, Version: buildVersion(),
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		// A GOMAXPROCS the user set is theirs to keep; otherwise an
+		// open model's loops may run with a P to spare.
+		pr.SetMaxProcs, pr.DefaultMaxProcs = runtime.GOMAXPROCS, runtime.SetDefaultGOMAXPROCS
 	}
 	os.Exit(mainCode(pr))
 }

@@ -87,6 +87,19 @@ func Prepare(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// Discard closes what Prepare opened, for an engine never launched.
+func (e *Engine) Discard() {
+	for _, l := range e.loops {
+		for _, c := range l.conns {
+			if c != nil && c.fd >= 0 {
+				unix.Close(c.fd)
+				c.fd = -1
+			}
+		}
+		l.closeFDs()
+	}
+}
+
 // Launch starts the loops Prepare made.
 func (e *Engine) Launch() {
 	for _, l := range e.loops {
@@ -279,7 +292,7 @@ type loop struct {
 	fatal error
 
 	// The open model's (Config.Open): timer is set to the next arrival's
-	// time, tick says it fired (or the loop just began), idle holds the
+	// time, tick says it fired, idle holds the
 	// slots whose connection waits for an arrival, last in first out, as
 	// the goroutine model's idle stack.
 	open  *Open
@@ -289,8 +302,10 @@ type loop struct {
 	tick  bool
 	idle  []*conn
 	// answersLeft says the last wait returned as many events as it had
-	// room for: more answers may be ready, each freeing a slot.
+	// room for, and answers among them freed slots: more answers may be
+	// ready, each freeing a slot. freed counts the slots answers freed.
 	answersLeft bool
+	freed       uint64
 
 	// preopen is how many slots connect before the first arrival
 	// (OpenLoop.Preopen); none once they have.
@@ -324,9 +339,15 @@ func newLoop(e *Engine, i int) (*loop, error) {
 			l.closeFDs()
 			return nil, fmt.Errorf("evloop: %w", err)
 		}
-		l.open, l.tick = e.cfg.Open, true
+		l.open = e.cfg.Open
 		l.arr, l.max = e.cfg.Open.Loops[i].Arrivals, e.cfg.Open.Loops[i].Max
 		l.preopen = min(e.cfg.Open.Loops[i].Preopen, l.max)
+		// The first turn is the timer's, expired at once: its wait
+		// reports it with whatever the pre-opened connections met since
+		// they opened (a server that closes a connection that sent
+		// nothing, after a monitor's lead), so the first arrivals do
+		// not go to connections already closed.
+		l.arm(1)
 	}
 	return l, nil
 }
@@ -422,10 +443,14 @@ func (l *loop) run() {
 		// 64 users: it saves the system-call bookkeeping when it finds
 		// events and costs a whole system call when it does not.
 		n := l.wait()
-		// A wait that filled the buffer left answers unread; an
-		// arrival then waits for them rather than dial (arrive).
-		l.answersLeft = n == len(l.events)
+		freed := l.freed
 		l.dispatch(n)
+		// A wait that filled its buffer, with events that ended
+		// answers, may have left more answers unread; an arrival then
+		// waits for them rather than dial (arrive). Events that only
+		// brought parts of answers (slow bodies) say nothing of when
+		// a slot frees, and leave the arrivals to dial.
+		l.answersLeft = n == len(l.events) && l.freed != freed
 	}
 }
 

@@ -19,6 +19,9 @@ func Prepare(Config) (*Engine, error) { return nil, ErrUnavailable }
 // Launch is never reached here.
 func (e *Engine) Launch() {}
 
+// Discard is never reached here.
+func (e *Engine) Discard() {}
+
 // NewTransport is never reached here.
 func (e *Engine) NewTransport() *Transport { return &Transport{} }
 

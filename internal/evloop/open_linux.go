@@ -128,6 +128,7 @@ func (l *loop) arrived(c *conn) {
 		return
 	}
 	l.idle = append(l.idle, c)
+	l.freed++
 }
 
 func (l *loop) leaveSlot(c *conn) {

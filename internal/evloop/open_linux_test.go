@@ -191,6 +191,60 @@ func TestOpenLoopReadsAnswersBeforeDialing(t *testing.T) {
 	}
 }
 
+// Arrivals due within a millisecond of one another start in one turn of
+// the loop, behind one setting of its timer: a pair 200 µs apart costs one
+// wait, where a wake-up per arrival cost two (the open model's cost was
+// its wake-ups). None is lost or dropped for it.
+func TestOpenLoopBatchesCloseArrivals(t *testing.T) {
+	srv := newFixedServer(t)
+	const pairs = 40
+	first := time.Now().Add(5 * time.Millisecond)
+	arr := &listedArrivals{}
+	for j := 0; j < pairs; j++ {
+		at := first.Add(time.Duration(j) * 5 * time.Millisecond)
+		arr.due = append(arr.due, at, at.Add(200*time.Microsecond))
+	}
+	rec := runOpenLoop(t, srv, arr, 2*pairs)
+	tot := rec.Snapshot().Totals
+	if tot.Requests != 2*pairs || tot.Failed != 0 || arr.dropped != 0 || srv.n.Load() != 2*pairs {
+		t.Errorf("recorded %d requests (%d failed), dropped %d, server answered %d; want %d each, none failed or dropped",
+			tot.Requests, tot.Failed, arr.dropped, srv.n.Load(), 2*pairs)
+	}
+	if arr.waits > pairs {
+		t.Errorf("the loop waited %d times for %d pairs of arrivals 200 µs apart: an arrival was not batched with its pair", arr.waits, pairs)
+	}
+}
+
+// An arrival started in a turn that its earlier starts kept busy past the
+// arrival's due time was sent late, and its latency counts from its due
+// time, lateness included. Before, the turn read the clock once: an
+// arrival due within the batch's millisecond counted from its send as if
+// early, though sent 5 ms late (recorded 322 µs).
+func TestOpenLoopLateInABusyTurnCountsItsLateness(t *testing.T) {
+	srv := newFixedServer(t)
+	first := time.Now().Add(5 * time.Millisecond)
+	arr := &listedArrivals{due: []time.Time{first, {}}}
+	arr.beforeTake = func(a *listedArrivals, horizon time.Time) {
+		if a.k == 1 && a.due[1].IsZero() {
+			// Due within this turn's batch, half a millisecond before its
+			// horizon; then the turn is kept busy past it.
+			a.due[1] = horizon.Add(-500 * time.Microsecond)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	rec := runOpenLoop(t, srv, arr, 2)
+	snap := rec.Snapshot()
+	if snap.Totals.Requests != 2 {
+		t.Fatalf("recorded %d requests, want 2", snap.Totals.Requests)
+	}
+	// Both latencies are at least 4.5 ms: the first's answer waits for
+	// the busy turn, the second was sent 4.5 ms after its due time. Lower
+	// bounds, which a slower machine only raises.
+	if least := time.Duration(snap.Totals.LatencyAll.MinUS) * time.Microsecond; least < 4500*time.Microsecond {
+		t.Errorf("smallest latency %v: the arrival sent 4.5 ms late lost its lateness", least)
+	}
+}
+
 // A loop with Preopen connects that many slots before it takes its first
 // arrival: the users (one per slot) are made and their connections
 // accepted before any request is sent, and the arrival takes one of them

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stampede-load/stampede/internal/evloop"
 	"github.com/stampede-load/stampede/internal/metrics"
+	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/sample"
 	"github.com/stampede-load/stampede/internal/sched"
 	"github.com/stampede-load/stampede/internal/vu"
@@ -26,8 +27,10 @@ type engineState struct {
 	// run goes on (watchInPlace) reads it.
 	want atomic.Value
 	loop *evloop.Engine
-	// open is an open model's loops, prepared before the clock starts.
-	open *openLoopRun
+	// open is an open model's loops, prepared before the clock starts
+	// (prepared: the choice was made, open or not).
+	open     *openLoopRun
+	prepared bool
 }
 
 // loopDriver is the event-loop engine as the choice of a driver sees it
@@ -121,14 +124,50 @@ type openLoopRun struct {
 	shares []*openArrivals
 	over   chan struct{}
 	// release gives back the spare P the loops run with (sparep.go).
-	release func()
+	release  func()
+	launched bool
+}
+
+// prepareOpen makes an open model's loops, once, with their first
+// connections open (prepareOpenLoop), as the clock is about to start.
+func (r *runner) prepareOpen() { r.prepareOpenOnce(true) }
+
+// prepareOpenLate makes them, once, without opening any connection
+// first: at a start time that has come already (a segment's), the dials
+// would only add to the segment's late start, and past the tolerance
+// its first arrivals would count as missed. Its arrivals dial for
+// themselves.
+func (r *runner) prepareOpenLate() { r.prepareOpenOnce(false) }
+
+func (r *runner) prepareOpenOnce(preopen bool) {
+	if r.eng.prepared {
+		return
+	}
+	r.eng.prepared = true
+	if r.prog.HasRequests() && r.plan.Load.Model == plan.Open {
+		r.eng.open = r.prepareOpenLoop(preopen)
+	}
+}
+
+// closeOpen lets an open model's loops go once the run is over: a run
+// that ended before its load (a cancelled wait for its start time)
+// closes the connections they opened, and the spare P is given back.
+func (r *runner) closeOpen() {
+	o := r.eng.open
+	if o == nil {
+		return
+	}
+	if !o.launched {
+		o.e.Discard()
+	}
+	o.release()
 }
 
 // prepareOpenLoop makes the open model's loops when the choice and the
 // plan allow it, their first connections open (evloop.Prepare), before
 // the run's clock starts: the schedule's first arrivals are not kept
 // waiting for those dials. Nil: goroutines run the arrivals (runOpen).
-func (r *runner) prepareOpenLoop() *openLoopRun {
+func (r *runner) prepareOpenLoop(preopen bool) *openLoopRun {
 	r.eng.want.Store(EngineGoroutines)
 	if r.opts.Engine == EngineGoroutines || loopIneligible(r.prog) != "" {
 		return nil
@@ -138,7 +177,7 @@ func (r *runner) prepareOpenLoop() *openLoopRun {
 	// and its share of the slots, the way segments share them (so at
 	// most one loop per slot).
 	maxSlots := r.segShare(r.plan.Load.MaxInFlight)
-	base, release := holdSpareP()
+	base, release := holdSpareP(r.opts.MaxProcs)
 	n := max(min(base, maxSlots), 1)
 	o := &openLoopRun{over: make(chan struct{}), release: release}
 	left := new(atomic.Int32)
@@ -151,7 +190,10 @@ func (r *runner) prepareOpenLoop() *openLoopRun {
 			m++
 		}
 		o.shares = append(o.shares, a)
-		loops[i] = evloop.OpenLoop{Arrivals: a, Max: m, Preopen: sched.Preopen(a.sch, a.step)}
+		loops[i] = evloop.OpenLoop{Arrivals: a, Max: m}
+		if preopen {
+			loops[i].Preopen = sched.Preopen(a.sch, a.step)
+		}
 	}
 	cfg := r.loopConfig()
 	cfg.Left = func() {}
@@ -186,6 +228,7 @@ func (r *runner) runOpenLoop() bool {
 	}
 	r.eng.loop = o.e
 	r.eng.want.Store(EngineLoop)
+	o.launched = true
 	o.e.Launch()
 	// The schedule ends when its last arrival was taken (started,
 	// dropped), not at the clock's end of the profile: a loop behind it

@@ -152,9 +152,10 @@ func (r *runner) startMonitors(ctx context.Context) error {
 }
 
 // loadStart waits for the monitors' zero, one interval after their first
-// samples, and returns the load's start: now.
-func (m *monitors) loadStart(ctx context.Context) time.Time {
+// samples, calls ready, and returns the load's start: now.
+func (m *monitors) loadStart(ctx context.Context, ready func()) time.Time {
 	if m == nil {
+		ready()
 		return time.Now()
 	}
 	if d := time.Until(m.zeroTime()); d > 0 {
@@ -167,6 +168,7 @@ func (m *monitors) loadStart(ctx context.Context) time.Time {
 			t.Stop()
 		}
 	}
+	ready()
 	return time.Now()
 }
 

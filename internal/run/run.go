@@ -93,6 +93,9 @@ type Options struct {
 	// Engine picks what runs closed-model HTTP users (engine.go):
 	// "" or "auto", "loop" or "goroutines".
 	Engine string
+	// MaxProcs, when set, lets an open model's loops run with a P to
+	// spare (sparep.go); nil leaves GOMAXPROCS as it is.
+	MaxProcs *MaxProcs
 }
 
 // ErrUnreachable means the target refused or did not answer before any
@@ -188,7 +191,10 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		return nil, err
 	}
 	defer r.mon.stop()
-	if err := waitStart(ctx, o); err != nil {
+	// Whatever ends the run, an open model's prepared loops are let go
+	// (engine.go).
+	defer r.closeOpen()
+	if err := waitStart(ctx, o, r.prepareOpen); err != nil {
 		return nil, err
 	}
 	res, err := r.run(ctx)
@@ -352,14 +358,14 @@ func (r *runner) newUserOn(id int64, tenant int, tr httpc.Transport) *vu.User {
 
 func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	r.cpu0 = cpuTime()
-	if r.prog.HasRequests() && r.plan.Load.Model == plan.Open {
-		// Its loops' first connections open before the clock starts.
-		if r.eng.open = r.prepareOpenLoop(); r.eng.open != nil { // engine.go
-			// Held until the grace is over and the loops are gone.
-			defer r.eng.open.release()
-		}
+	// An open model's loops open their first connections right before
+	// the clock starts (engine.go); with a start time, shortly before it
+	// (waitStart), or not at all once it has come.
+	ready := r.prepareOpen
+	if !r.opts.StartAt.IsZero() {
+		ready = r.prepareOpenLate
 	}
-	r.start = r.mon.loadStart(ctx)
+	r.start = r.mon.loadStart(ctx, ready)
 	if !r.opts.StartAt.IsZero() {
 		r.start = r.opts.StartAt // one global schedule for every segment
 		r.late = lateStart(r.start)

@@ -72,19 +72,39 @@ func checkLate(o Options) error {
 }
 
 // waitStart waits until o.StartAt, after the setup (checkLate judged the
-// process's own lateness before it). A setup that ends after the instant
-// starts the load at once on the shared schedule: segments that run the
-// same setup end it about together, so they still start together. It
-// fails with ctx's error when the wait is cancelled.
-func waitStart(ctx context.Context, o Options) error {
+// process's own lateness before it), and calls ready shortly before it
+// (readyLead). A setup that ends after the instant starts the load at
+// once on the shared schedule: segments that run the same setup end it
+// about together, so they still start together. It fails with ctx's
+// error when the wait is cancelled.
+func waitStart(ctx context.Context, o Options, ready func()) error {
 	if o.StartAt.IsZero() {
 		return nil
 	}
-	late := time.Since(o.StartAt)
-	if late >= 0 {
+	if time.Until(o.StartAt) < readyLead {
+		// Too close or past: what ready does before the start is done
+		// at it instead, on the run's clock (an open model's first
+		// arrivals dial for themselves).
 		return nil
 	}
-	t := time.NewTimer(-late)
+	if err := sleepCtx(ctx, time.Until(o.StartAt)-readyLead, o); err != nil {
+		return err
+	}
+	ready()
+	return sleepCtx(ctx, time.Until(o.StartAt), o)
+}
+
+// readyLead is how long before a start time a segment gets ready: an
+// open model's pre-opened connections take up to 100 ms, and near the
+// start a server has no time to close them for idling.
+const readyLead = 250 * time.Millisecond
+
+// sleepCtx waits d, or fails when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration, o Options) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -6,14 +6,17 @@ import (
 	"testing"
 )
 
+// testMaxProcs changes GOMAXPROCS as main's Process lets a run.
+var testMaxProcs = &MaxProcs{Set: runtime.GOMAXPROCS, Default: runtime.SetDefaultGOMAXPROCS}
+
 // Runs that overlap share one spare P: GOMAXPROCS is one above the
 // loops' Ps while any holds it and back where it was after the last
 // release, however the holds and releases interleave, and a release
 // called twice gives back once.
 func TestSparePIsOneAcrossOverlappingRuns(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
-	b1, release1 := holdSpareP()
-	b2, release2 := holdSpareP()
+	b1, release1 := holdSpareP(testMaxProcs)
+	b2, release2 := holdSpareP(testMaxProcs)
 	if b1 != before || b2 != before || cpus() != before {
 		t.Errorf("Ps without the spare: %d, %d, cpus %d; want %d", b1, b2, cpus(), before)
 	}
@@ -47,7 +50,7 @@ load: {stages: [{duration: 300ms, rate: 50/s}]}
 	done := make(chan error, 1)
 	var cores int
 	go func() {
-		res, err := Run(context.Background(), p, Options{Engine: EngineLoop, Handle: &h})
+		res, err := Run(context.Background(), p, Options{Engine: EngineLoop, Handle: &h, MaxProcs: testMaxProcs})
 		if err == nil {
 			cores = res.Generator.Cores
 		}
@@ -67,5 +70,37 @@ load: {stages: [{duration: 300ms, rate: 50/s}]}
 	}
 	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Errorf("GOMAXPROCS %d after the run, want %d", got, before)
+	}
+}
+
+// Without MaxProcs (main's way of saying the user set GOMAXPROCS) the
+// run leaves GOMAXPROCS alone and its loops take every P. Before, the
+// spare was added whatever the user had set.
+func TestOpenLoopRunKeepsAUsersGOMAXPROCS(t *testing.T) {
+	needLoop(t)
+	srv, _ := countingServer(t, nil)
+	p := mustPlan(t, `
+target: `+srv.URL+`
+scenarios: {s: {steps: [{get: /}]}}
+load: {stages: [{duration: 300ms, rate: 50/s}]}
+`)
+	before := runtime.GOMAXPROCS(0)
+	var h Handle
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), p, Options{Engine: EngineLoop, Handle: &h})
+		done <- err
+	}()
+	select {
+	case <-h.Started():
+	case err := <-done:
+		t.Fatalf("the run ended before it started: %v", err)
+	}
+	during := runtime.GOMAXPROCS(0)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if during != before {
+		t.Errorf("GOMAXPROCS %d during the load without MaxProcs, want %d as set", during, before)
 	}
 }

@@ -178,7 +178,7 @@ func (pr Process) levelRunOptions(p *plan.Plan, demoOpts string) (run.Options, f
 	if err != nil {
 		return run.Options{}, nil, err
 	}
-	opts := run.Options{Version: pr.Version, TLS: tlsConf}
+	opts := run.Options{Version: pr.Version, TLS: tlsConf, MaxProcs: pr.maxProcs()}
 	url, stop, err := pr.startDemo(p, demoOpts, false)
 	if err != nil {
 		return opts, nil, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
+
+	"github.com/stampede-load/stampede/internal/run"
 )
 
 // Process is what the binary's main hands the library: its streams, its
@@ -24,6 +26,12 @@ type Process struct {
 	// SetGCPercent sets the process's GOGC (debug.SetGCPercent in main);
 	// nil leaves it.
 	SetGCPercent func(percent int) int
+	// SetMaxProcs and DefaultMaxProcs change the process's GOMAXPROCS
+	// (runtime.GOMAXPROCS and runtime.SetDefaultGOMAXPROCS in main) so
+	// that an open model's loops run with a P to spare (run.MaxProcs);
+	// nil leaves it, as main does when the user set GOMAXPROCS.
+	SetMaxProcs     func(n int) int
+	DefaultMaxProcs func()
 	// Version is the binary's version, recorded in every result.
 	Version string
 }
@@ -95,4 +103,12 @@ func (p Process) options(o Options) Options {
 func (p Process) Stdio(stdout, stderr io.Writer) Process {
 	p.Stdout, p.Stderr = stdout, stderr
 	return p
+}
+
+// maxProcs is how a run may change GOMAXPROCS (nil: it may not).
+func (p Process) maxProcs() *run.MaxProcs {
+	if p.SetMaxProcs == nil {
+		return nil
+	}
+	return &run.MaxProcs{Set: p.SetMaxProcs, Default: p.DefaultMaxProcs}
 }

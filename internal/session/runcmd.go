@@ -76,7 +76,7 @@ func (pr Process) Run(r RunRequest) error {
 		return err
 	}
 	defer s.Close()
-	opts := run.Options{Version: pr.Version, TLS: tlsConf, Engine: r.Engine}
+	opts := run.Options{Version: pr.Version, TLS: tlsConf, Engine: r.Engine, MaxProcs: pr.maxProcs()}
 	if closeFailures, err = pr.runOptions(&opts, p, r); err != nil {
 		return err
 	}

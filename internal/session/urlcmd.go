@@ -78,7 +78,7 @@ func (pr Process) URL(r URLRequest) error {
 	}
 	defer s.Close()
 	pr.tuneGC(p)
-	oc := s.Run(&InProcess{Plan: p, Options: run.Options{Version: pr.Version, Engine: r.Engine}})
+	oc := s.Run(&InProcess{Plan: p, Options: run.Options{Version: pr.Version, Engine: r.Engine, MaxProcs: pr.maxProcs()}})
 	if oc.Result == nil || oc.Quit {
 		return oc.Err()
 	}

@@ -111,7 +111,7 @@ func (pr Process) workers(p *plan.Plan, r RunRequest) (*Workers, error) {
 		return nil, err
 	}
 	stderr := pr.Stderr
-	e := &Workers{Plan: p, Local: l, Summary: stderr, Run: &run.Options{Version: pr.Version, TLS: tlsConf}}
+	e := &Workers{Plan: p, Local: l, Summary: stderr, Run: &run.Options{Version: pr.Version, TLS: tlsConf, MaxProcs: pr.maxProcs()}}
 	if !r.Quiet {
 		// Said once the coordinator's setup is done: its start time is the
 		// one the workers are given.
