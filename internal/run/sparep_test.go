@@ -38,33 +38,8 @@ func TestSparePIsOneAcrossOverlappingRuns(t *testing.T) {
 // and gives it back when it ends; its result names the cores without it.
 // Before, its loops had a P each and nothing to spare.
 func TestOpenLoopRunHoldsASpareP(t *testing.T) {
-	needLoop(t)
-	srv, _ := countingServer(t, nil)
-	p := mustPlan(t, `
-target: `+srv.URL+`
-scenarios: {s: {steps: [{get: /}]}}
-load: {stages: [{duration: 300ms, rate: 50/s}]}
-`)
 	before := runtime.GOMAXPROCS(0)
-	var h Handle
-	done := make(chan error, 1)
-	var cores int
-	go func() {
-		res, err := Run(context.Background(), p, Options{Engine: EngineLoop, Handle: &h, MaxProcs: testMaxProcs})
-		if err == nil {
-			cores = res.Generator.Cores
-		}
-		done <- err
-	}()
-	select {
-	case <-h.Started():
-	case err := <-done:
-		t.Fatalf("the run ended before it started: %v", err)
-	}
-	during := runtime.GOMAXPROCS(0)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	during, cores := maxProcsDuringLoad(t, testMaxProcs)
 	if during != before+1 || cores != before {
 		t.Errorf("GOMAXPROCS %d during the load, result cores %d; want %d and %d", during, cores, before+1, before)
 	}
@@ -77,6 +52,16 @@ load: {stages: [{duration: 300ms, rate: 50/s}]}
 // run leaves GOMAXPROCS alone and its loops take every P. Before, the
 // spare was added whatever the user had set.
 func TestOpenLoopRunKeepsAUsersGOMAXPROCS(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	if during, cores := maxProcsDuringLoad(t, nil); during != before || cores != before {
+		t.Errorf("GOMAXPROCS %d during the load without MaxProcs, result cores %d; want %d as set", during, cores, before)
+	}
+}
+
+// maxProcsDuringLoad runs a short open model on the loops with mp and
+// returns GOMAXPROCS while its load ran and the cores its result names.
+func maxProcsDuringLoad(t *testing.T, mp *MaxProcs) (during, cores int) {
+	t.Helper()
 	needLoop(t)
 	srv, _ := countingServer(t, nil)
 	p := mustPlan(t, `
@@ -84,11 +69,13 @@ target: `+srv.URL+`
 scenarios: {s: {steps: [{get: /}]}}
 load: {stages: [{duration: 300ms, rate: 50/s}]}
 `)
-	before := runtime.GOMAXPROCS(0)
 	var h Handle
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), p, Options{Engine: EngineLoop, Handle: &h})
+		res, err := Run(context.Background(), p, Options{Engine: EngineLoop, Handle: &h, MaxProcs: mp})
+		if err == nil {
+			cores = res.Generator.Cores
+		}
 		done <- err
 	}()
 	select {
@@ -96,11 +83,9 @@ load: {stages: [{duration: 300ms, rate: 50/s}]}
 	case err := <-done:
 		t.Fatalf("the run ended before it started: %v", err)
 	}
-	during := runtime.GOMAXPROCS(0)
+	during = runtime.GOMAXPROCS(0)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if during != before {
-		t.Errorf("GOMAXPROCS %d during the load without MaxProcs, want %d as set", during, before)
-	}
+	return during, cores
 }
