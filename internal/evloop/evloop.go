@@ -1,10 +1,10 @@
 // Package evloop runs closed-model HTTP/1.1 users that do not think, and
 // open-model arrivals of such steps (Open), on event loops of its own:
 // one loop per core the run is given (Config.Loops; for arrivals: at most
-// one per slot), each owning many
-// non-blocking sockets that Go's netpoller never sees, registered once
-// (edge-triggered), written to directly and read on readiness, with one
-// epoll_wait for all that are ready. A user costs no goroutine, no wake-up
+// one per slot), each owning many non-blocking sockets that Go's
+// netpoller never sees, registered once (edge-triggered), written to
+// directly and read on readiness, with one epoll_wait for all that are
+// ready. A user costs no goroutine, no wake-up
 // through the scheduler and no epoll_ctl per request.
 //
 // Measurement truth is the goroutine engine's: requests are rendered by
