@@ -2,98 +2,19 @@ package e2e
 
 import (
 	"encoding/pem"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/e2etest"
+	"github.com/stampede-load/stampede/internal/testserver"
 )
-
-// forwardProxy is a small forward proxy on loopback, as a corporate one
-// stands between a generator and its target: absolute-form requests are
-// sent on, CONNECT opens a tunnel, and every request it is sent goes into
-// its log. Whatever host a request names (app.invalid here, which no
-// resolver answers), it is sent to 127.0.0.1 on the named port, so
-// nothing leaves the machine and nothing reaches the target but through
-// the proxy.
-type forwardProxy struct {
-	*httptest.Server
-	mu  sync.Mutex
-	log []string // "METHOD request-target Proxy-Authorization"
-}
-
-func newForwardProxy(t *testing.T) *forwardProxy {
-	p := &forwardProxy{}
-	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *forwardProxy) serve(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	p.log = append(p.log, r.Method+" "+r.RequestURI+" "+r.Header.Get("Proxy-Authorization"))
-	p.mu.Unlock()
-	_, port, _ := net.SplitHostPort(r.Host)
-	origin := net.JoinHostPort("127.0.0.1", port)
-	if r.Method == http.MethodConnect {
-		up, err := net.Dial("tcp", origin)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		down, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			up.Close()
-			return
-		}
-		io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n")
-		go func() { io.Copy(up, down); up.Close() }()
-		io.Copy(down, up)
-		down.Close()
-		return
-	}
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	out.URL.Host = origin
-	out.Header.Del("Proxy-Authorization")
-	resp, err := http.DefaultTransport.(*http.Transport).RoundTrip(out)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	for k, vs := range resp.Header {
-		w.Header()[k] = vs
-	}
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
-}
-
-// seen counts the proxy's log lines that start with prefix.
-func (p *forwardProxy) seen(prefix string) (n int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, l := range p.log {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return n
-}
-
-func (p *forwardProxy) lines() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return int64(len(p.log))
-}
 
 // TestLoginFlowBehindProxy: the redirecting login flow with http.proxy
 // (and credentials) runs on goroutines, every request of it in the
@@ -104,7 +25,7 @@ func TestLoginFlowBehindProxy(t *testing.T) {
 	t.Parallel()
 	h, c := loginApp(t)
 	srv := httpServer(t, h)
-	px := newForwardProxy(t)
+	px := testserver.NewForwardProxy(t)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	target := "http://app.invalid:" + port
 	pxURL := "http://ann:pl4inT3xt@" + px.Listener.Addr().String()
@@ -122,19 +43,19 @@ func TestLoginFlowBehindProxy(t *testing.T) {
 	const auth = " Basic YW5uOnBsNGluVDN4dA==" // ann:pl4inT3xt
 	for _, k := range []string{"POST /login", "GET /dashboard", "POST /vote", "GET /thanks"} {
 		method, path, _ := strings.Cut(k, " ")
-		if got := px.seen(method + " " + target + path + auth); got != c.get(k) || got == 0 {
+		if got := px.Seen(method + " " + target + path + auth); got != c.get(k) || got == 0 {
 			t.Errorf("the proxy saw %d %s in absolute form with the credentials, the server %d", got, k, c.get(k))
 		}
 	}
-	if px.lines() != res.Totals.Requests {
-		t.Errorf("the proxy logged %d requests, the result counts %d", px.lines(), res.Totals.Requests)
+	if px.Lines() != res.Totals.Requests {
+		t.Errorf("the proxy logged %d requests, the result counts %d", px.Lines(), res.Totals.Requests)
 	}
 	checkProxySecretHidden(t, out, "pl4inT3xt", strings.TrimPrefix(auth, " Basic "))
-	before := px.lines()
+	before := px.Lines()
 	plain := e2etest.WritePlan(t, "target: "+target+"\nhttp: {proxy: '"+pxURL+"'}\nscenarios: {s: {steps: [{get: /dashboard}]}}\nload: {stages: [{duration: 1s, users: 1}]}\n", nil)
 	o = e2etest.Stampede(t, 60*time.Second, "", "run", plain, "--engine", "loop")
-	if o.Code == 0 || !strings.Contains(o.Stderr, "its requests go through a proxy") || px.lines() != before {
-		t.Errorf("--engine loop on a proxied plan (the proxy saw %d more): %s", px.lines()-before, o)
+	if o.Code == 0 || !strings.Contains(o.Stderr, "its requests go through a proxy") || px.Lines() != before {
+		t.Errorf("--engine loop on a proxied plan (the proxy saw %d more): %s", px.Lines()-before, o)
 	}
 }
 
@@ -187,7 +108,7 @@ func TestLoginFlowBehindProxyHTTPS(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
-	px := newForwardProxy(t)
+	px := testserver.NewForwardProxy(t)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	target := "https://app.invalid:" + port
 	plan := e2etest.WritePlan(t, "target: "+target+"\ntls: {ca_file: ca.pem, server_name: example.com}\n"+loginFlow, map[string]string{"ca.pem": ca})
@@ -198,9 +119,9 @@ func TestLoginFlowBehindProxyHTTPS(t *testing.T) {
 	}
 	res := e2etest.ReadResult(t, out)
 	checkLoginFlow(t, res, c)
-	connects := px.seen("CONNECT app.invalid:" + port + " ")
-	if connects == 0 || connects != conns.Load() || px.lines() != connects {
-		t.Errorf("the proxy saw %d CONNECTs (%d lines), the origin %d connections", connects, px.lines(), conns.Load())
+	connects := px.Seen("CONNECT app.invalid:" + port + " ")
+	if connects == 0 || connects != conns.Load() || px.Lines() != connects {
+		t.Errorf("the proxy saw %d CONNECTs (%d lines), the origin %d connections", connects, px.Lines(), conns.Load())
 	}
 	if notH2.Load() != 0 {
 		t.Errorf("%d requests were not HTTP/2", notH2.Load())
@@ -215,7 +136,7 @@ func TestLoginFlowBehindProxyHTTPS(t *testing.T) {
 func TestURLHonoursHTTPProxy(t *testing.T) {
 	t.Parallel()
 	srv, c := statusServer(t)
-	px := newForwardProxy(t)
+	px := testserver.NewForwardProxy(t)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	out := filepath.Join(t.TempDir(), "r.json")
 	o := e2etest.Start(t, "", []string{"HTTP_PROXY=" + px.URL, "NO_PROXY="}, "url", "-c", "2", "-d", "300ms", "-o", out, "http://app.invalid:"+port+"/ok").Wait(t, 60*time.Second)
@@ -223,7 +144,7 @@ func TestURLHonoursHTTPProxy(t *testing.T) {
 		t.Fatalf("%s", o)
 	}
 	res := e2etest.ReadResult(t, out)
-	n := px.seen("GET http://app.invalid:" + port + "/ok ")
+	n := px.Seen("GET http://app.invalid:" + port + "/ok ")
 	if res.Totals.Requests == 0 || res.Totals.Failed != 0 || n != res.Totals.Requests || c.get("/ok") != n || res.Run.Engine != "goroutines" {
 		t.Errorf("%d requests (%d failed, engine %s); the proxy saw %d, the server %d", res.Totals.Requests, res.Totals.Failed, res.Run.Engine, n, c.get("/ok"))
 	}

@@ -9,97 +9,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/sample"
+	"github.com/stampede-load/stampede/internal/testserver"
 )
-
-// testProxy is a forward proxy on loopback: absolute-form requests are
-// sent on to the origin, CONNECT opens a tunnel, and every request it
-// was sent is logged. Whatever host a request names, it goes to
-// 127.0.0.1 on that port, so nothing leaves the machine.
-type testProxy struct {
-	*httptest.Server
-	mu sync.Mutex
-	// log is "METHOD request-target auth", one line per request.
-	log []string
-	// auth, when set, is the Proxy-Authorization the proxy requires;
-	// refuseConnect answers every CONNECT 403.
-	auth          string
-	refuseConnect bool
-}
-
-func newTestProxy(t *testing.T) *testProxy {
-	p := &testProxy{}
-	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.Close)
-	return p
-}
-
-func loopbackOf(hostport string) string {
-	_, port, _ := net.SplitHostPort(hostport)
-	return net.JoinHostPort("127.0.0.1", port)
-}
-
-func (p *testProxy) serve(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	p.log = append(p.log, r.Method+" "+r.RequestURI+" "+r.Header.Get("Proxy-Authorization"))
-	auth, refuse := p.auth, p.refuseConnect
-	p.mu.Unlock()
-	if auth != "" && r.Header.Get("Proxy-Authorization") != auth {
-		w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
-		w.WriteHeader(http.StatusProxyAuthRequired)
-		return
-	}
-	if r.Method == http.MethodConnect {
-		p.tunnel(w, r, refuse)
-		return
-	}
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	out.URL.Host = loopbackOf(r.URL.Host)
-	out.Header.Del("Proxy-Authorization")
-	resp, err := http.DefaultTransport.(*http.Transport).RoundTrip(out)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	for k, vs := range resp.Header {
-		w.Header()[k] = vs
-	}
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
-}
-
-func (p *testProxy) tunnel(w http.ResponseWriter, r *http.Request, refuse bool) {
-	if refuse {
-		http.Error(w, "not here", http.StatusForbidden)
-		return
-	}
-	up, err := net.Dial("tcp", loopbackOf(r.Host))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	down, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		up.Close()
-		return
-	}
-	io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n")
-	go func() { io.Copy(up, down); up.Close() }()
-	io.Copy(down, up)
-	down.Close()
-}
-
-func (p *testProxy) requests() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.log...)
-}
 
 // viaProxy makes a transport whose every endpoint goes through proxyURL.
 func viaProxy(t *testing.T, proxyURL string, o Options) *Mux {
@@ -127,7 +42,7 @@ func proxiedGet(m *Mux, ep *Endpoint, path string) (*Response, error) {
 func TestProxyPlainHTTPInAbsoluteForm(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello "+r.URL.Path) }))
 	t.Cleanup(origin.Close)
-	px := newTestProxy(t)
+	px := testserver.NewForwardProxy(t)
 	m := viaProxy(t, "http://ann:pw@"+px.Listener.Addr().String(), Options{})
 	host := "origin.test:" + origin.URL[strings.LastIndexByte(origin.URL, ':')+1:]
 	ep := &Endpoint{Scheme: "http", Addr: host, Host: host}
@@ -138,7 +53,7 @@ func TestProxyPlainHTTPInAbsoluteForm(t *testing.T) {
 		}
 	}
 	want := []string{"GET http://" + host + "/a Basic YW5uOnB3", "GET http://" + host + "/b Basic YW5uOnB3"}
-	if got := px.requests(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := px.Requests(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the proxy saw %q, want %q", got, want)
 	}
 }
@@ -153,7 +68,7 @@ func TestProxyHTTPSThroughConnect(t *testing.T) {
 		t.Cleanup(origin.Close)
 		pool := x509.NewCertPool()
 		pool.AddCert(origin.Certificate())
-		px := newTestProxy(t)
+		px := testserver.NewForwardProxy(t)
 		m := viaProxy(t, px.URL, Options{TLS: &tls.Config{RootCAs: pool}, Protocol: proto})
 		host := "example.com:" + origin.URL[strings.LastIndexByte(origin.URL, ':')+1:]
 		ep := &Endpoint{Scheme: "https", Addr: host, Host: host}
@@ -164,7 +79,7 @@ func TestProxyHTTPSThroughConnect(t *testing.T) {
 				t.Fatalf("protocol %d request %d: %v %d %q, want %s", proto, i, err, resp.Status, resp.Body, want)
 			}
 		}
-		if got := px.requests(); len(got) != 1 || got[0] != "CONNECT "+host+" " {
+		if got := px.Requests(); len(got) != 1 || got[0] != "CONNECT "+host+" " {
 			t.Errorf("protocol %d: the proxy saw %q, want one CONNECT %s", proto, got, host)
 		}
 	}
@@ -173,8 +88,8 @@ func TestProxyHTTPSThroughConnect(t *testing.T) {
 // A proxy that wants credentials (407), to a plain-http request or to
 // CONNECT, and a CONNECT refused, fail as class proxy, saying so.
 func TestProxyRefusalsAreClassProxy(t *testing.T) {
-	px := newTestProxy(t)
-	px.auth = "Basic YW5uOnB3"
+	px := testserver.NewForwardProxy(t)
+	px.RequireAuth("Basic YW5uOnB3")
 	for _, c := range []struct {
 		proxy, scheme, want string
 		refuse              bool
@@ -184,9 +99,7 @@ func TestProxyRefusalsAreClassProxy(t *testing.T) {
 		{"http://ann:wrong@" + px.Listener.Addr().String(), "http", "refused the credentials", false},
 		{"http://ann:pw@" + px.Listener.Addr().String(), "https", "answered CONNECT example.com:443 with 403", true},
 	} {
-		px.mu.Lock()
-		px.refuseConnect = c.refuse
-		px.mu.Unlock()
+		px.SetRefuseConnect(c.refuse)
 		m := viaProxy(t, c.proxy, Options{})
 		ep := &Endpoint{Scheme: c.scheme, Addr: "example.com:443", Host: "example.com:443"}
 		_, err := proxiedGet(m, ep, "/")

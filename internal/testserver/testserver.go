@@ -1,5 +1,6 @@
-// Package testserver holds loopback servers for benchmarks of the client
-// side, where the server must cost nothing measurable.
+// Package testserver holds loopback servers for tests and benchmarks of
+// the client side: answers that cost nothing measurable, and a forward
+// proxy (proxy.go).
 package testserver
 
 import (
