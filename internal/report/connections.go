@@ -75,12 +75,21 @@ func connections(b *bytes.Buffer, r *result.Result) {
 // connRetries writes how the scenario's slots waited to retry, and its
 // hubs when it was spread over several.
 func connRetries(b *bytes.Buffer, s result.ConnScenario) {
-	if s.PeakWaiting > 0 || s.GaveUp > 0 || s.RetryAfter > 0 {
-		fmt.Fprintf(b, "    Retries: peak %d waiting to retry at once, %d gave up, %d waits lengthened by Retry-After\n", s.PeakWaiting, s.GaveUp, s.RetryAfter)
+	if r := retrySummary(s); r != "" {
+		fmt.Fprintf(b, "    Retries: %s\n", r)
 	}
 	for _, h := range s.Hubs {
 		fmt.Fprintf(b, "    Hub %s: %d opened, %d failed; peak %d open, %d open at the end; %d pushes\n", h.URL, h.Opened, h.Failed, h.PeakOpen, h.OpenAtEnd, h.Pushes)
 	}
+}
+
+// retrySummary is how the scenario's slots waited to retry ("" when none
+// did), in every report alike.
+func retrySummary(s result.ConnScenario) string {
+	if s.PeakWaiting == 0 && s.GaveUp == 0 && s.RetryAfter == 0 {
+		return ""
+	}
+	return fmt.Sprintf("peak %d waiting to retry at once, %d gave up, %d waits lengthened by Retry-After", s.PeakWaiting, s.GaveUp, s.RetryAfter)
 }
 
 // connCounts lists name counts, largest first, then by name.
@@ -121,6 +130,16 @@ type connRow struct {
 	Peak, OpenAtEnd          string
 	Disconnects, Pushes      string
 	MessagesIn, MessagesOut  string
+	// Retries is retrySummary's, "–" when none waited; Hubs are the
+	// scenario's hubs when it was spread over several.
+	Retries string
+	Hubs    []hubRow
+}
+
+// hubRow is one hub of a scenario spread over several, as the text
+// summary's Hub line counts it.
+type hubRow struct {
+	URL, Opened, Failed, Peak, OpenAtEnd, Pushes string
 }
 
 func connRows(r *result.Result) []connRow {
@@ -148,7 +167,18 @@ func connRows(r *result.Result) []connRow {
 			Disconnects: dashIfEmpty(connCounts(s.Disconnects)), Pushes: dashIfEmpty(pushes),
 			MessagesIn:  fmt.Sprintf("%d (%s)", s.MessagesIn, connBytes(s.BytesIn)),
 			MessagesOut: fmt.Sprintf("%d (%s)", s.MessagesOut, connBytes(s.BytesOut)),
+			Retries:     dashIfEmpty(retrySummary(s)),
+			Hubs:        hubRows(s.Hubs),
 		})
+	}
+	return rows
+}
+
+func hubRows(hubs []result.HubCount) []hubRow {
+	var rows []hubRow
+	for _, h := range hubs {
+		rows = append(rows, hubRow{URL: h.URL, Opened: fmt.Sprint(h.Opened), Failed: fmt.Sprint(h.Failed),
+			Peak: fmt.Sprint(h.PeakOpen), OpenAtEnd: fmt.Sprint(h.OpenAtEnd), Pushes: fmt.Sprint(h.Pushes)})
 	}
 	return rows
 }

@@ -196,12 +196,20 @@ func mdConnections(b *bytes.Buffer, r *result.Result) {
 		return
 	}
 	b.WriteString("### Connections\n\n")
-	var cells [][]string
+	var cells, hubs [][]string
 	for _, c := range rows {
-		cells = append(cells, []string{c.Scenario, c.Protocol, c.Attempts, c.Opened, c.Failed, c.Peak, c.OpenAtEnd, c.Disconnects, c.Pushes, c.MessagesIn, c.MessagesOut})
+		cells = append(cells, []string{c.Scenario, c.Protocol, c.Attempts, c.Opened, c.Failed, c.Peak, c.OpenAtEnd, c.Disconnects, c.Pushes, c.MessagesIn, c.MessagesOut, c.Retries})
+		for _, h := range c.Hubs {
+			hubs = append(hubs, []string{c.Scenario, h.URL, h.Opened, h.Failed, h.Peak, h.OpenAtEnd, h.Pushes})
+		}
 	}
-	mdTable(b, []string{"Scenario", "Protocol", "Attempts", "Opened", "Failed", "Peak open", "Open at end", "Disconnects", "Pushes", "Messages in", "Messages out"}, cells)
+	mdTable(b, []string{"Scenario", "Protocol", "Attempts", "Opened", "Failed", "Peak open", "Open at end", "Disconnects", "Pushes", "Messages in", "Messages out", "Retries"}, cells)
 	b.WriteString("\n")
+	if len(hubs) > 0 {
+		b.WriteString("#### Hubs\n\n")
+		mdTable(b, []string{"Scenario", "Hub", "Opened", "Failed", "Peak open", "Open at end", "Pushes"}, hubs)
+		b.WriteString("\n")
+	}
 }
 
 // mdServer writes the text summary's server table and monitor problems.
