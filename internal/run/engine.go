@@ -149,15 +149,17 @@ func (r *runner) prepareOpenOnce(preopen bool) {
 	}
 }
 
-// closeOpen lets an open model's loops go once the run is over: a run
-// that ended before its load (a cancelled wait for its start time)
-// closes the connections they opened, and the spare P is given back.
+// closeOpen lets an open model's loops go once its load is over, or the
+// run ended before it (a cancelled wait for its start time: the
+// connections they opened are closed), and gives the spare P back. A
+// second call does nothing more.
 func (r *runner) closeOpen() {
 	o := r.eng.open
 	if o == nil {
 		return
 	}
 	if !o.launched {
+		o.launched = true // nothing is left to close a second time
 		o.e.Discard()
 	}
 	o.release()

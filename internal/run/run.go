@@ -414,7 +414,10 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 	close(tickStop)
 	<-tickDone
 	r.mon.finish(ctx)
-	return r.build(false), nil
+	res := r.build(false)
+	// The load is over: the spare P goes back before any teardown.
+	r.closeOpen() // engine.go
+	return res, nil
 }
 
 // ticker closes series intervals on the run clock and checkpoints.

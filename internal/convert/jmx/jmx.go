@@ -180,9 +180,7 @@ func (c *conv) captureName(n string) string {
 		return p
 	}
 	p := ident(n)
-	// The template parser reads any name starting "rand_int" as the
-	// function.
-	if reserved[p] || strings.HasPrefix(p, "rand_int") {
+	if reserved[p] {
 		p = "v_" + p
 	}
 	c.captures[n] = p
