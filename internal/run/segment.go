@@ -85,7 +85,7 @@ func waitStart(ctx context.Context, o Options, ready func()) error {
 		// Too close or past: what ready does before the start is done
 		// at it instead, on the run's clock (an open model's first
 		// arrivals dial for themselves).
-		return nil
+		return sleepCtx(ctx, time.Until(o.StartAt), o)
 	}
 	if err := sleepCtx(ctx, time.Until(o.StartAt)-readyLead, o); err != nil {
 		return err

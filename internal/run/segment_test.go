@@ -133,3 +133,31 @@ load:
 		}
 	}
 }
+
+// waitStart returns at the start time, never before it, whether or not
+// there was time to get ready first; ready runs once, before the start
+// time, only when there was (readyLead). Before, a start time closer
+// than readyLead returned at once, and only a monitor's own wait kept
+// the load from starting early. Lower bounds only: a slow machine
+// returns later, never sooner.
+func TestWaitStartNeverReturnsEarly(t *testing.T) {
+	for _, lead := range []time.Duration{readyLead / 2, readyLead + 200*time.Millisecond} {
+		start := time.Now().Add(lead)
+		readies := 0
+		var readyAt time.Time
+		err := waitStart(context.Background(), Options{StartAt: start}, func() { readies++; readyAt = time.Now() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now := time.Now(); now.Before(start) {
+			t.Errorf("lead %v: returned %v before the start time", lead, start.Sub(now))
+		}
+		want := 0
+		if lead > readyLead {
+			want = 1
+		}
+		if readies != want || want == 1 && !readyAt.Before(start) {
+			t.Errorf("lead %v: ready ran %d times (at %v before the start), want %d before it", lead, readies, start.Sub(readyAt), want)
+		}
+	}
+}
