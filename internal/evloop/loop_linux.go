@@ -345,8 +345,8 @@ func newLoop(e *Engine, i int) (*loop, error) {
 		// The first turn is the timer's, expired at once: its wait
 		// reports it with whatever the pre-opened connections met since
 		// they opened (a server that closes a connection that sent
-		// nothing, after a monitor's lead), so the first arrivals do
-		// not go to connections already closed.
+		// nothing, in the time before a segment's start), so the first
+		// arrivals do not go to connections already closed.
 		l.arm(1)
 	}
 	return l, nil
