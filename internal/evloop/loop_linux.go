@@ -91,9 +91,8 @@ func Prepare(cfg Config) (*Engine, error) {
 func (e *Engine) Discard() {
 	for _, l := range e.loops {
 		for _, c := range l.conns {
-			if c != nil && c.fd >= 0 {
-				unix.Close(c.fd)
-				c.fd = -1
+			if c != nil {
+				l.closeConn(c)
 			}
 		}
 		l.closeFDs()

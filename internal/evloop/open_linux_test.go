@@ -5,6 +5,7 @@ package evloop
 import (
 	"bytes"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -345,4 +346,38 @@ func TestOpenLoopPreopenAgainstARefusingTarget(t *testing.T) {
 	if tot := rec.Snapshot().Totals; tot.Requests != 1 || tot.Failed != 1 || arr.dropped != 0 {
 		t.Errorf("recorded %d requests (%d failed), dropped %d; want the one arrival, failed, none dropped", tot.Requests, tot.Failed, arr.dropped)
 	}
+}
+
+// Discard closes what Prepare opened for an engine never launched (a run
+// stopped while it waited for its start time): the pre-opened sockets
+// and the loop's own files, none left open.
+func TestDiscardClosesWhatPrepareOpened(t *testing.T) {
+	addr, accepted := newAcceptCounter(t)
+	before := openFiles(t)
+	rig := prepareOpenLoop(t, addr, &listedArrivals{due: []time.Time{time.Now()}}, OpenLoop{Max: 16, Preopen: 6}, func() {})
+	for i := 0; i < 2000 && accepted.Load() < 6; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if got := openFiles(t); got < before+6 {
+		t.Fatalf("%d files open after Prepare, want at least %d more than the %d before", got, 6, before)
+	}
+	rig.e.Discard()
+	// The server's side of each closes once it reads the close (its
+	// goroutines trail the client's), so wait for the count, bounded.
+	for i := 0; i < 2000 && openFiles(t) > before; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if got := openFiles(t); got != before {
+		t.Errorf("%d files open after Discard, want the %d before Prepare", got, before)
+	}
+}
+
+// openFiles counts the process's open file descriptors.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }
