@@ -169,11 +169,15 @@ func (lr *levelRun) window(lv *result.Level, lp *plan.Plan, res *result.Result) 
 	lr.mu.Lock()
 	before, settled, atEnd := lr.cut, lr.inPlace, lr.last
 	lr.mu.Unlock()
+	// No measured part: the run ended (or was stopped) before the cut, or
+	// as it was taken. A cut snapshotted as a stop lands reads the clock
+	// after the stopped run's end.
+	unmeasured := before == nil || before.Run.DurationS >= res.Run.DurationS
 	switch {
-	case before == nil && res.Run.Partial:
+	case unmeasured && res.Run.Partial:
 		// Interrupted during the ramp: nothing of the level was measured.
 		return sameRun(emptyPartial(lp, res.Run.PartialReason), res), nil
-	case before == nil || before.Run.DurationS >= res.Run.DurationS:
+	case unmeasured:
 		// The run ended before its population was in place: there is no
 		// measured part, and no figure of the level to show.
 		lv.NotInPlace = endedBeforeInPlace(res.Run.DurationS)
