@@ -10,7 +10,8 @@ import (
 )
 
 // Write stores r at path atomically: a reader sees the old file or the new
-// one, never half of one, even if the process dies mid-write.
+// one, never half of one, even if the process dies mid-write. A device or
+// a pipe at path is written in place (isStream).
 func Write(path string, r *Result) error {
 	data, err := encode(r)
 	if err != nil {
@@ -23,6 +24,12 @@ func Write(path string, r *Result) error {
 }
 
 func writeFile(path string, data []byte) error {
+	if stream, err := isStream(path); err != nil || stream {
+		if err != nil {
+			return err
+		}
+		return writeStream(path, data)
+	}
 	tmp, err := tempIn(path)
 	if err != nil {
 		return err

@@ -29,6 +29,10 @@ type Output struct {
 	path string
 	mu   sync.Mutex
 
+	// stream is a device or pipe at path (isStream): no checkpoint, no
+	// spare files, the final result written into it once.
+	stream *os.File
+
 	// reserve holds disk space for the final result.
 	reserve     *os.File
 	reserveName string
@@ -79,6 +83,16 @@ func FormatBytes(n int64) string {
 // for the final write. It fails with a *SpaceError when the file system
 // has less than that free. Close releases what is left.
 func Open(path string, need int64) (*Output, error) {
+	if stream, err := isStream(path); err != nil || stream {
+		if err != nil {
+			return nil, err
+		}
+		f, err := openStream(path)
+		if err != nil {
+			return nil, err
+		}
+		return &Output{path: path, stream: f}, nil
+	}
 	dir := filepath.Dir(path)
 	free, ok := freeBytes(dir)
 	if ok && free < need {
@@ -194,7 +208,7 @@ func (o *Output) Checkpoint(r *Result) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.complete {
+	if o.complete || o.stream != nil {
 		return nil
 	}
 	if err := o.checkpoint(data); err != nil {
@@ -273,6 +287,9 @@ func (o *Output) Final(r *Result) error {
 		// complete result with a partial one.
 		return nil
 	}
+	if o.stream != nil {
+		return o.finalStream(r, data)
+	}
 	if o.reserve != nil {
 		err = fill(o.reserve, data)
 		if err == nil {
@@ -292,6 +309,20 @@ func (o *Output) Final(r *Result) error {
 		if err == nil {
 			err = err2
 		}
+		return fmt.Errorf("write result %s: %w", o.path, err)
+	}
+	o.finalDone(r)
+	return nil
+}
+
+// finalStream writes the one result a device or pipe gets: a reader of a
+// pipe takes one document, so a partial result written as a second
+// Ctrl-C races the run's end is the last one, not the first of two.
+func (o *Output) finalStream(r *Result, data []byte) error {
+	if o.saved {
+		return nil
+	}
+	if _, err := o.stream.Write(data); err != nil {
 		return fmt.Errorf("write result %s: %w", o.path, err)
 	}
 	o.finalDone(r)
@@ -318,12 +349,12 @@ func (o *Output) Close() error {
 			os.Remove(name)
 		}
 	}
-	for _, f := range []*os.File{o.reserve, o.cur, o.scratch} {
+	for _, f := range []*os.File{o.reserve, o.cur, o.scratch, o.stream} {
 		if f != nil {
 			f.Close()
 		}
 	}
-	o.reserve, o.cur, o.scratch = nil, nil, nil
+	o.reserve, o.cur, o.scratch, o.stream = nil, nil, nil, nil
 	o.reserveName, o.scratchName, o.firstName = "", "", ""
 	return nil
 }

@@ -33,6 +33,9 @@ func (f Failures) apply(opts *run.Options, out string, stderr io.Writer) (func()
 	if f.Keep == 0 {
 		return func() {}, nil
 	}
+	if err := besideResult(out, "--keep-failures"); err != nil {
+		return nil, err
+	}
 	path := metrics.FailuresPath(out)
 	log, err := metrics.OpenFailureLog(path, f.Keep)
 	if err != nil {

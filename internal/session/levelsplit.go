@@ -115,6 +115,9 @@ func (pr Process) levelRunner(l LevelSplit, p *plan.Plan, planFile, out string) 
 	if l.Workers <= 1 {
 		return nil, nil
 	}
+	if err := besideResult(out, "--workers"); err != nil {
+		return nil, err
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return nil, Fail(ExitRun, fmt.Errorf("the workers run this executable: %v", err))

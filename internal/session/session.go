@@ -169,6 +169,8 @@ func Open(o Options) (*Session, error) {
 	switch {
 	case errors.As(err, &se):
 		return nil, Fail(ExitRun, fmt.Errorf("%v\nNothing was sent.", err))
+	case err != nil && result.IsStream(o.Out):
+		return nil, Fail(ExitUsage, err)
 	case err != nil:
 		return nil, Fail(ExitUsage, fmt.Errorf("cannot write the result next to %s: %v", o.Out, err))
 	}

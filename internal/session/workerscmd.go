@@ -87,6 +87,9 @@ func (pr Process) workersPlan(r RunRequest) (*plan.Plan, error) {
 // workers is the executor of run --workers: the worker processes, and
 // the setup and teardown run here, once for the test.
 func (pr Process) workers(p *plan.Plan, r RunRequest) (*Workers, error) {
+	if err := besideResult(r.Out, "--workers"); err != nil {
+		return nil, err
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return nil, Fail(ExitRun, fmt.Errorf("cannot find the stampede executable to start workers: %v", err))

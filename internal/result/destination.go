@@ -1,0 +1,74 @@
+package result
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// isStream reports whether path names a character device or a pipe
+// (-o /dev/null, -o /dev/stdout, a mkfifo, bash's -o >(jq .)): such a
+// file cannot be replaced, only written, so it gets the final result
+// once, in place. Renaming a file over it, as a regular result is
+// written, would delete the device (as root, /dev/null itself) and leave
+// the reader of a pipe with nothing. A directory, a socket or a block
+// device is refused before any load rather than found out at the final
+// write, with everything measured lost.
+func isStream(path string) (bool, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	m := fi.Mode()
+	switch {
+	case m.IsRegular():
+		return false, nil
+	case m.IsDir():
+		return false, fmt.Errorf("%s is a directory: name a file in it, such as %s", path, filepath.Join(path, "result.json"))
+	case m&fs.ModeNamedPipe != 0, m&fs.ModeCharDevice != 0:
+		return true, nil
+	}
+	return false, fmt.Errorf("%s is not a regular file, a character device or a pipe (%s): name a file", path, m.Type())
+}
+
+// CheckDestination refuses, before any load, a result path that cannot
+// take a result: a directory, a socket, a block device.
+func CheckDestination(path string) error {
+	_, err := isStream(path)
+	return err
+}
+
+// IsStream reports whether path is a device or a pipe, written once with
+// the final result (isStream); an unreadable path is not.
+func IsStream(path string) bool {
+	stream, err := isStream(path)
+	return stream && err == nil
+}
+
+// openStream opens a device or pipe for the final result. A pipe nobody
+// reads yet is an error now, not a run that hangs at its end.
+func openStream(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|oNonblock, 0)
+	if errors.Is(err, errNoReader) {
+		return nil, fmt.Errorf("no process reads the pipe %s: start its reader first", path)
+	}
+	return f, err
+}
+
+// writeStream writes one document to a device or pipe, whole.
+func writeStream(path string, data []byte) error {
+	f, err := openStream(path)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

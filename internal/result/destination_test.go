@@ -1,0 +1,174 @@
+//go:build linux
+
+package result
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fifo makes a named pipe with a reader already at it, as a shell's pipe
+// reader is (-o >(jq .)), and reads what is written to it until the
+// writer closes; the returned function waits for what was read.
+func fifo(t *testing.T) (path string, read func() []byte) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "out.json")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip(err)
+	}
+	// Opened non-blocking, the reader is there at once; before any writer
+	// has come, a read says end of file, which is not yet the end.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		defer f.Close()
+		var b bytes.Buffer
+		deadline := time.Now().Add(30 * time.Second)
+		buf := make([]byte, 4096)
+		for time.Now().Before(deadline) {
+			n, err := f.Read(buf)
+			b.Write(buf[:n])
+			switch {
+			case err == io.EOF && b.Len() > 0:
+				got <- b.Bytes()
+				return
+			case err == io.EOF:
+				time.Sleep(time.Millisecond)
+			case err != nil:
+				got <- nil
+				return
+			}
+		}
+		got <- nil
+	}()
+	return path, func() []byte {
+		select {
+		case b := <-got:
+			return b
+		case <-time.After(40 * time.Second):
+			t.Fatal("the pipe's reader saw no end within 40s")
+			return nil
+		}
+	}
+}
+
+func isPipe(t *testing.T, path string) bool {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode()&os.ModeNamedPipe != 0
+}
+
+// -o to a pipe (mkfifo, bash's >(jq .)) or a device (/dev/null): the
+// result is written into it, once, and it is still a pipe afterwards.
+// Before, the final rename replaced it with a regular file (as root, -o
+// /dev/null deleted the device), and a pipe's reader got nothing.
+func TestResultIntoAPipeIsWrittenNotReplaced(t *testing.T) {
+	path, read := fifo(t)
+	o, err := Open(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Checkpoint(small(t, 3, true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Final(small(t, 5, false)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Final(small(t, 4, true)); err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	got := read()
+	if !isPipe(t, path) {
+		t.Fatalf("%s is no longer a pipe", path)
+	}
+	dec := json.NewDecoder(bytes.NewReader(got))
+	var docs []Result
+	for {
+		var r Result
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("the pipe got no whole result: %v\n%.300s", err, got)
+		}
+		docs = append(docs, r)
+	}
+	if len(docs) != 1 || docs[0].Totals.Requests != 5 || docs[0].Run.Partial {
+		t.Fatalf("the pipe got %d results (want the final one, 5 requests, once): %.300s", len(docs), got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*")); len(left) > 0 {
+		t.Errorf("spare files beside a pipe: %v", left)
+	}
+}
+
+// merge -o PIPE goes through Write.
+func TestWriteIntoAPipe(t *testing.T) {
+	path, read := fifo(t)
+	if err := Write(path, small(t, 2, false)); err != nil {
+		t.Fatal(err)
+	}
+	got := read()
+	if !isPipe(t, path) {
+		t.Fatalf("%s is no longer a pipe", path)
+	}
+	if _, err := Decode(got); err != nil {
+		t.Fatalf("the pipe got no whole result: %v", err)
+	}
+}
+
+// A pipe nobody reads fails at Open, before any load, instead of hanging
+// the run's end.
+func TestResultIntoAPipeNobodyReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.json")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		o, err := Open(path, 1<<20)
+		if err == nil {
+			o.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no process reads the pipe") {
+			t.Fatalf("Open: %v, want no process reads the pipe", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Open waited for a reader")
+	}
+}
+
+// -o DIR: before, the load ran and its end found the rename failing,
+// everything measured lost.
+func TestResultIntoADirectoryIsRefusedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckDestination(dir); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("CheckDestination(dir): %v, want is a directory", err)
+	}
+	if o, err := Open(dir, 1<<20); err == nil {
+		o.Close()
+		t.Error("Open(dir) succeeded")
+	}
+	if err := Write(dir, small(t, 1, false)); err == nil {
+		t.Error("Write(dir) succeeded")
+	}
+	if !IsStream(os.DevNull) {
+		t.Errorf("%s is not taken for a device", os.DevNull)
+	}
+}
