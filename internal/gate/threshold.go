@@ -28,7 +28,9 @@ const (
 	Rate
 	// Count metrics are numbers of requests or iterations.
 	Count
-	// Throughput is requests per second over the measured run duration.
+	// Throughput is requests per second over the measured run duration,
+	// of those sent that came to an end (result.Totals.Timed): a dropped
+	// arrival was never sent.
 	Throughput
 )
 
@@ -296,6 +298,7 @@ func compare(got float64, op string, want float64) bool {
 type scope struct {
 	what                         string
 	requests, successful, failed int64
+	timed                        int64 // requests sent that came to an end (result.Totals.Timed)
 	byClass                      map[string]int64
 	ok, all                      []result.Latency
 	iterations                   int64
@@ -306,7 +309,7 @@ func scopeOf(r *result.Result, step string) (scope, error) {
 	if step == "" {
 		return scope{
 			what: "the run", requests: r.Totals.Requests, successful: r.Totals.Successful,
-			failed: r.Totals.Failed, byClass: r.Totals.ByClass,
+			failed: r.Totals.Failed, timed: r.Totals.Timed(), byClass: r.Totals.ByClass,
 			ok: []result.Latency{r.Totals.LatencyOK}, all: []result.Latency{r.Totals.LatencyAll},
 			iterations: r.Totals.Iterations, whole: true,
 		}, nil
@@ -321,6 +324,7 @@ func scopeOf(r *result.Result, step string) (scope, error) {
 		}
 		found = true
 		s.requests += st.Requests
+		s.timed += st.Timed()
 		s.successful += st.Successful
 		s.failed += st.Failed
 		for c, n := range st.ByClass {
@@ -376,7 +380,7 @@ func (t Threshold) Measure(r *result.Result) (float64, string, error) {
 		if r.Run.DurationS <= 0 {
 			return 0, "", fmt.Errorf("the run has no measured duration, so rps is undefined")
 		}
-		v := float64(s.requests) / r.Run.DurationS
+		v := float64(s.timed) / r.Run.DurationS
 		return v, fmt.Sprintf("%.2f/s", v), nil
 	}
 	return 0, "", fmt.Errorf("metric %q cannot be measured", m)

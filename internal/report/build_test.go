@@ -64,8 +64,9 @@ func build(t *testing.T, r result.Result, specs ...stepSpec) *result.Result {
 		for _, f := range sp.fails {
 			s.ByClass[f.class.String()] += f.n
 			s.Failed += f.n
-			// A dropped arrival never ran, so it has no latency to record.
-			if f.class != sample.Dropped {
+			// A dropped arrival never ran, and one cut off at the end never
+			// finished: neither has a latency to record.
+			if f.class != sample.Dropped && f.class != sample.Interrupted {
 				f.lat.record(t, []*hdr.Histogram{allH, totAll}, f.n)
 			}
 		}

@@ -43,7 +43,7 @@ func ReadAll(paths []string) ([]*result.Result, error) {
 func Brief(w io.Writer, r *result.Result) error {
 	rps := 0.0
 	if r.Run.DurationS > 0 {
-		rps = float64(r.Totals.Requests) / r.Run.DurationS
+		rps = float64(r.Totals.Timed()) / r.Run.DurationS
 	}
 	l := r.Totals.LatencyAll
 	return json.NewEncoder(w).Encode(map[string]any{

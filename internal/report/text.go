@@ -210,15 +210,11 @@ func pct(n, of int64) string {
 
 func summary(b *bytes.Buffer, r *result.Result) {
 	t := r.Totals
-	rps := 0.0
-	if r.Run.DurationS > 0 {
-		rps = float64(t.Requests) / r.Run.DurationS
-	}
 	fmt.Fprintf(b, "%-20s%s\n", "Duration:", runDuration(r.Run.DurationS))
 	fmt.Fprintf(b, "%-20s%d\n", "Total Requests:", t.Requests)
 	fmt.Fprintf(b, "%-20s%d (%s)\n", "Successful:", t.Successful, pct(t.Successful, t.Requests))
 	fmt.Fprintf(b, "%-20s%d (%s)\n", "Failed:", t.Failed, pct(t.Failed, t.Requests))
-	fmt.Fprintf(b, "%-20s%.2f req/s\n\n", "Throughput:", rps)
+	fmt.Fprintf(b, "%-20s%.2f req/s%s\n\n", "Throughput:", throughput(r), unsentNote(t))
 }
 
 func errorBreakdown(b *bytes.Buffer, byClass map[string]int64) {
@@ -489,4 +485,14 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// unsentNote says, where some requests have no end on the wire, that the
+// throughput leaves them out (result.Totals.Timed): the failure counts
+// above hold them.
+func unsentNote(t result.Totals) string {
+	if n := t.Requests - t.Timed(); n > 0 {
+		return fmt.Sprintf(" (%s not sent or cut off left out)", plural(int(n), "request"))
+	}
+	return ""
 }

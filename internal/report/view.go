@@ -132,7 +132,7 @@ func throughput(r *result.Result) float64 {
 	if r.Run.DurationS <= 0 {
 		return 0
 	}
-	return float64(r.Totals.Requests) / r.Run.DurationS
+	return float64(r.Totals.Timed()) / r.Run.DurationS
 }
 
 func failRate(requests, failed int64) float64 {
