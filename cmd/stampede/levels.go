@@ -118,8 +118,9 @@ func sweepCmd(pr session.Process, k8s *session.K8sRequest) *cobra.Command {
 		Use:   "sweep PLAN (--users L1,L2,... | --rate R1,R2,... | --tenants T1,T2,...)",
 		Short: "Run the plan at every level and print one table, a column per level",
 		Long: `Run the plan once per level, whatever each level's result, and print the
-classic sweep table: rows P95 (successful requests) and Requests Failed, one
-column per level, as text or Markdown (--format md). Each level holds for
+classic sweep table: rows P95 (successful requests) and Requests Failed, then
+each criterion the levels were judged by (✓/✗ with the measured value) and a
+Verdict row, one column per level, as text or Markdown (--format md). Each level holds for
 --hold (default: the plan's gates.hold, else 30s) after an unmeasured
 --ramp. One result file holds every level.
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/gate"
@@ -254,10 +255,15 @@ func (c *Capacity) conclude(p *plan.Plan, levels []result.Level) {
 // doubling of a millisecond-scale p95 is as often the generator host's
 // scheduling noise as the target queueing, and with no bound given there
 // is nothing to tell a rise that matters from one that does not.
+//
+// Only judged levels count: complete, measured, and not suspect. A level
+// whose generator lagged says more about the generator than the target,
+// so it is never the knee, the level before it, nor the lowest level whose
+// p95 a rise is measured from.
 func FindKnee(levels []result.Level) (Knee, bool) {
 	var ls []result.Level
 	for _, l := range levels {
-		if l.Result != nil && l.Result.Run.DurationS > 0 && !l.Result.Run.Partial {
+		if kneeJudges(l) {
 			ls = append(ls, l)
 		}
 	}
@@ -298,6 +304,29 @@ func FindKnee(levels []result.Level) (Knee, bool) {
 	return Knee{FollowedUpTo: prev.Value, P95BeforeUS: prev.Result.Totals.LatencyOK.P95US}, false
 }
 
+// kneeJudges reports whether the knee may be drawn from a level: it ran in
+// full, measured something, and is not suspect.
+func kneeJudges(l result.Level) bool {
+	return l.Result != nil && l.Result.Run.DurationS > 0 && !l.Result.Run.Partial && l.Suspect == ""
+}
+
+// suspectBetween is the offered rates, in order, of the complete levels
+// over lo and under hi that the knee left out as suspect.
+func suspectBetween(levels []result.Level, lo, hi float64) []string {
+	var vs []float64
+	for _, l := range levels {
+		if l.Suspect != "" && l.Value > lo && l.Value < hi && l.Result != nil && !l.Result.Run.Partial {
+			vs = append(vs, l.Value)
+		}
+	}
+	sort.Float64s(vs)
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = compact(v) + "/s"
+	}
+	return out
+}
+
 // latencyBoundUS is the tightest upper bound, in microseconds, that the
 // levels' SLOs put on a latency ("p95 < 500ms", "p99 <= 1s", "avg <
 // 200ms", for the whole run or one step); 0 when none does.
@@ -332,6 +361,35 @@ func achievedIterations(r *result.Result) float64 {
 	// Scale by the success rate: with one request per iteration this is
 	// exact; with several it is the share of work that succeeded.
 	return iters * float64(r.Totals.Successful) / float64(r.Totals.Requests) / r.Run.DurationS
+}
+
+// writeKnee prints the knee line. The knee is drawn from judged levels
+// only (FindKnee), so the line names the suspect levels it left out where
+// they are what a reader would look for: below a knee at the lowest rate
+// judged, above the highest rate judged when there is no knee.
+func writeKnee(w io.Writer, c *Capacity, levels []result.Level) {
+	k := c.Knee
+	switch {
+	case c.KneeFound && k.FollowedUpTo > 0:
+		fmt.Fprintf(w, "Knee: throughput followed the offered rate up to %s/s (p95 %s); at %s/s: %s\n",
+			compact(k.FollowedUpTo), result.FormatDuration(k.P95BeforeUS), compact(k.AtRate), k.Reason)
+	case c.KneeFound:
+		if below := suspectBetween(levels, 0, k.AtRate); len(below) > 0 {
+			// Lower rates ran, but their figures are the generator's.
+			fmt.Fprintf(w, "Knee: at the lowest rate judged (%s below it suspect); at %s/s: %s\n",
+				strings.Join(below, ", "), compact(k.AtRate), k.Reason)
+			return
+		}
+		fmt.Fprintf(w, "Knee: already at the lowest rate, %s/s: %s\n", compact(k.AtRate), k.Reason)
+	case k.FollowedUpTo > 0:
+		fmt.Fprintf(w, "Knee: not reached - throughput followed the offered rate up to %s/s", compact(k.FollowedUpTo))
+		if above := suspectBetween(levels, k.FollowedUpTo, math.Inf(1)); len(above) > 0 {
+			fmt.Fprintf(w, "; %s above it suspect, not judged", strings.Join(above, ", "))
+		}
+		fmt.Fprintln(w)
+	case len(suspectBetween(levels, 0, math.Inf(1))) > 0:
+		fmt.Fprintln(w, "Knee: not judged - every level that ran in full was suspect")
+	}
 }
 
 // LittleAt applies Little's law to one level's result.
@@ -410,17 +468,7 @@ func WriteCapacity(w io.Writer, c *Capacity, slo []string) error {
 	if c.BoundBy != "" {
 		fmt.Fprintf(w, "Bound by: %s\n", c.BoundBy)
 	}
-	if c.KneeFound {
-		k := c.Knee
-		if k.FollowedUpTo > 0 {
-			fmt.Fprintf(w, "Knee: throughput followed the offered rate up to %s/s (p95 %s); at %s/s: %s\n",
-				compact(k.FollowedUpTo), result.FormatDuration(k.P95BeforeUS), compact(k.AtRate), k.Reason)
-		} else {
-			fmt.Fprintf(w, "Knee: already at the lowest rate, %s/s: %s\n", compact(k.AtRate), k.Reason)
-		}
-	} else if c.Knee.FollowedUpTo > 0 {
-		fmt.Fprintf(w, "Knee: not reached - throughput followed the offered rate up to %s/s\n", compact(c.Knee.FollowedUpTo))
-	}
+	writeKnee(w, c, levels)
 	if l := c.Little; l.RPS > 0 {
 		fmt.Fprintf(w, "Little's law at %s/s: %.1f req/s x %s mean latency = %.1f requests in flight",
 			compact(c.Rate), l.RPS, result.FormatDuration(int64(l.AvgLatencyUS)), l.BusyUsers)

@@ -366,6 +366,20 @@ func measured(r *result.Result) bool {
 	return false
 }
 
+// NamedVerdicts are a multi-level result's thresholds: each level's
+// verdicts, named by level ("users 250: p95 < 500ms"). The levels are
+// judged one by one; their sum, which ran no single load, is not.
+func NamedVerdicts(levels []result.Level) []result.Threshold {
+	out := []result.Threshold{}
+	for _, l := range levels {
+		for _, t := range l.SLO {
+			t.Expr = fmt.Sprintf("%s %s: %s", l.Vary, FormatLevel(l.Vary, l.Value), t.Expr)
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Combine builds the whole-run result: totals, steps and series of every
 // level merged (histograms exactly), each level's verdicts as thresholds
 // named by level, and indicators of the whole including those only a
@@ -413,13 +427,7 @@ func Combine(p *plan.Plan, levels []result.Level) *result.Result {
 	}
 	top.Run.Partial = len(partial) > 0
 	top.Run.PartialReason = strings.Join(partial, "; ")
-	top.Thresholds = []result.Threshold{}
-	for _, l := range levels {
-		for _, t := range l.SLO {
-			t.Expr = fmt.Sprintf("%s %s: %s", l.Vary, FormatLevel(l.Vary, l.Value), t.Expr)
-			top.Thresholds = append(top.Thresholds, t)
-		}
-	}
+	top.Thresholds = NamedVerdicts(levels)
 	top.Indicators = gate.LevelIndicators(levels)
 	for _, in := range gate.Indicators(top) {
 		// Saturation across levels says more than the same finding in the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -58,7 +59,8 @@ func Percent(f float64) string {
 }
 
 // Cell is one sweep table figure with the number it came from, so a test
-// can hold the table to the per-level result data.
+// can hold the table to the per-level result data. A verdict's cell has
+// only its text.
 type Cell struct {
 	Text  string
 	Value float64
@@ -70,13 +72,25 @@ type SweepRow struct {
 	Cells  []Cell
 }
 
+// sweepVerdictRow heads the sweep table's last row: each level's verdict.
+const sweepVerdictRow = "Verdict"
+
 // SweepTable is the sweep's summary table: one column per level, rows P95
 // (of successful requests, as the run's latency statistics are) and
-// Requests Failed.
+// Requests Failed; then, as the gates table has a column for each, one row
+// per criterion the levels were judged by (its verdict with the measured
+// value) and a last row with each level's verdict (levelVerdict), so a
+// sweep that exits 1 shows which level missed what.
 func SweepTable(levels []result.Level) (header []string, rows []SweepRow) {
 	header = []string{"Metric"}
 	p95 := SweepRow{Metric: "P95"}
 	failed := SweepRow{Metric: "Requests Failed"}
+	crit := criteriaOf(levels)
+	judged := make([]SweepRow, len(crit))
+	for k, e := range crit {
+		judged[k].Metric = e
+	}
+	overall := SweepRow{Metric: sweepVerdictRow}
 	for i, l := range levels {
 		h := FormatLevel(l.Vary, l.Value)
 		if i == 0 {
@@ -86,6 +100,10 @@ func SweepTable(levels []result.Level) (header []string, rows []SweepRow) {
 			}
 		}
 		header = append(header, h)
+		for k, e := range crit {
+			judged[k].Cells = append(judged[k].Cells, Cell{Text: verdictOf(l.SLO, e)})
+		}
+		overall.Cells = append(overall.Cells, Cell{Text: levelVerdict(l)})
 		r := l.Result
 		if r == nil || r.Totals.Requests == 0 {
 			p95.Cells = append(p95.Cells, Cell{Text: "-"})
@@ -101,7 +119,22 @@ func SweepTable(levels []result.Level) (header []string, rows []SweepRow) {
 		f := float64(r.Totals.Failed) / float64(r.Totals.Requests)
 		failed.Cells = append(failed.Cells, Cell{Text: Percent(f), Value: f})
 	}
-	return header, []SweepRow{p95, failed}
+	rows = append([]SweepRow{p95, failed}, judged...)
+	return header, append(rows, overall)
+}
+
+// criteriaOf is every criterion the levels were judged by, in the order
+// they were judged (Criteria: the SLO, then the plan's thresholds).
+func criteriaOf(levels []result.Level) []string {
+	var out []string
+	for _, l := range levels {
+		for _, t := range l.SLO {
+			if !slices.Contains(out, t.Expr) {
+				out = append(out, t.Expr)
+			}
+		}
+	}
+	return out
 }
 
 // WriteSweep prints the sweep table as text ("text") or Markdown ("md").
@@ -153,8 +186,9 @@ func escapeMD(row []string) []string {
 }
 
 // WriteGates prints one row per planned level: throughput, latencies,
-// errors, each SLO's verdict with its measured value, and the level's
-// headline indicator. Levels after a failed gate show as not run.
+// errors, each SLO's verdict with its measured value, the level's
+// headline indicator and its verdict (levelVerdict). Levels after a failed
+// gate show as not run.
 func WriteGates(w io.Writer, vary string, planned []float64, slo []string, levels []result.Level, format string) error {
 	header := []string{vary, "req/s", "P50", "P95", "P99", "errors"}
 	header = append(header, slo...)
@@ -167,7 +201,7 @@ func WriteGates(w io.Writer, vary string, planned []float64, slo []string, level
 			for range slo {
 				row = append(row, "-")
 			}
-			row = append(row, "-", "-", "not run")
+			row = append(row, "-", "-", verdictNotRun)
 			table = append(table, row)
 			continue
 		}
@@ -177,7 +211,7 @@ func WriteGates(w io.Writer, vary string, planned []float64, slo []string, level
 		// read as a target that served nothing.
 		rps := "-"
 		if r.Run.DurationS > 0 {
-			rps = fmt.Sprintf("%.1f", float64(r.Totals.Requests)/r.Run.DurationS)
+			rps = fmt.Sprintf("%.1f", float64(r.Totals.Timed())/r.Run.DurationS)
 		}
 		errPct := "-"
 		if r.Totals.Requests > 0 {
@@ -194,14 +228,7 @@ func WriteGates(w io.Writer, vary string, planned []float64, slo []string, level
 		for j := range slo {
 			row = append(row, verdict(l.SLO, j))
 		}
-		verdictText := "PASS"
-		switch {
-		case r.Run.Partial:
-			verdictText = "INTERRUPTED"
-		case !l.Pass:
-			verdictText = "FAIL"
-		}
-		row = append(row, RampCell(l), gate.Headline(r.Indicators), verdictText)
+		row = append(row, RampCell(l), gate.Headline(r.Indicators), levelVerdict(l))
 		table = append(table, row)
 	}
 	return writeTable(w, table, format)
@@ -211,7 +238,23 @@ func verdict(ts []result.Threshold, j int) string {
 	if j >= len(ts) {
 		return "-"
 	}
-	t := ts[j]
+	return thresholdCell(ts[j])
+}
+
+// verdictOf is the cell of the verdict on expr among ts; "-" when the
+// level was not judged by it.
+func verdictOf(ts []result.Threshold, expr string) string {
+	for _, t := range ts {
+		if t.Expr == expr {
+			return thresholdCell(t)
+		}
+	}
+	return "-"
+}
+
+// thresholdCell is one criterion's verdict with its measured value
+// ("✓ 41.3ms", "✗ 32.64/s"), or why it could not be judged.
+func thresholdCell(t result.Threshold) string {
 	switch {
 	case t.Error != "":
 		return "✗ " + t.Error
@@ -219,6 +262,43 @@ func verdict(ts []result.Threshold, j int) string {
 		return "✓ " + t.Value
 	}
 	return "✗ " + t.Value
+}
+
+// Level verdicts as the tables show them.
+const (
+	verdictPass        = "PASS"
+	verdictFail        = "FAIL"
+	verdictInterrupted = "INTERRUPTED"
+	verdictNotRun      = "not run"
+	// verdictSuspect: the level met its criteria, but its generator
+	// lagged, so its figures are no verdict on the target (Level.Suspect).
+	verdictSuspect = "SUSPECT"
+	// verdictFailSuspect: the level missed its criteria, and counts as a
+	// failure (the exit code, the gates that stop), but its generator
+	// lagged, so the miss may be the generator's.
+	verdictFailSuspect = "FAIL (suspect)"
+)
+
+// levelVerdict is a level's verdict as the gates, sweep and capacity tables
+// show it. A suspect level (the generator lagged) is not judged: one that
+// met its criteria never reads PASS, and one that missed them says its
+// failure is suspect. Level.Pass, which the exit code and the capacity
+// search read, stays whether the level met its criteria; a capacity whose
+// best pass or lowest failure is suspect is undetermined (bounds).
+func levelVerdict(l result.Level) string {
+	switch {
+	case l.Result == nil:
+		return verdictNotRun
+	case l.Result.Run.Partial:
+		return verdictInterrupted
+	case !l.Pass && l.Suspect != "":
+		return verdictFailSuspect
+	case !l.Pass:
+		return verdictFail
+	case l.Suspect != "":
+		return verdictSuspect
+	}
+	return verdictPass
 }
 
 // RampCell says how long a level's ramp took, and what was planned when it

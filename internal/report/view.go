@@ -236,6 +236,10 @@ func levelsOf(r *result.Result) ([]levelFigures, error) {
 			if l.Pass {
 				lf.pass = "✓"
 			}
+			if l.Suspect != "" {
+				// The generator lagged: not a verdict on the target.
+				lf.pass += " (suspect)"
+			}
 		}
 		out = append(out, lf)
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/dist"
@@ -139,7 +140,7 @@ func (pr Process) printLevels(oc *Outcome, e *Levels, j LevelsRequest, out strin
 		}
 		fmt.Fprintln(stdout)
 	case oc.Verdict == gate.Pass && j.StopAtFail:
-		fmt.Fprintln(stdout, "\nEvery gate passed")
+		fmt.Fprintln(stdout, "\n"+gatesPassed(res.Levels))
 	}
 	return oc.Err()
 }
@@ -185,4 +186,25 @@ func (pr Process) levelRunOptions(p *plan.Plan, demoOpts string) (run.Options, f
 	}
 	opts.BaseURL = url
 	return opts, stop, nil
+}
+
+// gatesPassed is the last line of gates that all met their criteria: a
+// gate whose generator lagged met them on figures that are no verdict on
+// the target, so it is not said to have passed.
+func gatesPassed(ls []result.Level) string {
+	var suspect []string
+	for _, l := range ls {
+		if l.Suspect != "" {
+			suspect = append(suspect, levels.FormatLevel(l.Vary, l.Value))
+		}
+	}
+	if len(suspect) == 0 {
+		return "Every gate passed"
+	}
+	verb := "was"
+	if len(suspect) > 1 {
+		verb = "were"
+	}
+	return fmt.Sprintf("Every gate met its criteria, but %s %s suspect (the generator lagged): not a verdict on the target there",
+		strings.Join(suspect, ", "), verb)
 }
