@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/stampede-load/stampede/internal/gate"
+	"github.com/stampede-load/stampede/internal/levels"
 	"github.com/stampede-load/stampede/internal/merge"
 	"github.com/stampede-load/stampede/internal/report"
 	"github.com/stampede-load/stampede/internal/result"
@@ -56,6 +57,9 @@ func (pr Process) Merge(r MergeRequest) error {
 func judgeMerged(m *result.Result, exprs []string) gate.Verdict {
 	m.Thresholds = gate.Evaluate(m, exprs)
 	m.Indicators = gate.Indicators(m)
+	if len(m.Levels) == 0 {
+		return gate.Judge(gate.Outcome{Incomplete: m.Run.Partial, Thresholds: m.Thresholds})
+	}
 	levelFailed := false
 	for i := range m.Levels {
 		l := &m.Levels[i]
@@ -69,6 +73,10 @@ func judgeMerged(m *result.Result, exprs []string) gate.Verdict {
 		l.Pass = LevelPass(*l)
 		levelFailed = levelFailed || !l.Pass
 	}
+	// As gates and sweep write them: each level's verdicts, named by
+	// level. The plan's thresholds judged on all levels summed (loads
+	// that never ran together) passed or failed no load.
+	m.Thresholds = levels.NamedVerdicts(m.Levels)
 	return gate.Judge(gate.Outcome{Incomplete: m.Run.Partial, Thresholds: m.Thresholds, LevelFailed: levelFailed})
 }
 

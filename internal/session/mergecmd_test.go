@@ -76,3 +76,29 @@ func TestMergeCutLevelFails(t *testing.T) {
 		t.Errorf("merge of a cut-off level: err %v, want exit 1 (a level failed)\n%s", err, stderr)
 	}
 }
+
+// Merged levels are judged level by level, and the merged result's
+// thresholds are those verdicts named by level, as gates and sweep write
+// them. Before, the plan's thresholds were judged again on all levels
+// summed, a load that never ran, and those verdicts replaced the levels'.
+func TestMergedLevelsKeepVerdictsNamedByLevel(t *testing.T) {
+	level := func(n int64) *result.Result {
+		r := res(n, false, "")
+		r.Levels = []result.Level{
+			{Vary: "users", Value: 10, Result: res(n, false, ""), SLO: []result.Threshold{{Expr: "error_rate < 1%"}}},
+			{Vary: "users", Value: 20, Result: res(n, false, ""), SLO: []result.Threshold{{Expr: "error_rate < 1%"}}},
+		}
+		return r
+	}
+	m, stderr, err := mergeSegments(t, level(10), level(4))
+	if err != nil {
+		t.Fatalf("merge: %v\n%s", err, stderr)
+	}
+	var got []string
+	for _, th := range m.Thresholds {
+		got = append(got, th.Expr)
+	}
+	if strings.Join(got, "; ") != "users 10: error_rate < 1%; users 20: error_rate < 1%" {
+		t.Errorf("thresholds %q: want each level's verdicts named by level", got)
+	}
+}
