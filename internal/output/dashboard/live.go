@@ -150,12 +150,9 @@ func (s *Sink) liveState() *live {
 		// Levels run one after another: their series are laid end to end.
 		at := 0.0
 		for i, lv := range cur.Levels {
-			st := "fail"
-			switch {
-			case lv.Pass:
-				st = "pass"
-			case !final && i == len(cur.Levels)-1 && lv.Result != nil && lv.Result.Run.Partial:
-				st = "running"
+			running := !final && i == len(cur.Levels)-1 && lv.Result != nil && lv.Result.Run.Partial
+			st := levelState(lv, running)
+			if st == "running" {
 				l.Current = i
 			}
 			l.Levels = append(l.Levels, liveLevel{Vary: lv.Vary, Value: lv.Value, State: st})
@@ -189,4 +186,19 @@ func (s *Sink) liveJSON(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Stampede-Seq", strconv.Itoa(l.Seq))
 	_ = json.NewEncoder(w).Encode(l)
+}
+
+// levelState is a level's square on the page: a level that met its
+// criteria on a generator that lagged is suspect, as the tables say, not
+// a pass.
+func levelState(lv result.Level, running bool) string {
+	switch {
+	case lv.Pass && lv.Suspect != "":
+		return "suspect"
+	case lv.Pass:
+		return "pass"
+	case running:
+		return "running"
+	}
+	return "fail"
 }

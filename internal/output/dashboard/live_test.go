@@ -167,3 +167,23 @@ func TestRenderBudget(t *testing.T) {
 		t.Errorf("close: %v", err)
 	}
 }
+
+// A level that met its criteria while the generator lagged is suspect on
+// the page as in the tables; before, its square read pass.
+func TestLevelStateSuspect(t *testing.T) {
+	for _, c := range []struct {
+		lv      result.Level
+		running bool
+		want    string
+	}{
+		{result.Level{Pass: true}, false, "pass"},
+		{result.Level{Pass: true, Suspect: "lag"}, false, "suspect"},
+		{result.Level{Suspect: "lag"}, false, "fail"},
+		{result.Level{}, true, "running"},
+		{result.Level{}, false, "fail"},
+	} {
+		if got := levelState(c.lv, c.running); got != c.want {
+			t.Errorf("level %+v running %v: %q, want %q", c.lv, c.running, got, c.want)
+		}
+	}
+}
