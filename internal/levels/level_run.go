@@ -92,6 +92,7 @@ func (lr *levelRun) runOptions() run.Options {
 		ro.Progress = lr.progress(show)
 	}
 	ro.End = lr.end
+	ro.Planned = lr.o.Ramp + lr.o.Hold
 	ro.InPlace = func(s *result.Result) { lr.startHold(s, true) }
 	ro.Handle = lr.handle
 	return ro
@@ -188,7 +189,9 @@ func (lr *levelRun) window(lv *result.Level, lp *plan.Plan, res *result.Result) 
 		lv.NotInPlace = measuredWithoutAll(lv.RampS, lr.o.Ramp)
 	}
 	lv.RampOverran = !settled || lv.RampS > (lr.o.Ramp+overranBy(lr.o.Ramp)).Seconds()
-	steady, err := Since(endOfHold(res, atEnd), before)
+	// The sessions of the connections the level held to its end are
+	// recorded as its stop closes them, after atEnd: they come from res.
+	steady, err := Since(sessionsToEnd(endOfHold(res, atEnd), res), before)
 	if err != nil {
 		return nil, fmt.Errorf("level %s: cutting off the ramp: %w", FormatLevel(lr.vary, lr.value), err)
 	}

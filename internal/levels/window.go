@@ -8,6 +8,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/run"
 )
 
 // Since returns what end recorded after before: end's figures less
@@ -19,7 +20,8 @@ import (
 // connection scenarios are the exception: they are kept whole, from the
 // level's start, since their population's connects are what the ramp was
 // for (a handshake SLO judges them), and they then agree with the
-// Connections block, which covers the level from its start too.
+// Connections block, which covers the level from its start too; their
+// session steps run to the level's end (sessionsToEnd).
 func Since(end, before *result.Result) (*result.Result, error) {
 	out := *end
 	cutS := before.Run.DurationS
@@ -168,6 +170,58 @@ func seriesFrom(s result.Series, cutS float64) result.Series {
 		out.T = []float64{}
 	}
 	return out
+}
+
+// sessionsToEnd is end, the run as the level's hold ended, with the
+// finished run ran's session steps (run.SessionStep) and their failure
+// samples. A held connection's session is recorded as it ends, and the
+// level's own stop closes the connections still held, after end was read:
+// without these the level counted none of the sessions it ended, where a
+// run counts those it ends. They are the same connections the level's
+// connections block counts (open_at_end, disconnects), ended by the hold's
+// end, not work started after it; and a session step is no HTTP step, so
+// the totals and the rate the hold's end keeps to the hold are untouched.
+// A session step is whole, the same in end and ran up to the hold's end,
+// so taking ran's counts each session once.
+func sessionsToEnd(end, ran *result.Result) *result.Result {
+	if end == ran {
+		return end
+	}
+	conns := connectionScenarios(ran)
+	final := map[string]result.Step{}
+	for _, s := range ran.Steps {
+		if conns[s.Scenario] && s.Name == run.SessionStep {
+			final[s.Scenario] = s
+		}
+	}
+	if len(final) == 0 {
+		return end
+	}
+	out := *end
+	out.Steps = make([]result.Step, len(end.Steps))
+	shared := false // an HTTP step of that name: the samples cannot tell them apart
+	for i, s := range end.Steps {
+		if f, ok := final[s.Scenario]; ok && s.Name == run.SessionStep {
+			s = f
+		} else if !conns[s.Scenario] && s.Name == run.SessionStep {
+			shared = true
+		}
+		out.Steps[i] = s
+	}
+	if !shared {
+		out.Samples = nil
+		for _, e := range end.Samples {
+			if e.Step != run.SessionStep {
+				out.Samples = append(out.Samples, e)
+			}
+		}
+		for _, e := range ran.Samples {
+			if e.Step == run.SessionStep {
+				out.Samples = append(out.Samples, e)
+			}
+		}
+	}
+	return &out
 }
 
 // connectionScenarios names the scenarios that hold connections: their

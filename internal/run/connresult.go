@@ -9,6 +9,12 @@ import (
 	"github.com/stampede-load/stampede/internal/sample"
 )
 
+// SessionStep is the step under which a connection scenario records each
+// held connection's session as it ends: ok when we ended it, else the
+// disconnect's class, timed over its life. A connection held to the end
+// of the run is recorded as the run stops, after new work stopped.
+const SessionStep = "session"
+
 // into adds the populations' steps, error samples and summary
 // to a result; safe while the run goes on (checkpoints).
 func (cr *connRunner) into(res *result.Result) {
