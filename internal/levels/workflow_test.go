@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,4 +188,36 @@ func TestInterruptedLevelsTearDownOnce(t *testing.T) {
 		t.Fatal("the levels were not interrupted")
 	}
 	checkOnce(t, f, out.Result, 2)
+}
+
+// An interrupted level's reason names the level's own length, its ramp
+// and hold. Before, it named the run's profile, which holds longer for a
+// ramp that may overrun: "at 0.3s of 30.6s" for a level of 600ms.
+func TestInterruptedLevelNamesItsOwnLength(t *testing.T) {
+	f := &fixtureServer{hits: map[string]int{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	p := mustPlan(t, fixturePlan(srv.URL))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, err := Run(ctx, p, "users", []float64{1}, Options{
+		Judge: judgeLevel,
+		Ramp:  200 * time.Millisecond,
+		Hold:  400 * time.Millisecond,
+		Event: func(e Event) {
+			if e.Phase == "hold" {
+				cancel()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Result.Levels) != 1 || out.Result.Levels[0].Result == nil {
+		t.Fatalf("levels %+v", out.Result.Levels)
+	}
+	why := out.Result.Levels[0].Result.Run.PartialReason
+	if !strings.Contains(why, "interrupted") || !strings.HasSuffix(why, " of 600ms") {
+		t.Errorf("partial reason %q: want it to end \" of 600ms\" (ramp 200ms + hold 400ms)", why)
+	}
 }

@@ -4,6 +4,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -87,6 +88,11 @@ type Options struct {
 	// new starts, work in flight gets the grace period, the result is
 	// complete.
 	End <-chan struct{}
+	// Planned, when set, is the run's planned length as the user knows
+	// it, where End ends the run before its profile does (a level: its
+	// ramp and hold, where the profile holds longer for a ramp that may
+	// overrun); an interrupt's reason names it.
+	Planned time.Duration
 	// Errors says how many distinct failure messages each step keeps,
 	// how they are redacted, and where failing exchanges are sampled.
 	Errors metrics.ErrorOptions
@@ -387,7 +393,7 @@ func (r *runner) run(ctx context.Context) (*result.Result, error) {
 		select {
 		case <-ctx.Done():
 			el := time.Since(r.start).Round(100 * time.Millisecond)
-			r.stop(fmt.Sprintf("interrupted (%s) at %v of %v", InterruptName(ctx), el, total), true)
+			r.stop(fmt.Sprintf("interrupted (%s) at %v of %v", InterruptName(ctx), el, cmp.Or(r.opts.Planned, total)), true)
 		case <-r.opts.End:
 			r.stop("", false)
 		case <-r.soft:
