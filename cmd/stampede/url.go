@@ -57,6 +57,8 @@ under the "↪ redirect" row, while the URL's row holds the final answers.`,
 	f.DurationVar(&r.Timeout, "timeout", 30*time.Second, "per-request timeout")
 	f.StringVarP(&r.Out, "out", "o", "", "also save the result JSON here")
 	f.StringVar(&r.Format, "format", "text", "summary format: text, or json (a one-line brief for scripts)")
+	f.StringVar(&r.CAFile, "ca-file", "", "trust the CA certificates in this PEM file instead of the system roots (a plan's tls.ca_file)")
+	f.BoolVar(&r.Insecure, "insecure", false, "do not check the server's certificate at all, for a test server only (a plan's tls.insecure)")
 	addEngineFlag(f)
 	return cmd
 }

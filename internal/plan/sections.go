@@ -172,6 +172,7 @@ func (p *parser) tls(n *yaml.Node) {
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		p.errf(deref(n), "tls needs both cert_file and key_file for a client certificate, found only one")
 	}
+	p.tlsFiles(f, t) // tlsfiles.go
 }
 
 func (p *parser) thresholds(n *yaml.Node) {

@@ -41,6 +41,9 @@ type Options struct {
 	BaseURL string
 	Version string
 	TLS     *tls.Config
+	// TLSAdvice, when set, is what a failed TLS check before the load
+	// tells the user to change (nil: PlanTLSAdvice, the plan's keys).
+	TLSAdvice *TLSAdvice
 	// Interval is the series resolution (default 1s).
 	Interval time.Duration
 	// CheckpointEvery is how often Checkpoint gets a partial result
@@ -166,10 +169,14 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	// A target behind a proxy may not be reachable without it: its first
 	// requests, through the proxy, say what a direct dial could not.
 	if !o.SkipPreflight && !p.HTTP.Proxy.ProxiedURL(base) {
-		if err := preflight(base, o.TLS); err != nil {
+		advice := PlanTLSAdvice
+		if o.TLSAdvice != nil {
+			advice = *o.TLSAdvice
+		}
+		if err := preflight(base, o.TLS, advice); err != nil {
 			return nil, err
 		}
-		if err := preflightConnTLS(p, o.TLS); err != nil {
+		if err := preflightConnTLS(p, o.TLS, advice); err != nil {
 			return nil, err
 		}
 	}
@@ -288,7 +295,7 @@ func protocolOf(v plan.HTTPVersion) httpc.Protocol {
 	return httpc.ProtoAuto
 }
 
-func preflight(base string, conf *tls.Config) error {
+func preflight(base string, conf *tls.Config, advice TLSAdvice) error {
 	ep, err := vu.EndpointOf(base)
 	if err != nil {
 		return err
@@ -299,7 +306,7 @@ func preflight(base string, conf *tls.Config) error {
 	}
 	defer c.Close()
 	if ep.Scheme == "https" {
-		return checkTLS(c, base, ep.Addr, conf)
+		return checkTLS(c, base, ep.Addr, conf, advice)
 	}
 	return nil
 }

@@ -21,10 +21,28 @@ var ErrTLS = errors.New("TLS check failed")
 
 const tlsCheckTimeout = 10 * time.Second
 
+// TLSAdvice is what a failed TLS check tells the user to change, in the
+// words of what they gave: a plan's tls keys, or `stampede url`'s flags.
+type TLSAdvice struct {
+	// Trust says how to trust the CA that signed the server's
+	// certificate, and Skip how to skip the check (a test server only).
+	Trust, Skip string
+	// Settings names every TLS setting there is to check.
+	Settings string
+}
+
+// PlanTLSAdvice names a plan's tls keys, the advice where Options give
+// none.
+var PlanTLSAdvice = TLSAdvice{
+	Trust:    "give the CA that signed it as tls.ca_file (a PEM file) in the plan",
+	Skip:     "set tls.insecure: true",
+	Settings: "the plan's tls settings (ca_file, cert_file, key_file, server_name)",
+}
+
 // checkTLS completes one handshake over nc with a clone of conf, as the
 // users' transports will. rawURL (shown in the error, so free of secrets)
 // and hostport are the address being checked.
-func checkTLS(nc net.Conn, rawURL, hostport string, conf *tls.Config) error {
+func checkTLS(nc net.Conn, rawURL, hostport string, conf *tls.Config, advice TLSAdvice) error {
 	cfg := &tls.Config{}
 	if conf != nil {
 		cfg = conf.Clone()
@@ -43,10 +61,10 @@ func checkTLS(nc net.Conn, rawURL, hostport string, conf *tls.Config) error {
 	if err == nil {
 		return nil
 	}
-	fix := "Nothing was sent. Check that the address speaks TLS, and the plan's tls settings (ca_file, cert_file, key_file, server_name)."
+	fix := "Nothing was sent. Check that the address speaks TLS, and " + advice.Settings + "."
 	var cv *tls.CertificateVerificationError
 	if errors.As(err, &cv) {
-		fix = "Nothing was sent. The server's certificate is not trusted here: give the CA that signed it as tls.ca_file (a PEM file) in the plan, or, for a test server only, set tls.insecure: true."
+		fix = "Nothing was sent. The server's certificate is not trusted here: " + advice.Trust + ", or, for a test server only, " + advice.Skip + "."
 	}
 	return fmt.Errorf("%w: %s: %v\n%s", ErrTLS, rawURL, err, fix)
 }
@@ -57,7 +75,7 @@ func checkTLS(nc net.Conn, rawURL, hostport string, conf *tls.Config) error {
 // first slot, so one whose host varies per tenant is checked for one
 // tenant. A host that cannot be reached is left to the run, which counts
 // its failed attempts: only a failed handshake stops the run here.
-func preflightConnTLS(p *plan.Plan, conf *tls.Config) error {
+func preflightConnTLS(p *plan.Plan, conf *tls.Config, advice TLSAdvice) error {
 	seen := map[string]bool{}
 	for _, sc := range p.Scenarios {
 		spec := sc.Connection.Spec()
@@ -97,7 +115,7 @@ func preflightConnTLS(p *plan.Plan, conf *tls.Config) error {
 		}
 		// Only scheme and host are shown: a connection URL's query often
 		// carries an access token.
-		err = checkTLS(nc, u.Scheme+"://"+u.Host, hostport, conf)
+		err = checkTLS(nc, u.Scheme+"://"+u.Host, hostport, conf, advice)
 		nc.Close()
 		if err != nil {
 			return err

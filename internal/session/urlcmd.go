@@ -1,8 +1,11 @@
 package session
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +30,10 @@ type URLRequest struct {
 	Format   string // text, or json (a one-line brief for scripts)
 	Open     bool   // Rate is an open-model arrival rate
 	Engine   string
+	// CAFile and Insecure are the in-memory plan's tls.ca_file and
+	// tls.insecure (--ca-file, --insecure).
+	CAFile   string
+	Insecure bool
 	// Redirects is how many redirects a request follows (0: the 3xx is
 	// the answer); nil: the plan's default.
 	Redirects *int
@@ -50,7 +57,7 @@ func (pr Process) URL(r URLRequest) error {
 	}
 	p, err := plan.Parse("(url)", src, nil)
 	if err != nil {
-		return Fail(ExitUsage, err)
+		return Fail(ExitUsage, withoutPlanPos(err))
 	}
 	// HTTP_PROXY and the like, as curl and k6 read them.
 	if p.HTTP.Proxy, err = plan.EnvProxy(pr.LookupEnv); err != nil {
@@ -63,6 +70,11 @@ func (pr Process) URL(r URLRequest) error {
 		}
 	}
 	if err := CheckFit(pr.Stderr, p, 1); err != nil {
+		return err
+	}
+	// --ca-file and --insecure, as run gives a plan's tls section.
+	tlsConf, err := tlsConfig(p)
+	if err != nil {
 		return err
 	}
 	if r.Format != "json" && r.Format != "text" {
@@ -78,7 +90,7 @@ func (pr Process) URL(r URLRequest) error {
 	}
 	defer s.Close()
 	pr.tuneGC(p)
-	oc := s.Run(&InProcess{Plan: p, Options: run.Options{Version: pr.Version, Engine: r.Engine, MaxProcs: pr.maxProcs()}})
+	oc := s.Run(&InProcess{Plan: p, Options: run.Options{Version: pr.Version, TLS: tlsConf, TLSAdvice: &urlTLSAdvice, Engine: r.Engine, MaxProcs: pr.maxProcs()}})
 	if oc.Result == nil || oc.Quit {
 		return oc.Err()
 	}
@@ -106,14 +118,32 @@ func fitOpenBound(bound int, limit uint64) int {
 }
 
 func urlPlan(r URLRequest) ([]byte, error) {
+	if err := checkURLArg(r.URL); err != nil {
+		return nil, err
+	}
 	if r.Conns < 1 {
 		return nil, fmt.Errorf("-c must be at least 1")
 	}
 	if r.Duration <= 0 {
 		return nil, fmt.Errorf("-d must be positive")
 	}
+	if r.Rate < 0 || math.IsNaN(r.Rate) || math.IsInf(r.Rate, 0) {
+		return nil, fmt.Errorf("-r %g: expected iterations/s of 0 (as fast as answers come) or more", r.Rate)
+	}
+	if r.Timeout <= 0 {
+		return nil, fmt.Errorf("--timeout must be positive")
+	}
+	method := strings.ToLower(r.Method)
+	if ms := plan.Methods(); !slices.Contains(ms, method) {
+		return nil, fmt.Errorf("-m %q: expected one of %s", r.Method, strings.ToUpper(strings.Join(ms, ", ")))
+	}
+	if r.CAFile != "" {
+		if err := plan.CheckCAFile("--ca-file", r.CAFile); err != nil {
+			return nil, err
+		}
+	}
 	base, path, shown := splitURL(r.URL)
-	step := map[string]any{strings.ToLower(r.Method): path, "name": strings.ToUpper(r.Method) + " " + shown, "timeout": r.Timeout.String()}
+	step := map[string]any{method: path, "name": strings.ToUpper(r.Method) + " " + shown, "timeout": r.Timeout.String()}
 	if r.Redirects != nil {
 		if *r.Redirects < 0 {
 			return nil, fmt.Errorf("--redirects must be 0 (off) or more")
@@ -145,7 +175,11 @@ func urlPlan(r URLRequest) ([]byte, error) {
 		load["max_in_flight"] = r.Conns
 	case r.Rate > 0:
 		stage["users"] = r.Conns
-		load["pace"] = time.Duration(float64(r.Conns) / r.Rate * float64(time.Second)).String()
+		pace := float64(r.Conns) / r.Rate * float64(time.Second)
+		if pace >= math.MaxInt64 {
+			return nil, fmt.Errorf("-r %g is too low for -c %d: each user would wait over 290 years between requests", r.Rate, r.Conns)
+		}
+		load["pace"] = time.Duration(pace).String()
 	default:
 		stage["users"] = r.Conns
 	}
@@ -156,7 +190,57 @@ func urlPlan(r URLRequest) ([]byte, error) {
 		"scenarios": map[string]any{"url": map[string]any{"steps": []any{step}}},
 		"load":      load,
 	}
+	if r.CAFile != "" || r.Insecure {
+		t := map[string]any{}
+		if r.CAFile != "" {
+			// A plan scalar expands ${NAME}; a flag's path means it literally.
+			t["ca_file"] = strings.ReplaceAll(r.CAFile, "${", "$${")
+		}
+		if r.Insecure {
+			t["insecure"] = true
+		}
+		p["tls"] = t
+	}
 	return yaml.Marshal(p)
+}
+
+// checkURLArg refuses a URL argument the in-memory plan could not load as
+// its target, in the argument's terms rather than the plan's coordinates,
+// with the URL that was most likely meant where the scheme was left out.
+func checkURLArg(raw string) error {
+	u, err := url.Parse(raw)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == "" {
+		return nil
+	}
+	msg := fmt.Sprintf("URL %q is not an absolute http(s) URL", raw)
+	if lower := strings.ToLower(raw); !strings.Contains(raw, "://") && !strings.HasPrefix(lower, "http:") && !strings.HasPrefix(lower, "https:") {
+		if v, err := url.Parse("http://" + raw); err == nil && v.Host != "" {
+			return fmt.Errorf("%s; did you mean %s?", msg, v)
+		}
+	}
+	return fmt.Errorf("%s: expected one such as http://127.0.0.1:8080/path", msg)
+}
+
+// withoutPlanPos is a refusal of the in-memory plan without its
+// coordinates, which name lines of a file the user never wrote.
+func withoutPlanPos(err error) error {
+	var pe *plan.Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	msgs := make([]string, len(pe.Problems))
+	for i, p := range pe.Problems {
+		msgs[i] = p.Msg
+	}
+	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// urlTLSAdvice names url's flags where a failed TLS check would name a
+// plan's tls keys: url has no plan, and --ca-file and --insecure set them.
+var urlTLSAdvice = run.TLSAdvice{
+	Trust:    "give the CA that signed it with --ca-file FILE (a PEM file)",
+	Skip:     "add --insecure",
+	Settings: "the TLS flags (--ca-file, --insecure)",
 }
 
 // splitURL splits a URL into the plan's target (scheme, credentials and
