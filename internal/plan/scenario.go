@@ -49,7 +49,10 @@ func (p *parser) scenario(e kv) *Scenario {
 	}
 	requests, failed := p.scenarioFlow(s, f, items, sc) // workflow.go
 	linkScripts(s.Steps)                                // script.go
-	if requests == 0 && failed == 0 && !s.persistent() {
+	// A key taken for a typo of another (stpes: steps) was the cause:
+	// "has no request step" after it would only send the reader looking
+	// for a second problem.
+	if requests == 0 && failed == 0 && !s.persistent() && len(p.hinted[deref(e.v)]) == 0 {
 		p.errf(e.k, "%s has no request step: expected steps with at least one of %s", what, strings.Join(methods, ", "))
 	}
 	if s.persistent() {
