@@ -118,36 +118,74 @@ func fitOpenBound(bound int, limit uint64) int {
 }
 
 func urlPlan(r URLRequest) ([]byte, error) {
-	if err := checkURLArg(r.URL); err != nil {
+	if err := checkURLFlags(r); err != nil {
 		return nil, err
 	}
+	step, err := urlStep(r)
+	if err != nil {
+		return nil, err
+	}
+	load, err := urlLoad(r)
+	if err != nil {
+		return nil, err
+	}
+	base, _, _ := splitURL(r.URL)
+	p := map[string]any{
+		"name":      "url",
+		"target":    base,
+		"scenarios": map[string]any{"url": map[string]any{"steps": []any{step}}},
+		"load":      load,
+	}
+	if r.CAFile != "" || r.Insecure {
+		t := map[string]any{}
+		if r.CAFile != "" {
+			// A plan scalar expands ${NAME}; a flag's path means it literally.
+			t["ca_file"] = strings.ReplaceAll(r.CAFile, "${", "$${")
+		}
+		if r.Insecure {
+			t["insecure"] = true
+		}
+		p["tls"] = t
+	}
+	return yaml.Marshal(p)
+}
+
+// checkURLFlags refuses, in the flags' own terms, what the in-memory plan
+// would refuse at coordinates of a file the user never wrote, and what it
+// would take without a word (-r -5 ran flat out).
+func checkURLFlags(r URLRequest) error {
+	if err := checkURLArg(r.URL); err != nil {
+		return err
+	}
 	if r.Conns < 1 {
-		return nil, fmt.Errorf("-c must be at least 1")
+		return fmt.Errorf("-c must be at least 1")
 	}
 	if r.Duration <= 0 {
-		return nil, fmt.Errorf("-d must be positive")
+		return fmt.Errorf("-d must be positive")
 	}
 	if r.Rate < 0 || math.IsNaN(r.Rate) || math.IsInf(r.Rate, 0) {
-		return nil, fmt.Errorf("-r %g: expected iterations/s of 0 (as fast as answers come) or more", r.Rate)
+		return fmt.Errorf("-r %g: expected iterations/s of 0 (as fast as answers come) or more", r.Rate)
 	}
 	if r.Timeout <= 0 {
-		return nil, fmt.Errorf("--timeout must be positive")
+		return fmt.Errorf("--timeout must be positive")
 	}
-	method := strings.ToLower(r.Method)
-	if ms := plan.Methods(); !slices.Contains(ms, method) {
-		return nil, fmt.Errorf("-m %q: expected one of %s", r.Method, strings.ToUpper(strings.Join(ms, ", ")))
+	if ms := plan.Methods(); !slices.Contains(ms, strings.ToLower(r.Method)) {
+		return fmt.Errorf("-m %q: expected one of %s", r.Method, strings.ToUpper(strings.Join(ms, ", ")))
+	}
+	if r.Redirects != nil && *r.Redirects < 0 {
+		return fmt.Errorf("--redirects must be 0 (off) or more")
 	}
 	if r.CAFile != "" {
-		if err := plan.CheckCAFile("--ca-file", r.CAFile); err != nil {
-			return nil, err
-		}
+		return plan.CheckCAFile("--ca-file", r.CAFile)
 	}
-	base, path, shown := splitURL(r.URL)
-	step := map[string]any{method: path, "name": strings.ToUpper(r.Method) + " " + shown, "timeout": r.Timeout.String()}
+	return nil
+}
+
+// urlStep is the one request step: method, path, headers and body.
+func urlStep(r URLRequest) (map[string]any, error) {
+	_, path, shown := splitURL(r.URL)
+	step := map[string]any{strings.ToLower(r.Method): path, "name": strings.ToUpper(r.Method) + " " + shown, "timeout": r.Timeout.String()}
 	if r.Redirects != nil {
-		if *r.Redirects < 0 {
-			return nil, fmt.Errorf("--redirects must be 0 (off) or more")
-		}
 		step["redirects"] = *r.Redirects
 	}
 	if len(r.Headers) > 0 {
@@ -164,6 +202,12 @@ func urlPlan(r URLRequest) ([]byte, error) {
 	if r.Body != "" {
 		step["body"] = r.Body
 	}
+	return step, nil
+}
+
+// urlLoad is the load: users as fast as answers come, users paced to -r,
+// or with --open an arrival rate bounded by -c requests in flight.
+func urlLoad(r URLRequest) (map[string]any, error) {
 	load := map[string]any{"grace": "2s"}
 	stage := map[string]any{"duration": r.Duration.String()}
 	switch {
@@ -184,24 +228,7 @@ func urlPlan(r URLRequest) ([]byte, error) {
 		stage["users"] = r.Conns
 	}
 	load["stages"] = []any{stage}
-	p := map[string]any{
-		"name":      "url",
-		"target":    base,
-		"scenarios": map[string]any{"url": map[string]any{"steps": []any{step}}},
-		"load":      load,
-	}
-	if r.CAFile != "" || r.Insecure {
-		t := map[string]any{}
-		if r.CAFile != "" {
-			// A plan scalar expands ${NAME}; a flag's path means it literally.
-			t["ca_file"] = strings.ReplaceAll(r.CAFile, "${", "$${")
-		}
-		if r.Insecure {
-			t["insecure"] = true
-		}
-		p["tls"] = t
-	}
-	return yaml.Marshal(p)
+	return load, nil
 }
 
 // checkURLArg refuses a URL argument the in-memory plan could not load as
