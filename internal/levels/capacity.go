@@ -149,15 +149,20 @@ func SearchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capa
 	return c, err
 }
 
+// LevelCost is the time the search allows one level: its ramp, its hold
+// and up to the grace period for requests still in flight. A budget
+// shorter than that runs no level at all.
+func LevelCost(p *plan.Plan, ramp, hold time.Duration) time.Duration {
+	return ramp + hold + p.Load.Grace
+}
+
 // minJudgedArrivals is the fewest arrivals a level's hold must offer for
 // the search to go lower when no rate has met the SLOs yet.
 const minJudgedArrivals = 10
 
 func searchCapacity(ctx context.Context, p *plan.Plan, o CapacityOptions) (*Capacity, error) {
 	began := time.Now()
-	// A level costs its ramp, its hold and up to the grace period for
-	// requests still in flight.
-	cost := o.Ramp + o.Hold + p.Load.Grace
+	cost := LevelCost(p, o.Ramp, o.Hold)
 	c := &Capacity{CannotSplit: SplitRefusal(p)}
 	var levels []result.Level
 	try := func(rate float64) (bool, bool, error) {

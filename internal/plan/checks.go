@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -59,24 +60,41 @@ func (p *parser) checkThresholds() {
 			p.errAt(t.Pos, "%v", err)
 			continue
 		}
-		if th.Step == "" || th.Kind == gate.Monitor || names[th.Step] || !stepsKnown {
+		if !stepsKnown {
 			continue
 		}
-		// A SignalR client counts every push target it receives, listed
-		// or not, so any push name may turn up in the result.
-		if pushes && (strings.HasPrefix(th.Step, "push ") || strings.Contains(th.Step, "/push ")) {
-			continue
-		}
-		list := make([]string, 0, len(names))
-		for n := range names {
-			list = append(list, n)
-		}
-		if s := suggest.Closest(th.Step, list); s != "" {
-			p.errAt(t.Pos, "threshold %s names step %s, which the plan does not have: did you mean %s?", q(t.Value), q(th.Step), q(s))
-		} else {
-			p.errAt(t.Pos, "threshold %s names step %s, which the plan does not have: name a step by its name, \"METHOD /path\" as written when it has none, or scenario/name", q(t.Value), q(th.Step))
+		if msg := stepProblem(t.Value, th, names, pushes); msg != "" {
+			p.errAt(t.Pos, "%s", msg)
 		}
 	}
+}
+
+// StepProblem says why the criterion expr (parsed as th) cannot be
+// judged on a run of the plan: the step it names is not one of the plan's
+// ("" when it is, or names none). A command's own criteria (capacity
+// --slo) are held to the rule the plan's thresholds are.
+func (pl *Plan) StepProblem(expr string, th gate.Threshold) string {
+	names, pushes := pl.metricNames()
+	return stepProblem(expr, th, names, pushes)
+}
+
+func stepProblem(expr string, th gate.Threshold, names map[string]bool, pushes bool) string {
+	if th.Step == "" || th.Kind == gate.Monitor || names[th.Step] {
+		return ""
+	}
+	// A SignalR client counts every push target it receives, listed or
+	// not, so any push name may turn up in the result.
+	if pushes && (strings.HasPrefix(th.Step, "push ") || strings.Contains(th.Step, "/push ")) {
+		return ""
+	}
+	list := make([]string, 0, len(names))
+	for n := range names {
+		list = append(list, n)
+	}
+	if s := suggest.Closest(th.Step, list); s != "" {
+		return fmt.Sprintf("threshold %s names step %s, which the plan does not have: did you mean %s?", q(expr), q(th.Step), q(s))
+	}
+	return fmt.Sprintf("threshold %s names step %s, which the plan does not have: name a step by its name, \"METHOD /path\" as written when it has none, or scenario/name", q(expr), q(th.Step))
 }
 
 // metricNames is every step name a result of the plan can hold, bare and

@@ -79,6 +79,16 @@ func (pr Process) checkCapacity(r CapacityRequest) error {
 	if len(levels.Criteria(p, r.SLO)) == 0 {
 		return Fail(ExitUsage, fmt.Errorf(`%s has no thresholds: give at least one --slo, such as --slo "p95 < 500ms" --slo "error_rate < 1%%"`, r.PlanFile))
 	}
+	for _, s := range r.SLO {
+		if th, err := gate.Parse(s); err == nil {
+			if msg := p.StepProblem(s, th); msg != "" {
+				return Fail(ExitUsage, fmt.Errorf("--slo: %s", msg))
+			}
+		}
+	}
+	if cost := levels.LevelCost(p, r.Ramp, r.StepHold); r.Budget > 0 && r.Budget < cost {
+		return Fail(ExitUsage, fmt.Errorf("--budget %v is shorter than one level, %v (--ramp %v, --step-hold %v and the plan's grace %v): no level could run", r.Budget, cost, r.Ramp, r.StepHold, p.Load.Grace))
+	}
 	if err := r.Split.check(p); err != nil {
 		return err
 	}
