@@ -34,25 +34,31 @@ func h2Violation(code http2.ErrCode, format string, args ...any) error {
 	return &h2ConnError{code: code, detail: fmt.Sprintf(format, args...)}
 }
 
+// The messages below name no stream number: failures are grouped by
+// message, and a number per request (a GOAWAY's last stream moves on with
+// every rotation too) made each refusal a message of its own, so a server
+// rotating its connections filled the error table with rows that read the
+// same.
+
 // goAwayText describes the server's GOAWAY for a message.
-func goAwayText(code http2.ErrCode, last uint32, debug string) string {
-	s := fmt.Sprintf("GOAWAY %s, last stream %d", code, last)
+func goAwayText(code http2.ErrCode, debug string) string {
+	s := fmt.Sprintf("GOAWAY %s", code)
 	if debug != "" {
 		s += fmt.Sprintf(" (%q)", debug)
 	}
 	return s
 }
 
-func refusedByGoAway(code http2.ErrCode, last, ours uint32, debug string) error {
-	return fmt.Errorf("%w: %s, below this request's stream %d", ErrRefused, goAwayText(code, last, debug), ours)
+func refusedByGoAway(code http2.ErrCode, debug string) error {
+	return fmt.Errorf("%w: %s, and the request's stream was past the last one it took", ErrRefused, goAwayText(code, debug))
 }
 
-func refusedStream(id uint32) error {
-	return fmt.Errorf("%w: RST_STREAM REFUSED_STREAM on stream %d", ErrRefused, id)
+func refusedStream() error {
+	return fmt.Errorf("%w: RST_STREAM REFUSED_STREAM", ErrRefused)
 }
 
-func streamReset(id uint32, code http2.ErrCode) error {
-	return fmt.Errorf("%w: RST_STREAM %s on stream %d", errH2Reset, code, id)
+func streamReset(code http2.ErrCode) error {
+	return fmt.Errorf("%w: RST_STREAM %s", errH2Reset, code)
 }
 
 // maxDebugKept bounds the GOAWAY debug text a connection keeps.

@@ -110,7 +110,7 @@ func (c *h2conn) readError(err error) error {
 	}
 	if c.goaway && c.goawayCode != http2.ErrCodeNo {
 		// The server said why before closing.
-		return fmt.Errorf("%w (after the server's %s)", err, goAwayText(c.goawayCode, c.goawayLast, c.goawayText))
+		return fmt.Errorf("%w (after the server's %s)", err, goAwayText(c.goawayCode, c.goawayText))
 	}
 	return err
 }
@@ -210,9 +210,9 @@ func (c *h2conn) onReset(f *http2.RSTStreamFrame) error {
 	// Even NO_ERROR cuts the answer here: a complete one has ended the
 	// stream already.
 	if f.ErrCode == http2.ErrCodeRefusedStream {
-		c.finish(st, refusedStream(st.id))
+		c.finish(st, refusedStream())
 	} else {
-		c.finish(st, streamReset(st.id, f.ErrCode))
+		c.finish(st, streamReset(f.ErrCode))
 	}
 	return nil
 }
@@ -272,7 +272,7 @@ func (c *h2conn) onGoAway(f *http2.GoAwayFrame) error {
 	c.goawayText = clipDebug(f.DebugData())
 	c.each(func(st *h2stream) {
 		if st.id > f.LastStreamID {
-			c.finish(st, refusedByGoAway(f.ErrCode, f.LastStreamID, st.id, c.goawayText))
+			c.finish(st, refusedByGoAway(f.ErrCode, c.goawayText))
 		}
 	})
 	return c.strike("GOAWAY")

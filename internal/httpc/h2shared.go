@@ -342,7 +342,7 @@ func (m *h2mux) kill(err error) {
 	for _, st := range hc.streams {
 		if hc.goaway && st.id > hc.goawayLast {
 			// The server said it will not process these.
-			hc.finish(st, refusedByGoAway(hc.goawayCode, hc.goawayLast, st.id, hc.goawayText))
+			hc.finish(st, refusedByGoAway(hc.goawayCode, hc.goawayText))
 			continue
 		}
 		hc.finish(st, err)
