@@ -103,7 +103,7 @@ func TestNegotiateFailures(t *testing.T) {
 	}{
 		// A proxy's login page or a SPA fallback instead of the hub.
 		{"html", answer(200, "text/html; charset=utf-8", "<!doctype html><html>hi</html>"), sample.Other, "negotiate: expected JSON, got text/html"},
-		{"garbage json", answer(200, "application/json", "{nope"), sample.Other, "negotiate: expected JSON, got \"{nope\""},
+		{"garbage json", answer(200, "application/json", "{nope"), sample.Protocol, "negotiate: malformed JSON: invalid character 'n'"},
 		{"429", answer(429, "", ""), sample.RateLimited, "negotiate: 429 Too Many Requests"},
 		{"503", answer(503, "text/plain", "down"), sample.ServerError, "negotiate: 503 Service Unavailable"},
 		{"404", answer(404, "", ""), sample.ClientError, "negotiate: 404 Not Found"},

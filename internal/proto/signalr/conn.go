@@ -99,7 +99,7 @@ func Connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
-			o.record(phaseOp(e.Phase), e.Class, 0, err)
+			o.record(phaseOp(e.Phase), e.Class, e.took, err)
 		}
 		return nil, err
 	}
@@ -166,9 +166,19 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 			if i == 0 && o.Stats != nil && o.Stats.restarts.take() {
 				first = OpNegotiateRestart
 			}
+			// The first answer decides the transports tried, as in the
+			// official clients; one offering none the scenario can use
+			// is that negotiate's failure (recorded once, under its hop).
+			var usable func(*negotiateResponse) error
+			if order == nil {
+				usable = func(nr *negotiateResponse) (err error) {
+					order, err = candidates(o.Transport, nr, o.Protocol)
+					return err
+				}
+			}
 			t0 := time.Now()
 			var err error
-			ep, err = negotiate(nctx, hc, hub, hdr, o, first)
+			ep, err = negotiate(nctx, hc, hub, hdr, o, first, usable)
 			cancel()
 			tm.Negotiate += time.Since(t0)
 			if err != nil {
@@ -179,9 +189,9 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 				return nil, err
 			}
 		}
-		if order == nil {
+		if order == nil { // negotiate skipped
 			var err error
-			if order, err = candidates(o.Transport, ep.nr, o.Protocol); err != nil {
+			if order, err = candidates(o.Transport, nil, o.Protocol); err != nil {
 				return nil, err
 			}
 		}
@@ -193,7 +203,7 @@ func connect(ctx context.Context, hub string, hdr http.Header, o *Options) (*Con
 		// The transport could not start (a proxy that refuses WebSocket
 		// upgrades, say): the failure is counted, and the next transport
 		// tried, as ASP.NET Core clients do.
-		o.record(phaseOp(e.Phase), e.Class, 0, err)
+		o.record(phaseOp(e.Phase), e.Class, e.took, err)
 		if o.Stats != nil {
 			o.Stats.Fallbacks.Add(1)
 		}

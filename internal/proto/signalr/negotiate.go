@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -25,6 +26,9 @@ type Error struct {
 	Class sample.Class
 	Msg   string
 	Err   error
+	// took is how long the failed request took, recorded with the
+	// failure (0: none was timed).
+	took time.Duration
 }
 
 func (e *Error) Error() string { return e.Phase + ": " + e.Msg }
@@ -85,8 +89,12 @@ const maxRedirects = 100
 // redirects (Azure SignalR Service answers the app server's negotiate with
 // the service URL and an access token for it). Each hop is timed apart:
 // the first under first, those that follow a redirect under "negotiate
-// redirect", and a failure names its hop in its Phase.
-func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header, o *Options, first Op) (endpoint, error) {
+// redirect". A hop that succeeds is recorded here; one that fails is not:
+// its error names the hop in its Phase and carries its latency, and the
+// caller records it. usable, when not nil, judges the final answer (what
+// it offers); its refusal is that hop's failure, so a negotiate the
+// server answered is one sample, never a success and a failure.
+func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header, o *Options, first Op, usable func(*negotiateResponse) error) (endpoint, error) {
 	ep := endpoint{base: hub, token: o.AccessToken}
 	op := first
 	for i := 0; ; i++ {
@@ -100,11 +108,14 @@ func negotiate(ctx context.Context, hc *http.Client, hub string, hdr http.Header
 		}
 		if err == nil && nr.URL == "" {
 			err = checkNegotiateIDs(nr)
+			if err == nil && usable != nil {
+				err = usable(nr)
+			}
 		}
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) {
-				e.Phase = op.name
+				e.Phase, e.took = op.name, time.Since(t0)
 			}
 			return ep, err
 		}
@@ -209,12 +220,61 @@ func negotiateOnce(ctx context.Context, hc *http.Client, hub string, hdr http.He
 	}
 	var nr negotiateResponse
 	if err := json.Unmarshal(body, &nr); err != nil {
-		return nil, &Error{Phase: "negotiate", Class: sample.Other, Msg: "expected JSON, got " + snippet(body), Err: err}
+		return nil, badNegotiateJSON(err, body, strings.Contains(ct, "json"))
 	}
 	if nr.ProtocolVersion != nil {
 		return nil, &Error{Phase: "negotiate", Class: sample.Protocol, Msg: errClassicSignalR, Err: violation(errClassicSignalR)}
 	}
 	return &nr, nil
+}
+
+// errInvalidNegotiate is the official clients' refusal of a negotiate
+// answer they cannot read (the .NET client's words; the JavaScript
+// client fails in JSON.parse).
+const errInvalidNegotiate = "Invalid negotiation response received."
+
+// badNegotiateJSON classes a 2xx negotiate answer json.Unmarshal refused.
+// An answer declared JSON is the hub speaking, and one that does not
+// parse, or parses with a field of the wrong type, is refused by the
+// official clients: protocol. An answer not declared JSON (one that was
+// only read as JSON because it starts with '{') that does not parse is
+// more likely not the hub's, as an HTML error page is not: other, as
+// before.
+func badNegotiateJSON(err error, body []byte, declared bool) *Error {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		// Valid JSON whatever the content type: judged as the hub's.
+		msg := "Expected a JSON Object."
+		if te.Field != "" {
+			name := te.Field[strings.LastIndexByte(te.Field, '.')+1:]
+			msg = "Expected '" + name + "' to be of type " + jsonKind(te.Type.Kind()) + "."
+		}
+		return &Error{Phase: "negotiate", Class: sample.Protocol, Msg: "invalid answer " + snippet(body) + ": " + msg, Err: violation(msg)}
+	case declared:
+		msg := "malformed JSON: " + err.Error() + " in " + snippet(body)
+		if len(bytes.TrimSpace(body)) == 0 {
+			msg = "malformed JSON: empty answer"
+		}
+		return &Error{Phase: "negotiate", Class: sample.Protocol, Msg: msg, Err: violation(errInvalidNegotiate)}
+	}
+	return &Error{Phase: "negotiate", Class: sample.Other, Msg: "expected JSON, got " + snippet(body), Err: err}
+}
+
+// jsonKind names what a negotiate answer's field should have held, as
+// the .NET client names JSON token types.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "String"
+	case reflect.Slice, reflect.Array:
+		return "Array"
+	case reflect.Struct, reflect.Map:
+		return "Object"
+	case reflect.Bool:
+		return "Boolean"
+	}
+	return "Number"
 }
 
 // sharedHTTP is used for negotiate when the plan gives no client and no
