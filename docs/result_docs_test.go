@@ -122,7 +122,7 @@ var resultKeyDocs = map[string]string{
 	"TLS.full":       "full handshakes",
 	"TLS.resumed":    "handshakes that resumed a session",
 	"TLS.failed":     "handshakes that failed",
-	"TLS.duration":   "how long the handshakes took (kept out of every request's latency)",
+	"TLS.duration":   "how long the handshakes took (kept out of every latency from the send; a latency from the intended start holds the wait)",
 
 	"MonitorSeries.t": "seconds since the start of each sample",
 	"MonitorSeries.v": "each sample's value, in `unit`",

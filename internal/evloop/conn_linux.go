@@ -343,11 +343,14 @@ func (l *loop) finish(c *conn, err error, now time.Time) {
 	l.inflight--
 	l.busy--
 	sr := &c.sc.steps[c.pc]
-	from := c.sent
+	latency := now.Sub(c.sent) - c.handshake
 	if !c.from.IsZero() {
-		from, c.from = c.from, time.Time{}
+		// From when it was due: everything it waited for, a handshake
+		// included.
+		latency, c.from = now.Sub(c.from), time.Time{}
 	}
-	c.goOn = c.u.LoopDone(sr.st, err, c.sent, now.Sub(from)) && c.pc+1 < len(c.sc.steps)
+	c.handshake = 0
+	c.goOn = c.u.LoopDone(sr.st, err, c.sent, max(latency, 0)) && c.pc+1 < len(c.sc.steps)
 	l.runq = append(l.runq, c)
 }
 

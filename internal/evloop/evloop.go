@@ -10,8 +10,9 @@
 // Measurement truth is the goroutine engine's: requests are rendered by
 // vu, answers judged by httpc's own parser (httpc.Parser) and recorded by
 // vu.User.LoopDone, the code the goroutine engine records through, with
-// latency from the start of the request (connection included), or for an
-// arrival's first request from when it was due.
+// latency from the start of the request (a connect included, a TLS
+// handshake left out: it is a phase of its own, as on the goroutine
+// engine), or for an arrival's first request from when it was due.
 package evloop
 
 import (

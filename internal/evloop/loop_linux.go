@@ -240,6 +240,10 @@ type conn struct {
 	// from is when the current step's latency counts from, when not its
 	// send: an arrival's first request counts from when it was due.
 	from time.Time
+	// handshake is the TLS handshake of the connection opened for the
+	// current step, which a latency from the send leaves out, as the
+	// goroutine engine's (httpc.Response.Handshake).
+	handshake time.Duration
 	// deadline is the request's, in ns since the engine's base (0: none).
 	deadline int64
 	// tl dials an https user's connections, and tc is the one open (fd

@@ -65,6 +65,7 @@ func (l *loop) handshook(d tlsDialed) {
 		return
 	}
 	c.tc, c.fd = d.lc, d.lc.FD()
+	c.handshake = d.lc.Handshake()
 	l.gen++
 	c.gen = l.gen
 	if err := l.addEdge(c, false); err != nil {

@@ -96,6 +96,9 @@ type userDial struct {
 	mu     sync.Mutex
 	cache  tls.ClientSessionCache
 	cfgs   []*tls.Config // tlsdial.go
+	// handshook is the time (ns) of the TLS handshakes done since the
+	// last request took it (Response.Handshake).
+	handshook atomic.Int64
 }
 
 // dial implements dialFunc.

@@ -68,6 +68,11 @@ type Response struct {
 	hb      *headerBufs // where Header and hbuf came from (headerbufs.go)
 	// lbuf holds a header line longer than the read buffer.
 	lbuf []byte
+	// Handshake is how long the TLS handshake of a connection opened for
+	// this request took (0 when it went on a kept connection, or over
+	// plain TCP). It is a phase of its own, in the run's tls block: a
+	// latency counted from the send leaves it out.
+	Handshake time.Duration
 }
 
 // Cut reports whether the body was kept (KeepBody) but only in part: it was
@@ -287,8 +292,15 @@ type Mux struct {
 	h1eps []*Endpoint
 }
 
-// RoundTrip implements Transport.
+// RoundTrip implements Transport. resp.Handshake is the TLS handshake
+// of a connection opened for req (0 on a kept one).
 func (m *Mux) RoundTrip(req *Request, resp *Response) error {
+	err := m.roundTrip(req, resp)
+	resp.Handshake = time.Duration(m.h1.ud.handshook.Swap(0))
+	return err
+}
+
+func (m *Mux) roundTrip(req *Request, resp *Response) error {
 	if m.h2 != nil && m.speaksH2(req.Endpoint) {
 		return m.h2.RoundTrip(req, resp)
 	}

@@ -58,6 +58,8 @@ type LoopConn struct {
 	rest []byte
 	addr string
 	cw   *certWatcher
+	// handshake is how long the TLS handshake took.
+	handshake time.Duration
 }
 
 // writePiece is the most plaintext given to tls.Conn at once: its records
@@ -100,8 +102,13 @@ func (t *LoopTLS) Dial(ep *Endpoint, deadline time.Time) (*LoopConn, error) {
 	// from now on tls.Conn reads and writes through the loop's side.
 	tcp.Close()
 	rec.lp = sock
-	return &LoopConn{tc: tc, sock: sock, addr: ep.Addr, cw: t.h1.ud.sh.cw}, nil
+	return &LoopConn{tc: tc, sock: sock, addr: ep.Addr, cw: t.h1.ud.sh.cw,
+		handshake: time.Duration(t.h1.ud.handshook.Swap(0))}, nil
 }
+
+// Handshake is how long the connection's TLS handshake took: a phase of
+// its own, which a latency from the send leaves out (Response.Handshake).
+func (c *LoopConn) Handshake() time.Duration { return c.handshake }
 
 // dupSocket duplicates the socket's descriptor (close-on-exec; still
 // non-blocking, a flag of the socket, not of the descriptor).

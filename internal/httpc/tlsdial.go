@@ -39,6 +39,7 @@ func (u *userDial) handshake(ctx context.Context, ep *Endpoint, nc net.Conn, dea
 	cs := tc.ConnectionState()
 	u.sh.cw.handshakeDone(creq, cs.Version)
 	u.sh.tlsStats.done(cs.DidResume, took)
+	u.handshook.Add(int64(took))
 	return tc, nil
 }
 

@@ -49,15 +49,15 @@ func isRedirect(r *httpc.Response) bool {
 }
 
 // redirected follows the 3xx answer in u.resp to st's request, sent at
-// sent with its latency from from, then judges the last answer as do
-// does. It reports whether the iteration goes on.
+// sent with its latency from from (zero: its send, as do's), then judges
+// the last answer as do does. It reports whether the iteration goes on.
 func (u *User) redirected(st *Step, from, sent time.Time) bool {
 	limit := u.prog.Plan.HTTP.RedirectLimit(st.Step)
 	if limit == 0 {
-		return u.finish(st, nil, sent, time.Since(from))
+		return u.finish(st, nil, sent, u.latency(from, sent))
 	}
 	for followed := 0; ; followed++ {
-		latency := time.Since(from)
+		latency := u.latency(from, sent)
 		if followed == limit {
 			u.failed(st, sample.Redirects, fmt.Appendf(nil, "%d %s after %d redirects (the limit: redirects, http.redirects): a loop, or a longer chain than the limit", u.resp.Status, u.resp.Get("Location"), limit), nil, sent, latency)
 			return false
@@ -70,14 +70,14 @@ func (u *User) redirected(st *Step, from, sent time.Time) bool {
 			return false
 		}
 		u.shard.RecordResponse(st.hopID, sample.OK, u.resp.Status, latency)
-		sent = time.Now()
-		from = sent
+		// Every later hop counts from its own send.
+		sent, from = time.Now(), time.Time{}
 		u.req.Sent = sent
 		u.inFlight.Add(1)
 		err := u.tr.RoundTrip(&u.req, &u.resp)
 		u.inFlight.Add(-1)
 		if err != nil || !isRedirect(&u.resp) {
-			return u.finish(st, err, sent, time.Since(sent))
+			return u.finish(st, err, sent, u.latency(from, sent))
 		}
 	}
 }

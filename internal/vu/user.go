@@ -452,9 +452,6 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 		sent = time.Now()
 	}
 	u.req.Sent = sent
-	if from.IsZero() {
-		from = sent
-	}
 	u.env.Status = 0 // what expressions see when no answer comes
 	u.inFlight.Add(1)
 	err := u.tr.RoundTrip(&u.req, &u.resp)
@@ -462,7 +459,19 @@ func (u *User) do(st *Step, from, sent time.Time) bool {
 	if err == nil && isRedirect(&u.resp) {
 		return u.redirected(st, from, sent) // redirect.go
 	}
-	return u.finish(st, err, sent, time.Since(from))
+	return u.finish(st, err, sent, u.latency(from, sent))
+}
+
+// latency is the request's just answered (or failed): from from, when it
+// was scheduled (open model, pace), with everything it waited for; else
+// from its send at sent, less the TLS handshake of a connection opened
+// for it, a phase of its own (the run's tls block), as k6 and wrk leave
+// it out of a request's duration.
+func (u *User) latency(from, sent time.Time) time.Duration {
+	if !from.IsZero() {
+		return time.Since(from)
+	}
+	return max(time.Since(sent)-u.resp.Handshake, 0)
 }
 
 // finish judges and records the outcome of a request step sent at sent:
