@@ -47,13 +47,7 @@ func Curl(cmdline string, o Options) ([]byte, Summary, error) {
 	}
 	// One request: nothing to correlate.
 	o.NoCorrelate = true
-	out, s, err := build([]*exchange{c.x}, o)
-	s.Notes = append(s.Notes, c.notes...)
-	out = c.restoreEnvRefs(out, &s)
-	if err == nil {
-		err = checkLoads(out, args, o.AllowFiles)
-	}
-	return out, s, err
+	return c.build(args, o) // curlbody.go
 }
 
 // curlCmd is a curl command line read into the one exchange it sends.
@@ -77,6 +71,9 @@ type curlCmd struct {
 	// envRefs are the ${NAME} references the URL's shell variables
 	// became, by placeholder number (curlenv.go).
 	envRefs []string
+	// acceptNamed: a -H names Accept (even as 'Accept:', which sends
+	// none), so --json adds no Accept of its own.
+	acceptNamed bool
 }
 
 // apply takes one curl option (name "" is a bare URL).
@@ -166,6 +163,9 @@ func (c *curlCmd) header(marked string) error {
 	v := unmark(marked)
 	n, hv, ok := strings.Cut(marked, ":")
 	n = unmark(n)
+	if name, _, _ := strings.Cut(n, ";"); strings.EqualFold(strings.TrimSpace(name), "Accept") {
+		c.acceptNamed = true
+	}
 	if !ok {
 		if n, ok := strings.CutSuffix(v, ";"); ok {
 			// -H 'X-Empty;' sends the header with no value.
@@ -265,6 +265,10 @@ func (c *curlCmd) setMethodAndBody() {
 	}
 	if c.method != "" {
 		x.method = c.method
+	}
+	if c.dataJSON && !c.acceptNamed {
+		// curl --json also asks for JSON back (curl 7.82+).
+		x.headers = append(x.headers, kv{"Accept", "application/json"})
 	}
 	if body == "" {
 		return

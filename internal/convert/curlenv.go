@@ -43,6 +43,12 @@ func (c *curlCmd) urlEnvRefs() {
 // set and no other: a plan that reads a variable nobody set, or does not
 // load at all, is the converter's fault and is refused, not written.
 func checkLoads(text []byte, args, allow []string) error {
+	_, err := loadChecked(text, args, allow)
+	return err
+}
+
+// loadChecked is checkLoads, which returns the plan as it loaded.
+func loadChecked(text []byte, args, allow []string) (*plan.Plan, error) {
 	names := map[string]bool{passwordEnv: true, tokenEnv: true}
 	for _, a := range args {
 		for _, m := range shellRefRE.FindAllStringSubmatch(a, -1) {
@@ -50,10 +56,11 @@ func checkLoads(text []byte, args, allow []string) error {
 		}
 	}
 	env := func(name string) (string, bool) { return "set-by-the-user", names[name] }
-	if _, err := plan.ParseWith("converted.yaml", text, env, plan.LoadOptions{AllowFiles: append([]string{"."}, allow...)}); err != nil {
-		return fmt.Errorf("the converted plan does not load (please report this): %v", err)
+	p, err := plan.ParseWith("converted.yaml", text, env, plan.LoadOptions{AllowFiles: append([]string{"."}, allow...)})
+	if err != nil {
+		return nil, fmt.Errorf("the converted plan does not load (please report this): %v", err)
 	}
-	return nil
+	return p, nil
 }
 
 // restoreEnvRefs turns the placeholders in the plan and the notes into

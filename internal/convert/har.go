@@ -95,6 +95,9 @@ type exchange struct {
 	duration time.Duration
 	hasDur   bool
 	resource string // HAR _resourceType, lower case
+	// rawBody: send the body as its text even where it is JSON (curl's
+	// bytes, which json: would send otherwise).
+	rawBody bool
 	// fromCurl: the headers were typed (or copied) for this one request,
 	// so a Cookie among them is the user's, not a jar's.
 	fromCurl bool

@@ -251,7 +251,7 @@ func (st *step) addMultipart(s *Summary) {
 // whose values can be templated, else as text.
 func (st *step) addBody(s *Summary) {
 	x := st.x
-	if isJSONType(x.bodyCT) || looksJSON(x.body) {
+	if !x.rawBody && (isJSONType(x.bodyCT) || looksJSON(x.body)) {
 		v, err := parseJSON(x.body)
 		if errors.Is(err, errJSONTooDeep) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s %s: the body is %v; it is sent as recorded text, and its values are not templated", x.method, x.u.Redacted(), err))

@@ -153,26 +153,19 @@ func mdErrors(b *bytes.Buffer, r *result.Result) {
 		b.WriteString("### Errors\n\n")
 		var out [][]string
 		for _, e := range rows {
-			out = append(out, []string{fmt.Sprint(e.Count), e.Pct, mdText(e.Step), mdText(e.Class), mdCode(e.Message)})
+			out = append(out, []string{fmt.Sprint(e.Count), e.Pct, e.Step, e.Class, e.Message})
 		}
-		mdTable(b, []string{"Count", "% of step", "Step", "Class", "Message"}, out)
+		// The message column is code: it reads exactly as the terminal's.
+		mdTable(b, []string{"Count", "% of step", "Step", "Class", "Message"}, out, 4)
 		b.WriteString("\n")
 	}
 	var out [][]string
 	for _, s := range statusRows(r) {
-		out = append(out, []string{mdText(s.Key), s.Value})
+		out = append(out, []string{s.Key, s.Value})
 	}
 	if len(out) > 0 {
 		b.WriteString("### Status codes\n\n")
 		mdTable(b, []string{"Step", "Statuses"}, out)
 		b.WriteString("\n")
 	}
-}
-
-// mdCode puts a message in a code span, which renders it literally; a
-// backtick inside becomes a quote and a pipe is escaped for the table.
-func mdCode(s string) string {
-	s = strings.ReplaceAll(s, "`", "'")
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return "`" + s + "`"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/stampede-load/stampede/internal/result"
@@ -87,7 +88,7 @@ func mdHeader(b *bytes.Buffer, r *result.Result) {
 		}
 	}
 	if r.Plan.File != "" {
-		item("Plan", "`"+strings.ReplaceAll(r.Plan.File, "`", "'")+"`")
+		item("Plan", mdCodeSpan(r.Plan.File))
 	}
 	item("Target", mdText(shownTarget(r.Plan.Target)))
 	item("Model", mdText(modelLine(r)))
@@ -115,7 +116,7 @@ func mdThreshold(b *bytes.Buffer, t result.Threshold) {
 	if t.Pass && t.Error == "" {
 		mark = "✓"
 	}
-	expr := "`" + strings.ReplaceAll(t.Expr, "`", "'") + "`"
+	expr := mdCodeSpan(t.Expr)
 	switch {
 	case t.Error != "":
 		fmt.Fprintf(b, "- %s %s (error: %s)\n", mark, expr, mdText(t.Error))
@@ -138,30 +139,82 @@ func indicatorIcon(in result.Indicator) string {
 	return "⚠️"
 }
 
-func mdTable(b *bytes.Buffer, head []string, rows [][]string) {
-	line := func(cells []string) {
+// mdTable writes a GFM table. Every cell, the header's included, is
+// given as plain text and goes through mdCell once, here: callers never
+// escape a cell themselves. The columns listed in code are shown as code
+// spans (error messages, which must read exactly as recorded).
+func mdTable(b *bytes.Buffer, head []string, rows [][]string, code ...int) {
+	line := func(cells []string, code []int) {
 		b.WriteString("|")
-		for _, c := range cells {
-			b.WriteString(" " + mdText(c) + " |")
+		for i, c := range cells {
+			b.WriteString(" " + mdCell(c, slices.Contains(code, i)) + " |")
 		}
 		b.WriteString("\n")
 	}
-	line(head)
+	line(head, nil)
 	b.WriteString("|")
 	for range head {
 		b.WriteString(" --- |")
 	}
 	b.WriteString("\n")
 	for _, r := range rows {
-		line(r)
+		line(r, code)
 	}
 }
 
-// mdText makes free text (step names, messages) safe inside Markdown: a
-// "|" would split a table cell and "<" could open an HTML tag.
-var mdEscaper = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "\n", " ")
+// mdCell is the one rule for a table cell. GFM splits a row at every "|"
+// that no backslash precedes before it parses anything else, and then
+// takes one backslash off each `\|`, inside code spans too: so each "|"
+// of the cell is written `\|` exactly once. A text cell is mdText (which
+// writes its "|" that way); a code cell is mdCodeSpan with its "|"
+// escaped for the table.
+func mdCell(s string, code bool) string {
+	if code {
+		return strings.ReplaceAll(mdCodeSpan(s), "|", `\|`)
+	}
+	return mdText(s)
+}
+
+// mdText makes free text (step names, messages) safe inside Markdown, in
+// a table cell or not: a "|" would split a table cell, "<" could open an
+// HTML tag, a backslash would escape what follows it (a name's `\|`
+// would lose its backslash), and a line break would end the table row.
+var mdEscaper = strings.NewReplacer(`\`, `\\`, "|", `\|`, "<", "&lt;", ">", "&gt;", "\r\n", " ", "\r", " ", "\n", " ")
 
 func mdText(s string) string { return mdEscaper.Replace(s) }
+
+// mdLineBreaks are the line breaks a code span shows as spaces (as
+// CommonMark does); writing them so keeps a table row on one line.
+var mdLineBreaks = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")
+
+// mdCodeSpan puts s in a CommonMark code span, which shows its text
+// literally: no HTML escaping (a renderer escapes "<" and "&" in a code
+// span itself) and no backslash escapes. Backticks stay as they are: the
+// span is delimited by a run of backticks longer than any inside s, and
+// padded with a space on each side where s starts or ends with a
+// backtick, or with a space at both ends (one space each side is what a
+// renderer strips). Outside a table only; mdCell escapes "|" for one.
+func mdCodeSpan(s string) string {
+	s = mdLineBreaks.Replace(s)
+	if s == "" {
+		return ""
+	}
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '`' {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	fence := strings.Repeat("`", longest+1)
+	first, last := s[0], s[len(s)-1]
+	if first == '`' || last == '`' || (first == ' ' && last == ' ' && strings.Trim(s, " ") != "") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
 
 // mdLevels writes a multi-level run the way the classic load-test report's tables are laid
 // out: one column per level, then each level's summary folded.
