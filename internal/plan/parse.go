@@ -172,6 +172,7 @@ func (p *parser) root(n *yaml.Node) {
 	if pl.Target == "" && len(p.relative) > 0 && p.missing(n, "target") {
 		p.errAt(p.relative[0], "relative URL %s needs a target: add target: http://host:port (or demo) at the top level", q(p.relativeURL))
 	}
+	pl.usesTarget = len(p.relative) > 0
 	p.finishTarget()
 	p.finishSecretHeaders()
 	p.finishSecrets()

@@ -30,6 +30,8 @@ type Plan struct {
 	// joined to them already.
 	Target    string
 	TargetPos Pos
+	// usesTarget: some URL is a path, sent to the target (UsesTarget).
+	usesTarget bool
 	Defaults  Defaults
 	TLS       TLS
 	Vars      map[string]string
@@ -267,3 +269,8 @@ type Expect struct {
 	BodyContains []string
 	JSON         []JSONExpect
 }
+
+// UsesTarget reports whether the plan sends anything to its target: a
+// step or connection URL written as a path. One whose URLs are all
+// absolute sends it nothing, so the run neither needs nor checks it.
+func (pl *Plan) UsesTarget() bool { return pl.usesTarget }

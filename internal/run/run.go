@@ -173,8 +173,12 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 		if o.TLSAdvice != nil {
 			advice = *o.TLSAdvice
 		}
-		if err := preflight(base, o.TLS, advice); err != nil {
-			return nil, err
+		// A target nothing goes to (every URL absolute, or no target at
+		// all) is neither needed nor checked.
+		if base != "" && p.UsesTarget() {
+			if err := preflight(base, o.TLS, advice); err != nil {
+				return nil, err
+			}
 		}
 		if err := preflightConnTLS(p, o.TLS, advice); err != nil {
 			return nil, err

@@ -81,12 +81,17 @@ type Step struct {
 	secretCaptures bool
 }
 
-// Compile prepares p to run against base, the target's base URL.
+// Compile prepares p to run against base, the target's base URL; ""
+// for a plan without a target, whose every URL is absolute (the plan
+// refuses a path without one).
 func Compile(p *plan.Plan, base string, userAgent string, tlsConf *tls.Config) (*Program, error) {
 	prog := &Program{Plan: p, userAgent: []byte(userAgent), tlsConfig: tlsConf}
-	baseEP, err := endpointOf(base, tlsConf)
-	if err != nil {
-		return nil, fmt.Errorf("target %q: %w", base, err)
+	var baseEP *httpc.Endpoint
+	if base != "" {
+		var err error
+		if baseEP, err = endpointOf(base, tlsConf); err != nil {
+			return nil, fmt.Errorf("target %q: %w", base, err)
+		}
 	}
 	endpoints := map[string]*httpc.Endpoint{}
 	for _, ds := range p.Data {
