@@ -32,11 +32,11 @@ type Plan struct {
 	TargetPos Pos
 	// usesTarget: some URL is a path, sent to the target (UsesTarget).
 	usesTarget bool
-	Defaults  Defaults
-	TLS       TLS
-	Vars      map[string]string
-	Data      []*DataSource
-	Tenants   int // 0 when the plan has no tenant pool
+	Defaults   Defaults
+	TLS        TLS
+	Vars       map[string]string
+	Data       []*DataSource
+	Tenants    int // 0 when the plan has no tenant pool
 	// Waves split the tenant pool into groups whose load profiles are
 	// shifted in time (tenants.go); nil when the whole pool runs together.
 	Waves     []Wave

@@ -166,23 +166,8 @@ func Run(ctx context.Context, p *plan.Plan, o Options) (*result.Result, error) {
 	if err := checkEngine(prog, o.Engine); err != nil { // engine.go
 		return nil, err
 	}
-	// A target behind a proxy may not be reachable without it: its first
-	// requests, through the proxy, say what a direct dial could not.
-	if !o.SkipPreflight && !p.HTTP.Proxy.ProxiedURL(base) {
-		advice := PlanTLSAdvice
-		if o.TLSAdvice != nil {
-			advice = *o.TLSAdvice
-		}
-		// A target nothing goes to (every URL absolute, or no target at
-		// all) is neither needed nor checked.
-		if base != "" && p.UsesTarget() {
-			if err := preflight(base, o.TLS, advice); err != nil {
-				return nil, err
-			}
-		}
-		if err := preflightConnTLS(p, o.TLS, advice); err != nil {
-			return nil, err
-		}
+	if err := preflightRun(p, base, o); err != nil {
+		return nil, err
 	}
 	r := newRunner(p, prog, base, o)
 	// One runaway script would only be followed by the next: the run
@@ -297,6 +282,28 @@ func protocolOf(v plan.HTTPVersion) httpc.Protocol {
 		return httpc.ProtoH2C
 	}
 	return httpc.ProtoAuto
+}
+
+// preflightRun checks, before any load, that the target answers and
+// that TLS to it and to the wss/https connection URLs completes. A target
+// behind a proxy may not be reachable without it: its first requests,
+// through the proxy, say what a direct dial could not. A target nothing
+// goes to (every URL absolute, or no target at all) is neither needed
+// nor checked.
+func preflightRun(p *plan.Plan, base string, o Options) error {
+	if o.SkipPreflight || p.HTTP.Proxy.ProxiedURL(base) {
+		return nil
+	}
+	advice := PlanTLSAdvice
+	if o.TLSAdvice != nil {
+		advice = *o.TLSAdvice
+	}
+	if base != "" && p.UsesTarget() {
+		if err := preflight(base, o.TLS, advice); err != nil {
+			return err
+		}
+	}
+	return preflightConnTLS(p, o.TLS, advice)
 }
 
 func preflight(base string, conf *tls.Config, advice TLSAdvice) error {
