@@ -69,7 +69,24 @@ func Compare(pr Process, f CompareFlags) error {
 	if worse := c.Worse(); f.FailOnWorse && len(worse) > 0 {
 		return Fail(ExitThreshold, fmt.Errorf("%s is worse than %s", worse[0], c.BaselineLabel()))
 	}
+	if f.FailOnWorse {
+		warnNotJudged(pr.Stderr, c)
+	}
 	return nil
+}
+
+// warnNotJudged tells a CI gate (--fail-on-worse) that it passed runs it
+// could not judge: the exit is 0 for those, as documented, and a job log
+// that said nothing would read as "no worse" (runs too short to pair five
+// intervals passed a p95 that went from 4 ms to 220 ms).
+func warnNotJudged(w io.Writer, c *report.Comparison) {
+	for _, j := range c.Judged {
+		if j.Verdict.Outcome != report.NotJudged {
+			continue
+		}
+		why := strings.TrimPrefix(strings.Join(j.Verdict.Findings, "; "), "not judged: ")
+		fmt.Fprintf(w, "stampede: warning: %s was not judged against %s (%s): --fail-on-worse does not fail it\n", j.Label, c.BaselineLabel(), why)
+	}
 }
 
 // WriteRendered renders into memory first so a failed render never
