@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/stampede-load/stampede/internal/testserver"
 
 	"github.com/stampede-load/stampede/internal/e2etest"
 )
@@ -16,22 +16,8 @@ import (
 // subscribeFeed answers each WebSocket message with itself and holds the
 // connection until the client goes; any other request is a 200.
 func subscribeFeed(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/ws" {
-		return
-	}
-	c, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return
-	}
-	defer c.CloseNow()
-	for {
-		typ, b, err := c.Read(r.Context())
-		if err != nil {
-			return
-		}
-		if err := c.Write(r.Context(), typ, b); err != nil {
-			return
-		}
+	if r.URL.Path == "/ws" {
+		testserver.WebSocketEcho(w, r)
 	}
 }
 

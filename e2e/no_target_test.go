@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/stampede-load/stampede/internal/e2etest"
+	"github.com/stampede-load/stampede/internal/testserver"
 )
 
 // A plan whose every URL is absolute needs no target (types.go: Target is
@@ -26,17 +25,8 @@ func TestPlanWithoutTargetRuns(t *testing.T) {
 			gets.Add(1)
 			return
 		}
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
 		upgrades.Add(1)
-		defer c.CloseNow()
-		for {
-			if _, _, err := c.Read(r.Context()); err != nil {
-				return
-			}
-		}
+		testserver.WebSocketEcho(w, r)
 	}))
 	ws := "ws" + strings.TrimPrefix(srv.URL, "http")
 	unreachable := "target: http://127.0.0.1:9\n"

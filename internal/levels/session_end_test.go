@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/stampede-load/stampede/internal/testserver"
 
 	"github.com/stampede-load/stampede/internal/plan"
 	"github.com/stampede-load/stampede/internal/result"
@@ -18,22 +18,8 @@ import (
 // itself, until the client goes; anything else is a 200.
 func echoFeed(t *testing.T) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/ws" {
-			return
-		}
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.CloseNow()
-		for {
-			typ, b, err := c.Read(r.Context())
-			if err != nil {
-				return
-			}
-			if err := c.Write(r.Context(), typ, b); err != nil {
-				return
-			}
+		if r.URL.Path == "/ws" {
+			testserver.WebSocketEcho(w, r)
 		}
 	}))
 	t.Cleanup(srv.Close)

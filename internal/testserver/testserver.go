@@ -1,6 +1,6 @@
 // Package testserver holds loopback servers for tests and benchmarks of
-// the client side: answers that cost nothing measurable, and a forward
-// proxy (proxy.go).
+// the client side: answers that cost nothing measurable, a forward proxy
+// (proxy.go) and a WebSocket echo (websocket.go).
 package testserver
 
 import (
