@@ -7,7 +7,7 @@ import (
 )
 
 // build writes the plan of the command's one request, loaded as a run
-// would load it (checkLoads). A JSON body becomes json: in the plan,
+// would load it (loadChecked). A JSON body becomes json: in the plan,
 // which sends it compact, as json: writes it; curl sends the bytes as
 // typed. Where the two differ ({"a": 1.0}, a body that is signed) the
 // body is kept as text instead, sent byte for byte.

@@ -38,16 +38,11 @@ func (c *curlCmd) urlEnvRefs() {
 	}
 }
 
-// checkLoads loads the converted plan as a run would, each variable the
+// loadChecked loads the converted plan as a run would, each variable the
 // command line names (and the credentials' CURL_PASSWORD and CURL_TOKEN)
 // set and no other: a plan that reads a variable nobody set, or does not
-// load at all, is the converter's fault and is refused, not written.
-func checkLoads(text []byte, args, allow []string) error {
-	_, err := loadChecked(text, args, allow)
-	return err
-}
-
-// loadChecked is checkLoads, which returns the plan as it loaded.
+// load at all, is the converter's fault and is refused, not written. It
+// returns the plan as it loaded.
 func loadChecked(text []byte, args, allow []string) (*plan.Plan, error) {
 	names := map[string]bool{passwordEnv: true, tokenEnv: true}
 	for _, a := range args {

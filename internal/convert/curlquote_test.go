@@ -67,7 +67,7 @@ func TestCurlDollarInSingleQuotesIsText(t *testing.T) {
 // the variables the command named set: one that reads a variable nobody
 // named is refused as the converter's fault.
 func TestCurlPlanIsCheckedBeforeWriting(t *testing.T) {
-	if err := checkLoads([]byte("name: x\ntarget: http://h.test\nscenarios:\n  s:\n    steps:\n      - get: /x?${select}\n"), nil, nil); err == nil || !strings.Contains(err.Error(), "select") {
+	if _, err := loadChecked([]byte("name: x\ntarget: http://h.test\nscenarios:\n  s:\n    steps:\n      - get: /x?${select}\n"), nil, nil); err == nil || !strings.Contains(err.Error(), "select") {
 		t.Errorf("a plan reading an unnamed variable passed: %v", err)
 	}
 	if _, _, err := Curl(`curl "http://h.test/x?key=$API_KEY"`, Options{}); err != nil {
