@@ -231,12 +231,14 @@ func endOfLine(line []byte, err error) ([]byte, error) {
 	return line, nil
 }
 
-// readLine returns one CRLF- or LF-terminated line without its ending. The
-// slice points into the reader's buffer.
-func readLine(br *bufio.Reader) ([]byte, error) {
+// readChunkLine returns one CRLF- or LF-terminated line of a chunked
+// body (a chunk's size with its extensions, or the CRLF after its data)
+// without its ending. The slice points into the reader's buffer, which
+// bounds the line, as Go's own client bounds it (4096 bytes).
+func readChunkLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
-		return nil, fmt.Errorf("%w: header line longer than %d bytes", errMalformed, br.Size())
+		return nil, fmt.Errorf("%w: chunk size line (with its extensions) longer than %d bytes", errMalformed, br.Size())
 	}
 	return endOfLine(line, err)
 }
@@ -305,7 +307,7 @@ func readBody(br *bufio.Reader, n int64, keep int, resp *Response) error {
 // readChunked reads a chunked body; its trailers share the header cap.
 func readChunked(br *bufio.Reader, keep, maxHeader int, resp *Response) error {
 	for {
-		line, err := readLine(br)
+		line, err := readChunkLine(br)
 		if err != nil {
 			return unexpected(err)
 		}
@@ -333,7 +335,7 @@ func readChunked(br *bufio.Reader, keep, maxHeader int, resp *Response) error {
 		if err := readBody(br, size, keep, resp); err != nil {
 			return err
 		}
-		crlf, err := readLine(br)
+		crlf, err := readChunkLine(br)
 		if err != nil {
 			return unexpected(err)
 		}

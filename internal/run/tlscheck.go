@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,8 @@ type TLSAdvice struct {
 	// Trust says how to trust the CA that signed the server's
 	// certificate, and Skip how to skip the check (a test server only).
 	Trust, Skip string
+	// Name says how to ask for a name the certificate holds.
+	Name string
 	// Settings names every TLS setting there is to check.
 	Settings string
 }
@@ -36,6 +39,7 @@ type TLSAdvice struct {
 var PlanTLSAdvice = TLSAdvice{
 	Trust:    "give the CA that signed it as tls.ca_file (a PEM file) in the plan",
 	Skip:     "set tls.insecure: true",
+	Name:     "use a host name it holds in the URL, or set tls.server_name to one",
 	Settings: "the plan's tls settings (ca_file, cert_file, key_file, server_name)",
 }
 
@@ -61,12 +65,32 @@ func checkTLS(nc net.Conn, rawURL, hostport string, conf *tls.Config, advice TLS
 	if err == nil {
 		return nil
 	}
-	fix := "Nothing was sent. Check that the address speaks TLS, and " + advice.Settings + "."
-	var cv *tls.CertificateVerificationError
-	if errors.As(err, &cv) {
-		fix = "Nothing was sent. The server's certificate is not trusted here: " + advice.Trust + ", or, for a test server only, " + advice.Skip + "."
+	if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("the server did not complete a TLS handshake within %v", tlsCheckTimeout)
 	}
-	return fmt.Errorf("%w: %s: %v\n%s", ErrTLS, rawURL, err, fix)
+	return fmt.Errorf("%w: %s: %v\nNothing was sent. %s", ErrTLS, rawURL, err, tlsFix(err, advice))
+}
+
+// tlsFix is what to change for the handshake's failure: only an unknown
+// CA is fixed by trusting one (an expired certificate or another host's
+// is not, however trusted its CA).
+func tlsFix(err error, advice TLSAdvice) string {
+	var (
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		return "The server's certificate is not trusted here: " + advice.Trust + ", or, for a test server only, " + advice.Skip + "."
+	case errors.As(err, &hostname):
+		return "The server's certificate is not for the name asked: " + advice.Name + " (for a test server only, " + advice.Skip + ")."
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return "The server's certificate has expired or is not yet valid: renew it, or check this machine's clock (for a test server only, " + advice.Skip + ")."
+	case errors.As(err, new(*tls.CertificateVerificationError)):
+		return "The server's certificate did not verify: see the reason above (for a test server only, " + advice.Skip + ")."
+	}
+	return "Check that the address speaks TLS, and " + advice.Settings + "."
 }
 
 // preflightConnTLS checks TLS to the wss/https URLs of connection

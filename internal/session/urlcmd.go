@@ -267,6 +267,7 @@ func withoutPlanPos(err error) error {
 var urlTLSAdvice = run.TLSAdvice{
 	Trust:    "give the CA that signed it with --ca-file FILE (a PEM file)",
 	Skip:     "add --insecure",
+	Name:     "use a host name it holds in the URL",
 	Settings: "the TLS flags (--ca-file, --insecure)",
 }
 
