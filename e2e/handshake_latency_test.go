@@ -14,22 +14,19 @@ import (
 	"github.com/stampede-load/stampede/internal/e2etest"
 )
 
-// A TLS server whose every handshake takes at least hold: its certificate
-// is looked up slowly, and no session is resumed (a resumption looks up
-// none). It answers at once.
+// A TLS server whose every handshake takes at least hold: each
+// ClientHello is looked at slowly, and no session is resumed. It answers
+// at once. The config is set before the server starts, which reads it.
 func slowHandshakeTLS(t *testing.T, dir string, hold time.Duration, h2 bool) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	srv.EnableHTTP2 = h2
+	srv.TLS = &tls.Config{SessionTicketsDisabled: true, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		time.Sleep(hold)
+		return nil, nil
+	}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	cert := srv.TLS.Certificates[0]
-	srv.TLS.Certificates = nil
-	srv.TLS.SessionTicketsDisabled = true
-	srv.TLS.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-		time.Sleep(hold)
-		return &cert, nil
-	}
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), ca, 0o644); err != nil {
 		t.Fatal(err)

@@ -10,20 +10,18 @@ import (
 )
 
 // slowHandshakeServer answers 200 over TLS (HTTP/2 by ALPN when h2),
-// taking at least hold in each handshake: its certificate is looked up
-// slowly.
+// taking at least hold in each handshake: each ClientHello is looked at
+// slowly. The config is set before the server starts, which reads it.
 func slowHandshakeServer(t *testing.T, hold time.Duration, h2 bool) *Endpoint {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	srv.EnableHTTP2 = h2
+	srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		time.Sleep(hold)
+		return nil, nil
+	}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	cert := srv.TLS.Certificates[0]
-	srv.TLS.Certificates = nil
-	srv.TLS.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-		time.Sleep(hold)
-		return &cert, nil
-	}
 	return &Endpoint{Scheme: "https", Addr: strings.TrimPrefix(srv.URL, "https://"), Host: "example.com"}
 }
 
