@@ -197,19 +197,23 @@ func (k K8s) Validate() error {
 	return nil
 }
 
-// planFiles are the files a plan reads besides itself, relative to its
-// directory: data sources and TLS files.
+// planFiles are the files a plan reads besides itself: every file it
+// read as it loaded (body_file and multipart parts too: a segment's pod
+// loads the plan, and failed at each one missing), and its data sources
+// and TLS files, each once.
 func planFiles(p *plan.Plan) []string {
-	var files []string
+	files := p.Files()
 	for _, ds := range p.Data {
 		files = append(files, ds.File)
 	}
-	for _, f := range []string{p.TLS.CAFile, p.TLS.CertFile, p.TLS.KeyFile} {
-		if f != "" {
-			files = append(files, f)
+	files = append(files, p.TLS.CAFile, p.TLS.CertFile, p.TLS.KeyFile)
+	var out []string
+	for _, f := range files {
+		if f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
 		}
 	}
-	return files
+	return out
 }
 
 // configKey makes a ConfigMap key of a relative path (keys allow only

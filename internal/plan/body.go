@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -300,4 +301,18 @@ func Gzip(dst, data []byte, level int) []byte {
 	_, _ = w.Write(data)
 	_ = w.Close()
 	return buf.Bytes()
+}
+
+// recordingOpen is open, noting each file it opened (Plan.Files), once.
+func (p *parser) recordingOpen(open func(string) (io.ReadCloser, error)) func(string) (io.ReadCloser, error) {
+	if open == nil {
+		return nil
+	}
+	return func(path string) (io.ReadCloser, error) {
+		rc, err := open(path)
+		if err == nil && !slices.Contains(p.plan.files, path) {
+			p.plan.files = append(p.plan.files, path)
+		}
+		return rc, err
+	}
 }

@@ -98,6 +98,7 @@ func parseOpts(file string, src []byte, lookup func(string) (string, bool), open
 		},
 	}
 	p.lookup = p.recordingLookup(lookup)
+	p.open = p.recordingOpen(open)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, &Error{Problems: yamlProblems(file, src, err)}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -32,11 +33,13 @@ type Plan struct {
 	TargetPos Pos
 	// usesTarget: some URL is a path, sent to the target (UsesTarget).
 	usesTarget bool
-	Defaults   Defaults
-	TLS        TLS
-	Vars       map[string]string
-	Data       []*DataSource
-	Tenants    int // 0 when the plan has no tenant pool
+	// files are the files read as the plan loaded (Files).
+	files    []string
+	Defaults Defaults
+	TLS      TLS
+	Vars     map[string]string
+	Data     []*DataSource
+	Tenants  int // 0 when the plan has no tenant pool
 	// Waves split the tenant pool into groups whose load profiles are
 	// shifted in time (tenants.go); nil when the whole pool runs together.
 	Waves     []Wave
@@ -274,3 +277,9 @@ type Expect struct {
 // step or connection URL written as a path. One whose URLs are all
 // absolute sends it nothing, so the run neither needs nor checks it.
 func (pl *Plan) UsesTarget() bool { return pl.usesTarget }
+
+// Files are the files the plan read as it loaded, as they were opened
+// (resolved against the plan's directory): data sources, TLS files,
+// body_file and multipart parts. A copy of the plan elsewhere (a
+// Kubernetes segment) needs every one of them to load.
+func (pl *Plan) Files() []string { return slices.Clone(pl.files) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -109,6 +110,7 @@ func (pr Process) manifest(p *plan.Plan, f K8sRequest, start time.Time) (*dist.M
 	if err != nil {
 		return nil, nil, Fail(ExitUsage, err)
 	}
+	warnKeyInConfigMap(pr.Stderr, p, m)
 	y, err := m.YAML()
 	if err != nil {
 		return nil, nil, Fail(ExitRun, err)
@@ -220,3 +222,18 @@ func (pr Process) WriteTerminationMessage(code int, err error) {
 // CoordinatorEnv marks a --workers worker, whose stdin ends when its
 // coordinator is gone (dist.CoordinatorEnv).
 const CoordinatorEnv = dist.CoordinatorEnv
+
+// warnKeyInConfigMap says that a plan's client key (tls.key_file) goes
+// into the ConfigMap with its other files. Not refused: a key made for
+// the test may well be the namespace's to read; but not left unsaid.
+func warnKeyInConfigMap(w io.Writer, p *plan.Plan, m *dist.Manifest) {
+	if p.TLS.KeyFile == "" {
+		return
+	}
+	ns := m.ConfigMap.Namespace
+	if ns == "" {
+		ns = "the current one"
+	}
+	fmt.Fprintf(w, "stampede: warning: the client key %s goes into the ConfigMap %s, readable by whoever may read its namespace (%s): use a key made for the test\n",
+		p.TLS.KeyFile, m.ConfigMap.Name, ns)
+}
