@@ -119,7 +119,8 @@ in exactly one class, per-step breakdowns and per-second series.
 
 Exit codes: 0 all thresholds passed; 1 a threshold failed; 2 bad usage or
 invalid plan; 3 the run could not complete (target unreachable at start,
-interrupted, or a generator fault).`,
+interrupted, or a generator fault); 4 (capacity only) the capacity is
+undetermined: the levels that bound it were generator-bound.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -50,7 +50,8 @@ func newReportCmd() *cobra.Command {
 		Short: "Render a result file (every figure is recomputed from its histograms)",
 		Long: `Render a result file as the terminal summary (text), Markdown in the
 layout of a load-test write-up (md), a self-contained HTML page with
-interactive charts that opens offline (html), or the JSON document (json).`,
+interactive charts that opens offline (html), the JSON document (json), or
+JUnit XML for CI test reports (junit).`,
 		Example: `  stampede report run.json
   stampede report run.json --format html -o report.html
   stampede report run.json --format md >> RESULTS.md`,

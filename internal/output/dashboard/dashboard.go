@@ -89,6 +89,11 @@ func New(addr string) (*Sink, error) {
 	mux.HandleFunc("GET "+root+"/events", s.events)
 	mux.HandleFunc("GET "+root+"/report", s.report)
 	mux.HandleFunc("GET "+root+"/live", s.liveJSON)
+	// Anything else, the bare address a user types first included: a 404
+	// that says where the page is, without the token it guards.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "stampede dashboard: the page is at the URL stampede printed on its stderr (\"dashboard: http://…/TOKEN\"); the token in it is the only way in", http.StatusNotFound)
+	})
 	s.srv = &http.Server{Handler: newHostGuard(addr, mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
 	// Serve ends with ErrServerClosed when Close shuts the server.
 	go func() { _ = s.srv.Serve(netutil.LimitListener(ln, maxConns)) }()

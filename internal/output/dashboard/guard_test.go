@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bufio"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -166,5 +167,25 @@ func TestPageThatSaysSoIsWaitedFor(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Errorf("close: %v", err)
+	}
+}
+
+// The bare address, which a user types first, says where the page is
+// without giving the token away. Before, it was an empty 404.
+func TestDashboardRootSaysWhereThePageIs(t *testing.T) {
+	s, err := New("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(nil)
+	addr, token, _ := strings.Cut(strings.TrimPrefix(s.URL(), "http://"), "/")
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "URL stampede printed") || strings.Contains(string(body), token) {
+		t.Errorf("GET /: %d %q", resp.StatusCode, body)
 	}
 }
