@@ -408,7 +408,9 @@ func LittleAt(r *result.Result, p *plan.Plan) Little {
 	l.BusyUsers = l.RPS * l.AvgLatencyUS / 1e6
 	if r.Totals.Iterations > 0 {
 		l.IterationsPerS = float64(r.Totals.Iterations) / r.Run.DurationS
-		perIter := float64(r.Totals.Requests) / float64(r.Totals.Iterations)
+		// Requests that ran (latency_all's), not dropped arrivals: they
+		// have no latency and are no iteration's time.
+		perIter := float64(r.Totals.Timed()) / float64(r.Totals.Iterations)
 		l.IterationS = perIter*r.Totals.LatencyAll.AvgUS/1e6 + meanThink(p).Seconds()
 		l.ClosedUsers = l.IterationsPerS * l.IterationS
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/stampede-load/stampede/internal/sample"
 	"math"
 	"sort"
 
@@ -63,9 +64,14 @@ func intervalsOf(r *result.Result) intervals {
 			continue
 		}
 		ok := float64(at(s.OK, i))
-		var failed float64
+		var failed, unsent float64
 		for _, c := range classes {
-			failed += float64(at(s.Failed[c], i))
+			n := float64(at(s.Failed[c], i))
+			failed += n
+			if c == sample.Dropped.String() || c == sample.Interrupted.String() {
+				// Never sent, or cut off: not served (result.Totals.Timed).
+				unsent += n
+			}
 		}
 		p := [3]int64{at(s.P50US, i), at(s.P95US, i), at(s.P99US, i)}
 		if lag := at(s.LagP99US, i); lag > intervalLagAboveUS && lag*intervalLagShareOfUS >= p[1] {
@@ -73,11 +79,11 @@ func intervalsOf(r *result.Result) intervals {
 			continue
 		}
 		iv.kept++
-		iv.throughput.num = append(iv.throughput.num, ok+failed)
+		iv.throughput.num = append(iv.throughput.num, ok+failed-unsent)
 		iv.throughput.den = append(iv.throughput.den, step)
 		iv.errors.num = append(iv.errors.num, failed)
 		iv.errors.den = append(iv.errors.den, ok+failed)
-		iv.aligned[3][i] = (ok + failed) / step
+		iv.aligned[3][i] = (ok + failed - unsent) / step
 		if ok > 0 {
 			for k := range p {
 				iv.lat[k].num = append(iv.lat[k].num, float64(p[k]))
