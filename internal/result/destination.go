@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // isStream reports whether path names a character device or a pipe
@@ -26,6 +27,12 @@ func isStream(path string) (bool, error) {
 	}
 	m := fi.Mode()
 	switch {
+	case m.IsRegular() && systemPath(path):
+		// -o /dev/stdout with stdout sent to a file: the path is a link
+		// to this process's descriptor, which a rename would replace
+		// (as root, breaking /dev/stdout); the file behind it is
+		// written through it instead.
+		return true, nil
 	case m.IsRegular():
 		return false, nil
 	case m.IsDir():
@@ -50,15 +57,35 @@ func IsStream(path string) bool {
 	return stream && err == nil
 }
 
-// openStream opens a device or pipe for the final result. A pipe nobody
+// systemPath reports whether path is the system's (/dev, /proc, /dev/fd
+// links), never a place to make or rename files in.
+func systemPath(path string) bool {
+	abs, err := filepath.Abs(path)
+	return err == nil && (strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/"))
+}
+
+// openStream opens a device or pipe for the final result, appending (a
+// file behind /dev/stdout keeps what was written before). A pipe nobody
 // reads yet is an error now, not a run that hangs at its end.
 func openStream(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|oNonblock, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|oNonblock, 0)
 	if errors.Is(err, errNoReader) {
 		return nil, fmt.Errorf("no process reads the pipe %s: start its reader first", path)
 	}
-	return f, err
+	if err != nil {
+		return nil, err
+	}
+	// Blocking again once open: Fd puts the descriptor in blocking mode,
+	// so a slow reader is waited for where the runtime does not poll a
+	// pipe (darwin), instead of the write failing with EAGAIN.
+	_ = f.Fd()
+	return f, nil
 }
+
+// WriteStream writes one document to a device or pipe (IsStream), whole,
+// in place: what --junit and the like write there instead of renaming a
+// file over it.
+func WriteStream(path string, data []byte) error { return writeStream(path, data) }
 
 // writeStream writes one document to a device or pipe, whole.
 func writeStream(path string, data []byte) error {

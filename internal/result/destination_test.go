@@ -5,6 +5,7 @@ package result
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -170,5 +171,44 @@ func TestResultIntoADirectoryIsRefusedAtOpen(t *testing.T) {
 	}
 	if !IsStream(os.DevNull) {
 		t.Errorf("%s is not taken for a device", os.DevNull)
+	}
+}
+
+// -o /dev/stdout with stdout sent to a file (`> out.json`): the path is a
+// link to this process's descriptor, and the file behind it gets the
+// result, written through it. Before, the result was to be renamed over
+// the link: refused ("cannot write the result next to"), or as root,
+// /dev/stdout itself replaced.
+func TestResultThroughADescriptorLinkToAFile(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("summary\n"); err != nil {
+		t.Fatal(err)
+	}
+	link := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+	if _, err := os.Stat(link); err != nil {
+		t.Skip(err)
+	}
+	o, err := Open(link, 1<<20)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", link, err)
+	}
+	if err := o.Final(small(t, 2, false)); err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, ok := strings.CutPrefix(string(b), "summary\n")
+	if !ok {
+		t.Fatalf("what was written before the result is gone: %.100q", b)
+	}
+	if _, err := Decode([]byte(doc)); err != nil {
+		t.Errorf("the file behind the link holds no whole result: %v", err)
 	}
 }

@@ -3,6 +3,7 @@
 package junitfile
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,11 +14,22 @@ import (
 
 // Sink is the --junit output: it ignores the run's snapshots and writes
 // the final result, thresholds judged, at Close.
-type Sink struct{ path string }
+type Sink struct {
+	path string
+	// stream: path is a device or pipe (result.IsStream), written in
+	// place, never replaced or removed (as root, --junit /dev/null was).
+	stream bool
+}
 
 // New checks that path can be written now, so a typo fails before the
 // load rather than after it.
 func New(path string) (*Sink, error) {
+	if err := result.CheckDestination(path); err != nil {
+		return nil, fmt.Errorf("--junit: %v", err)
+	}
+	if result.IsStream(path) {
+		return &Sink{path: path, stream: true}, nil
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("--junit: %v", err)
@@ -36,6 +48,16 @@ func (s *Sink) Sample(*result.Result) {}
 // the file is removed rather than left empty, which CI would read as a
 // broken report.
 func (s *Sink) Close(final *result.Result) error {
+	if s.stream {
+		if final == nil {
+			return nil
+		}
+		var b bytes.Buffer
+		if err := report.JUnit(&b, final); err != nil {
+			return err
+		}
+		return result.WriteStream(s.path, b.Bytes())
+	}
 	if final == nil {
 		os.Remove(s.path)
 		return nil
