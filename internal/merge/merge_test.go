@@ -421,33 +421,3 @@ func TestMergeKeepsTheEngine(t *testing.T) {
 		}
 	}
 }
-
-// One plan run twice, a minute apart, then merged: the merged duration is
-// the time under load (10 s + 10 s), so the merged rate is the rate the
-// runs kept. Before, it was the span from the first start to the last end
-// (80 s), and the rate came out a quarter of what either run sent.
-func TestMergedRunsThatDidNotOverlapAddTheirDurations(t *testing.T) {
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	mk := func(start time.Duration) *result.Result {
-		return resultOf(t, []req{{0, sample.OK, 500}}, func(r *result.Result) {
-			r.Run.Started = t0.Add(start)
-			r.Run.Ended = r.Run.Started.Add(seconds(10))
-			r.Run.DurationS = 10
-		})
-	}
-	m, err := Options{}.Results([]*result.Result{mk(70 * time.Second), mk(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := m.Run.DurationS; d != 20 {
-		t.Errorf("duration %vs, want 20s: two runs of 10s each, 60s apart", d)
-	}
-	// Overlapping by half: the union, 15 s.
-	m, err = Options{}.Results([]*result.Result{mk(0), mk(5 * time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := m.Run.DurationS; d != 15 {
-		t.Errorf("duration %vs, want 15s: two runs of 10s overlapping by 5s", d)
-	}
-}

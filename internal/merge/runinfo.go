@@ -57,37 +57,22 @@ func addRun(out *result.RunInfo, run result.RunInfo) {
 	out.LateStartS = max(out.LateStartS, run.LateStartS)
 }
 
-// measuredSeconds is the time the inputs measured, together: the union
-// of their measured intervals, each from when it began (a segment that
-// began late, late_start_s, measured from then, not from the shared start
-// time) for its duration. Segments of one run overlap, so this is the span
-// from the first beginning to the last measured end; runs that did not
-// overlap (one plan run twice, an hour apart) add their durations, so the
-// merged rate is the rate under load, not the load spread over the idle
-// time between them.
+// measuredSeconds is the span from the earliest input's beginning to the
+// latest input's measured end. A segment that began late (late_start_s)
+// measured its duration from when it began, not from the shared start
+// time.
 func measuredSeconds(rs []*result.Result) float64 {
-	type interval struct{ from, to time.Time }
-	spans := make([]interval, 0, len(rs))
+	var measuredEnd, began time.Time
 	for _, r := range rs {
 		b := r.Run.Started.Add(seconds(r.Run.LateStartS))
-		spans = append(spans, interval{b, b.Add(seconds(r.Run.DurationS))})
-	}
-	slices.SortFunc(spans, func(a, b interval) int { return a.from.Compare(b.from) })
-	var total time.Duration
-	var cur interval
-	for i, s := range spans {
-		switch {
-		case i == 0:
-			cur = s
-		case s.from.After(cur.to):
-			total += cur.to.Sub(cur.from)
-			cur = s
-		case s.to.After(cur.to):
-			cur.to = s.to
+		if began.IsZero() || b.Before(began) {
+			began = b
+		}
+		if end := b.Add(seconds(r.Run.DurationS)); end.After(measuredEnd) {
+			measuredEnd = end
 		}
 	}
-	total += cur.to.Sub(cur.from)
-	return max(total, 0).Seconds()
+	return max(measuredEnd.Sub(began), 0).Seconds()
 }
 
 // partialReason says why the merge is partial ("" when it is not): each

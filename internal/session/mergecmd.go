@@ -2,7 +2,9 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -49,6 +51,10 @@ func (pr Process) Merge(r MergeRequest) error {
 		return Fail(ExitUsage, err)
 	}
 	pr.printMergeSummary(m, len(rs), r.Out)
+	if gap, a, b := idleBetween(rs, r.Paths); gap > 0 {
+		fmt.Fprintf(pr.Stderr, "stampede: warning: %s and %s did not run at the same time (%v apart): the merged duration holds that idle time, and the merged rate is spread over it; to set runs side by side, use stampede compare\n",
+			a, b, gap.Round(time.Second))
+	}
 	return (&Outcome{Result: m, Verdict: verdict}).Err()
 }
 
@@ -125,4 +131,35 @@ func planThresholds(src string) ([]string, error) {
 		return nil, err
 	}
 	return p.Thresholds, nil
+}
+
+// idleBetween is the longest time no input ran, between the first start
+// and the last end of whole runs merged (segments of one run overlap),
+// and the inputs on either side of it.
+func idleBetween(rs []*result.Result, names []string) (gap time.Duration, before, after string) {
+	type span struct {
+		from, to time.Time
+		name     string
+	}
+	var spans []span
+	for i, r := range rs {
+		if r.Run.Segment.Count > 1 {
+			return 0, "", ""
+		}
+		from := r.Run.Started.Add(time.Duration(r.Run.LateStartS * float64(time.Second)))
+		spans = append(spans, span{from, from.Add(time.Duration(r.Run.DurationS * float64(time.Second))), names[i]})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
+	for i := 1; i < len(spans); i++ {
+		end := spans[i-1]
+		for _, s := range spans[:i] {
+			if s.to.After(end.to) {
+				end = s
+			}
+		}
+		if d := spans[i].from.Sub(end.to); d > gap {
+			gap, before, after = d, end.name, spans[i].name
+		}
+	}
+	return gap, before, after
 }

@@ -3,9 +3,11 @@ package session
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stampede-load/stampede/internal/result"
 )
@@ -100,5 +102,37 @@ func TestMergedLevelsKeepVerdictsNamedByLevel(t *testing.T) {
 	}
 	if strings.Join(got, "; ") != "users 10: error_rate < 1%; users 20: error_rate < 1%" {
 		t.Errorf("thresholds %q: want each level's verdicts named by level", got)
+	}
+}
+
+// Whole runs merged that did not run at the same time: merge says the
+// merged rate is spread over the time between them. Before, it said
+// nothing, and two 2 s runs a minute apart merged at a fifteenth of
+// their rate.
+func TestMergeWarnsOfRunsApart(t *testing.T) {
+	dir := t.TempDir()
+	a, b := res(10, false, ""), res(10, false, "")
+	b.Run.Started = b.Run.Started.Add(time.Minute)
+	b.Run.Ended = b.Run.Ended.Add(time.Minute)
+	var paths []string
+	for i, r := range []*result.Result{a, b} {
+		r.Plan.Source = "name: t\n"
+		p := filepath.Join(dir, fmt.Sprintf("run-%d.json", i))
+		if err := result.Write(p, r); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := (Process{Stdout: &stdout, Stderr: &stderr}).Merge(MergeRequest{Paths: paths, Out: filepath.Join(dir, "m.json")}); err != nil {
+		t.Fatalf("merge: %v\n%s", err, stderr.String())
+	}
+	if got := stderr.String(); !strings.Contains(got, "did not run at the same time (58s apart)") {
+		t.Errorf("stderr %q: want the gap named", got)
+	}
+	// Segments of one run overlap: no warning.
+	stderr.Reset()
+	if _, _, err := mergeSegments(t, res(10, false, ""), res(4, false, "")); err != nil {
+		t.Fatal(err)
 	}
 }
