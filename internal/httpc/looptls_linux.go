@@ -74,6 +74,8 @@ var errNotLoopable = errors.New("httpc: connection cannot be driven by an event 
 // Interrupt, and hands the socket over for the loop to drive. It blocks:
 // the loop calls it from a goroutine of its own.
 func (t *LoopTLS) Dial(ep *Endpoint, deadline time.Time) (*LoopConn, error) {
+	// A handshake of a dial that failed after it is no later dial's.
+	t.h1.ud.handshook.Store(0)
 	nc, err := t.h1.dialNew(ep, deadline)
 	if err != nil {
 		return nil, err

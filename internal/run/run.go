@@ -291,14 +291,14 @@ func protocolOf(v plan.HTTPVersion) httpc.Protocol {
 // goes to (every URL absolute, or no target at all) is neither needed
 // nor checked.
 func preflightRun(p *plan.Plan, base string, o Options) error {
-	if o.SkipPreflight || p.HTTP.Proxy.ProxiedURL(base) {
+	if o.SkipPreflight {
 		return nil
 	}
 	advice := PlanTLSAdvice
 	if o.TLSAdvice != nil {
 		advice = *o.TLSAdvice
 	}
-	if base != "" && p.UsesTarget() {
+	if base != "" && p.UsesTarget() && !p.HTTP.Proxy.ProxiedURL(base) {
 		if err := preflight(base, o.TLS, advice); err != nil {
 			return err
 		}
