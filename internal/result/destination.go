@@ -57,11 +57,20 @@ func IsStream(path string) bool {
 	return stream && err == nil
 }
 
-// systemPath reports whether path is the system's (/dev, /proc, /dev/fd
-// links), never a place to make or rename files in.
+// systemPath reports whether path is a link to a process's descriptor
+// (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/...), never a place to make
+// or rename files in. A regular file elsewhere under /dev (/dev/shm) is
+// a file like any other.
 func systemPath(path string) bool {
 	abs, err := filepath.Abs(path)
-	return err == nil && (strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/"))
+	if err != nil {
+		return false
+	}
+	switch abs {
+	case "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	return strings.HasPrefix(abs, "/dev/fd/") || strings.HasPrefix(abs, "/proc/")
 }
 
 // openStream opens a device or pipe for the final result, appending (a
