@@ -212,3 +212,17 @@ func TestResultThroughADescriptorLinkToAFile(t *testing.T) {
 		t.Errorf("the file behind the link holds no whole result: %v", err)
 	}
 }
+
+// Only links to a descriptor are written through; a result file under
+// /dev/shm is a file like any other (written through, an old one there
+// would have been appended to).
+func TestSystemPath(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/dev/stdout": true, "/dev/stderr": true, "/dev/fd/3": true, "/proc/self/fd/1": true,
+		"/dev/shm/result.json": false, "/tmp/result.json": false,
+	} {
+		if got := systemPath(path); got != want {
+			t.Errorf("systemPath(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
