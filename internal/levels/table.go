@@ -225,20 +225,13 @@ func WriteGates(w io.Writer, vary string, planned []float64, slo []string, level
 			return result.FormatDuration(us)
 		}
 		row = append(row, rps, lat(ok.P50US), lat(ok.P95US), lat(ok.P99US), errPct)
-		for j := range slo {
-			row = append(row, verdict(l.SLO, j))
+		for _, e := range slo {
+			row = append(row, verdictOf(l.SLO, e))
 		}
 		row = append(row, RampCell(l), gate.Headline(r.Indicators), levelVerdict(l))
 		table = append(table, row)
 	}
 	return writeTable(w, table, format)
-}
-
-func verdict(ts []result.Threshold, j int) string {
-	if j >= len(ts) {
-		return "-"
-	}
-	return thresholdCell(ts[j])
 }
 
 // verdictOf is the cell of the verdict on expr among ts; "-" when the

@@ -149,16 +149,18 @@ func idleBetween(rs []*result.Result, names []string) (gap time.Duration, before
 		from := r.Run.Started.Add(time.Duration(r.Run.LateStartS * float64(time.Second)))
 		spans = append(spans, span{from, from.Add(time.Duration(r.Run.DurationS * float64(time.Second))), names[i]})
 	}
+	if len(spans) < 2 {
+		return 0, "", ""
+	}
 	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
-	for i := 1; i < len(spans); i++ {
-		end := spans[i-1]
-		for _, s := range spans[:i] {
-			if s.to.After(end.to) {
-				end = s
-			}
+	// last is the input that ends latest of those started so far.
+	last := spans[0]
+	for _, s := range spans[1:] {
+		if d := s.from.Sub(last.to); d > gap {
+			gap, before, after = d, last.name, s.name
 		}
-		if d := spans[i].from.Sub(end.to); d > gap {
-			gap, before, after = d, end.name, spans[i].name
+		if s.to.After(last.to) {
+			last = s
 		}
 	}
 	return gap, before, after
