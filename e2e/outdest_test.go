@@ -1,18 +1,16 @@
 package e2e
 
 import (
-	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stampede-load/stampede/internal/e2etest"
 	"github.com/stampede-load/stampede/internal/result"
+	"github.com/stampede-load/stampede/internal/testserver"
 )
 
 // -o naming a directory is refused before any load. Before, the whole
@@ -40,44 +38,12 @@ func TestResultIntoAPipe(t *testing.T) {
 	t.Parallel()
 	srv := httpServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	dir := t.TempDir()
-	pipe := filepath.Join(dir, "result.json")
-	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
-		t.Skip(err)
-	}
-	// The reader is there first, as a shell's is. Opened non-blocking, a
-	// read before any writer came says end of file, which is not yet the
-	// end: read until the writer's close after something came.
-	rd, err := os.OpenFile(pipe, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan []byte, 1)
-	go func() {
-		defer rd.Close()
-		var b []byte
-		buf := make([]byte, 1<<16)
-		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
-			n, err := rd.Read(buf)
-			b = append(b, buf[:n]...)
-			if err == io.EOF && len(b) > 0 || err != nil && err != io.EOF {
-				break
-			}
-			if err == io.EOF {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-		got <- b
-	}()
+	pipe, read := testserver.Pipe(t, "result.json")
 	o := e2etest.Stampede(t, 2*time.Minute, dir, "url", srv.URL, "-c", "1", "-d", "1s", "-o", pipe)
 	if o.Code != 0 {
 		t.Fatalf("exit %d, want 0\n%s", o.Code, o)
 	}
-	var doc []byte
-	select {
-	case doc = <-got:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the pipe's reader saw no end")
-	}
+	doc := read()
 	if fi, err := os.Lstat(pipe); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatalf("%s is no longer a pipe (%v)", pipe, err)
 	}

@@ -13,55 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// fifo makes a named pipe with a reader already at it, as a shell's pipe
-// reader is (-o >(jq .)), and reads what is written to it until the
-// writer closes; the returned function waits for what was read.
-func fifo(t *testing.T) (path string, read func() []byte) {
-	t.Helper()
-	path = filepath.Join(t.TempDir(), "out.json")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Skip(err)
-	}
-	// Opened non-blocking, the reader is there at once; before any writer
-	// has come, a read says end of file, which is not yet the end.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan []byte, 1)
-	go func() {
-		defer f.Close()
-		var b bytes.Buffer
-		deadline := time.Now().Add(30 * time.Second)
-		buf := make([]byte, 4096)
-		for time.Now().Before(deadline) {
-			n, err := f.Read(buf)
-			b.Write(buf[:n])
-			switch {
-			case err == io.EOF && b.Len() > 0:
-				got <- b.Bytes()
-				return
-			case err == io.EOF:
-				time.Sleep(time.Millisecond)
-			case err != nil:
-				got <- nil
-				return
-			}
-		}
-		got <- nil
-	}()
-	return path, func() []byte {
-		select {
-		case b := <-got:
-			return b
-		case <-time.After(40 * time.Second):
-			t.Fatal("the pipe's reader saw no end within 40s")
-			return nil
-		}
-	}
-}
+	"github.com/stampede-load/stampede/internal/testserver"
+)
 
 func isPipe(t *testing.T, path string) bool {
 	t.Helper()
@@ -77,7 +31,7 @@ func isPipe(t *testing.T, path string) bool {
 // Before, the final rename replaced it with a regular file (as root, -o
 // /dev/null deleted the device), and a pipe's reader got nothing.
 func TestResultIntoAPipeIsWrittenNotReplaced(t *testing.T) {
-	path, read := fifo(t)
+	path, read := testserver.Pipe(t, "out.json")
 	o, err := Open(path, 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +71,7 @@ func TestResultIntoAPipeIsWrittenNotReplaced(t *testing.T) {
 
 // merge -o PIPE goes through Write.
 func TestWriteIntoAPipe(t *testing.T) {
-	path, read := fifo(t)
+	path, read := testserver.Pipe(t, "out.json")
 	if err := Write(path, small(t, 2, false)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Package testserver holds loopback servers for tests and benchmarks of
 // the client side: answers that cost nothing measurable, a forward proxy
-// (proxy.go) and a WebSocket echo (websocket.go).
+// (proxy.go), a WebSocket echo (websocket.go) and a named pipe with its
+// reader (pipe_unix.go).
 package testserver
 
 import (

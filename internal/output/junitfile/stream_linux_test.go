@@ -2,12 +2,10 @@ package junitfile
 
 import (
 	"encoding/xml"
-	"io"
 	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/stampede-load/stampede/internal/testserver"
 )
 
 // --junit to a pipe gets the report in place, and stays a pipe; with
@@ -16,47 +14,15 @@ import (
 // measured removed it, and New's create waited for a reader before the
 // load.
 func TestJUnitIntoAPipe(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "junit.xml")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Skip(err)
-	}
+	path, read := testserver.Pipe(t, "junit.xml")
 	s, err := New(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A reader is there first, as a shell's is. Opened non-blocking, a
-	// read before any writer came says end of file, which is not yet the
-	// end: read until the writer's close after something came.
-	rd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan []byte, 1)
-	go func() {
-		defer rd.Close()
-		var b []byte
-		buf := make([]byte, 1<<16)
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-			n, err := rd.Read(buf)
-			b = append(b, buf[:n]...)
-			if err == io.EOF && len(b) > 0 || err != nil && err != io.EOF {
-				break
-			}
-			if err == io.EOF {
-				time.Sleep(time.Millisecond)
-			}
-		}
-		got <- b
-	}()
 	if err := s.Close(sweepResult()); err != nil {
 		t.Fatal(err)
 	}
-	var b []byte
-	select {
-	case b = <-got:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the reader saw no end")
-	}
+	b := read()
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatalf("%s is no longer a pipe (%v)", path, err)
 	}
